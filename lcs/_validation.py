@@ -22,7 +22,7 @@ def as_float_array(name: str, value: Any) -> np.ndarray:
 
 def check_finite(name: str, arr: np.ndarray) -> None:
     """Raise a ValueError naming ``name`` if ``arr`` holds NaN or Inf."""
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise LCSValueError(f"{name} has a non-finite entry at index {tuple(int(i) for i in bad)}")
 

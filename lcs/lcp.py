@@ -153,6 +153,33 @@ def _covering(covering_vector: Any, n: int) -> np.ndarray:
     return d
 
 
+_ONES: dict[int, np.ndarray] = {}
+
+
+def _solve_validated(F: np.ndarray, q: np.ndarray, tol: float = 1e-9) -> LCPResult:
+    """:func:`solve_lcp` without input checks, for callers whose F and q are already validated
+    float64 arrays of shapes (n, n) and (n,) (e.g. :meth:`lcs.LCS.step`)."""
+    t0 = time.perf_counter()
+    n = q.shape[0]
+    d = _ONES.get(n)
+    if d is None:
+        d = _ONES[n] = np.ones(n)
+    z = np.empty((1, n))
+    w = np.empty((1, n))
+    residual = np.empty(1)
+    status = np.empty(1, np.int64)
+    iters = np.empty(1, np.int64)
+    failed = _k.solve_batch(F[None], q[None], d, 50 * (n + 1), tol, z, w, residual, status,
+                            iters)
+    if failed < 0:
+        check_finite("F", F)
+        check_finite("q", q)
+    if failed and status[0] == _k.STATUS_RAY and _is_psd(F):
+        status[0] = LCPStatus.INFEASIBLE
+    return LCPResult(z[0], w[0], LCPStatus(int(status[0])), int(iters[0]), float(residual[0]),
+                     time.perf_counter() - t0)
+
+
 def solve_lcp_batch(
     F: Any,
     q: Any,

@@ -20,12 +20,23 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from ._validation import as_float_array, as_matrix, as_vector
-from .errors import LCPSolveError, LCSValueError
-from .lcp import LCPResult, solve_lcp, solve_lcp_batch
+from .errors import LCPSolveError, LCSTypeError, LCSValueError
+from .lcp import LCPResult, _solve_validated, solve_lcp_batch
 
 __all__ = ["LCS", "LCSKnot", "Rollout"]
 
 _NAMES = ("A", "B", "D", "d", "E", "F", "H", "c")
+
+
+def _is_ragged(value: Any) -> bool:
+    """True for a list/tuple of real arrays whose shapes differ (a ragged per-knot list)."""
+    if not isinstance(value, (list, tuple)) or len(value) < 2:
+        return False
+    try:
+        shapes = {np.asarray(v, dtype=np.float64).shape for v in value}
+    except (TypeError, ValueError):
+        return False
+    return len(shapes) > 1
 
 
 class LCSKnot(NamedTuple):
@@ -90,9 +101,9 @@ class LCS:
         for name, value in zip(_NAMES, (A, B, D, d, E, F, H, c)):
             try:
                 raw[name] = as_float_array(name, value)
-            except LCSValueError:
-                raise
-            except Exception as e:  # ragged per-knot lists
+            except LCSTypeError as e:
+                if not _is_ragged(value):  # genuinely not a real array: keep the TypeError
+                    raise
                 raise LCSValueError(f"{name}: per-knot matrices must all have the same shape "
                                     f"({e})") from e
         # Dimensions from A, B, D (knot 0 when per knot). A flat B/H is a single input column.
@@ -140,7 +151,10 @@ class LCS:
                     stack.append(as_vector(label, value, shapes[name][0]))
                 else:
                     stack.append(as_matrix(label, value, *shapes[name]))
-            m = np.ascontiguousarray(np.stack(stack))
+            m = np.stack(stack)
+            if N is not None and not per_knot[name]:  # shared in a time-varying LCS: per knot
+                m = np.broadcast_to(m, (N,) + m.shape[1:])
+            m = np.ascontiguousarray(m)
             m.setflags(write=False)
             mats[name] = m
         dt = float(dt)
@@ -205,6 +219,8 @@ class LCS:
     c = property(lambda self: self._get("c"), doc="(n_lambda,), or (N, n_lambda) per knot.")
 
     def _check_knot(self, k: int) -> int:
+        if k == 0 and self._N is None:
+            return 0
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
             raise LCSValueError(f"k must be an integer knot index, got {k!r}")
         if self._N is not None and not 0 <= k < self._N:
@@ -246,8 +262,7 @@ class LCS:
         x, u = self._xu(x, u)
         i = self._check_knot(k)
         m = self._m
-        q = m["E"][i] @ x + m["H"][i] @ u + m["c"][i]
-        return solve_lcp(m["F"][i], q)
+        return _solve_validated(m["F"][i], m["E"][i] @ x + m["H"][i] @ u + m["c"][i])
 
     def step(self, x: Any, u: Any, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """One step of the LCS from knot ``k``: returns ``(x_next, lam)``.
@@ -264,7 +279,7 @@ class LCS:
         x, u = self._xu(x, u)
         i = self._check_knot(k)
         m = self._m
-        sol = solve_lcp(m["F"][i], m["E"][i] @ x + m["H"][i] @ u + m["c"][i])
+        sol = _solve_validated(m["F"][i], m["E"][i] @ x + m["H"][i] @ u + m["c"][i])
         if not sol.found:
             raise LCPSolveError(
                 f"LCS.step: the contact LCP at knot {k} was not solved ({sol.status.name})", sol
