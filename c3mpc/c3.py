@@ -1,0 +1,392 @@
+r"""Consensus complementarity control: the C3 controller (seed 003 §V, Algorithm 1).
+
+C3 solves the MPC problem over an LCS (eq. 15) approximately by ADMM on its consensus form
+(eq. 16): the QP step (eq. 21) plans through the LCS dynamics ignoring complementarity, the
+projection step (eqs. 22-23) enforces complementarity knot by knot, and the scaled dual w ties
+them together while the penalty grows as :math:`\rho\,\rho_s^i`::
+
+    δ ← δ_init, w ← 0, σ ← ρ
+    repeat s times:
+        z ← QP(σ, δ − w)                 (c3mpc.qp_step)
+        δ ← Π_U(z + w)   per knot         (c3mpc.projections)
+        w ← (w + z − δ) / ρ_s,  σ ← ρ_s σ
+    z ← QP(σ, δ − w)                      (end_on_qp_step)
+
+Usage::
+
+    ctrl = C3(lcs, Q, R, G, U, N=10, options=C3Options(projection="miqp"))
+    res = ctrl.solve(x0)          # C3Result; apply res.u[0]
+    ctrl.update_lcs(new_lcs)      # re-linearised model for the next solve
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from lcs import LCS
+
+from .errors import C3TypeError, C3ValueError
+from .options import C3Options
+from .projections.base import Projection, ProjectionData, ProjectionStatus
+from .qp_step import CondensedQP, LinearConstraint
+from .result import C3Result, C3Status
+
+__all__ = ["C3"]
+
+
+def _check_finite(name: str, arr: np.ndarray) -> None:
+    if not np.isfinite(arr).all():
+        raise C3ValueError(f"{name} has a non-finite (NaN/Inf) entry")
+
+
+def _as_array(name: str, value: Any) -> np.ndarray:
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise C3TypeError(f"{name} must be a real array, got {type(value).__name__}") from e
+
+
+def _per_knot(name: str, value: Any, count: int, n: int, psd: bool = True,
+              allow_extra: bool = False) -> np.ndarray:
+    """A cost matrix given once or per knot, as a (count, n, n) symmetric PSD stack."""
+    arr = _as_array(name, value)
+    if arr.ndim == 2:
+        if arr.shape != (n, n):
+            raise C3ValueError(f"{name} must have shape ({n}, {n}) (or be a list of {count} such "
+                               f"matrices), got {arr.shape}")
+        arr = np.broadcast_to(arr, (count, n, n)).copy()
+    elif arr.ndim == 3:
+        ok_counts = (count, count + 1) if allow_extra else (count,)
+        if arr.shape[1:] != (n, n) or arr.shape[0] not in ok_counts:
+            raise C3ValueError(f"{name} per knot must have shape ({count}, {n}, {n}), got "
+                               f"{arr.shape}")
+    else:
+        raise C3ValueError(f"{name} must be an ({n}, {n}) matrix or a list of them, got shape "
+                           f"{arr.shape}")
+    _check_finite(name, arr)
+    scale = max(1.0, float(np.abs(arr).max()))
+    if not np.allclose(arr, arr.transpose(0, 2, 1), atol=1e-9 * scale, rtol=0):
+        raise C3ValueError(f"{name} must be symmetric")
+    if psd:
+        eig = np.linalg.eigvalsh(arr).min(axis=1)
+        bad = np.flatnonzero(eig < -1e-9 * scale)
+        if bad.size:
+            raise C3ValueError(f"{name} must be positive semidefinite; knot {int(bad[0])} has "
+                               f"eigenvalue {eig[bad[0]]:.3g}")
+    return 0.5 * (arr + arr.transpose(0, 2, 1))
+
+
+class C3:
+    """The C3 controller.
+
+    Args:
+        lcs: the :class:`lcs.LCS` to plan with (time-invariant, or time-varying with at least N
+            knots).
+        Q: (n_x, n_x) state cost, or a list of N (knots 0..N-1) or N+1 (incl. terminal) ones.
+        R: (n_u, n_u) input cost, or N of them.
+        G: (n_z, n_z) ADMM weight, n_z = n_x + n_lambda + n_u (C3+: n_z + n_lambda), or N.
+        U: (n_z, n_z) projection weight (same layout as G), or N.
+        N: horizon (knots).
+        x_des: targets: None (zeros), (n_x,) for every knot, or (N+1, n_x).
+        QN: terminal cost (default: the last Q).
+        options: :class:`C3Options`.
+        constraints: :class:`c3mpc.qp_step.LinearConstraint` objects (or use
+            :meth:`add_linear_constraint` / :meth:`set_bounds`).
+
+    Raises:
+        ValueError: a shape mismatch, non-finite entry, non-symmetric or non-PSD cost, N < 1,
+            a time-varying LCS with fewer than N knots, or a projection that cannot handle the
+            LCS (e.g. "qp" with an F that is not PSD).
+        TypeError: ``lcs`` is not an :class:`lcs.LCS`, or ``options`` not :class:`C3Options`.
+    """
+
+    def __init__(self, lcs: LCS, Q: Any, R: Any, G: Any, U: Any, N: int = 10,
+                 x_des: Any = None, QN: Any = None, options: C3Options | None = None, *,
+                 constraints: Sequence[LinearConstraint] = ()):
+        if options is None:
+            options = C3Options()
+        if not isinstance(options, C3Options):
+            raise C3TypeError(f"options must be a C3Options, got {type(options).__name__}")
+        if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 1:
+            raise C3ValueError(f"N must be an integer >= 1, got {N!r}")
+        self.options = options
+        self.N = int(N)
+        self._check_lcs(lcs, first=True)
+        self.n_x, self.n_u, self.n_lambda = lcs.n_x, lcs.n_u, lcs.n_lambda
+        self.n_z = self.n_x + self.n_lambda + self.n_u
+        self._extended = options.projection == "c3plus"
+        self.n_zt = self.n_z + (self.n_lambda if self._extended else 0)
+        gamma = options.discount ** np.arange(self.N + 1)
+
+        Qs = _per_knot("Q", Q, self.N, self.n_x, allow_extra=True)
+        if QN is None:
+            QN_ = Qs[-1] if Qs.shape[0] == self.N + 1 else Qs[-1]
+        else:
+            QN_ = _per_knot("QN", QN, 1, self.n_x)[0]
+        self._Q = np.concatenate([Qs[: self.N], QN_[None]]) * gamma[:, None, None]
+        self._R = _per_knot("R", R, self.N, self.n_u) * gamma[: self.N, None, None]
+        self._G = _per_knot("G", G, self.N, self.n_zt) * gamma[: self.N, None, None]
+        self._U = _per_knot("U", U, self.N, self.n_zt) * gamma[: self.N, None, None]
+        self._x_des = self._targets(x_des)
+        self._constraints: list[LinearConstraint] = []
+        for con in constraints:
+            self._add_constraint(con)
+        self._projection = self._make_projection()
+        self._qp: CondensedQP | None = None
+        self._last_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.update_lcs(lcs)
+
+    # ------------------------------------------------------------------ setup helpers
+    def _check_lcs(self, lcs: Any, first: bool = False) -> None:
+        if not isinstance(lcs, LCS):
+            raise C3TypeError(f"lcs must be an lcs.LCS, got {type(lcs).__name__}")
+        if lcs.N is not None and lcs.N < self.N:
+            raise C3ValueError(f"the time-varying LCS has {lcs.N} knots but the horizon is "
+                               f"N={self.N}")
+        if not first and (lcs.n_x, lcs.n_u, lcs.n_lambda) != (self.n_x, self.n_u,
+                                                                self.n_lambda):
+            raise C3ValueError(
+                f"update_lcs: dimensions changed from (n_x, n_u, n_lambda) = "
+                f"{(self.n_x, self.n_u, self.n_lambda)} to {(lcs.n_x, lcs.n_u, lcs.n_lambda)}")
+
+    def _targets(self, x_des: Any) -> np.ndarray:
+        if x_des is None:
+            return np.zeros((self.N + 1, self.n_x))
+        arr = _as_array("x_des", x_des)
+        if arr.shape == (self.n_x,):
+            arr = np.broadcast_to(arr, (self.N + 1, self.n_x)).copy()
+        if arr.shape != (self.N + 1, self.n_x):
+            raise C3ValueError(f"x_des must have shape ({self.n_x},) or ({self.N + 1}, "
+                               f"{self.n_x}), got {arr.shape}")
+        _check_finite("x_des", arr)
+        return arr
+
+    def _make_projection(self) -> Projection:
+        from .projections.registry import make_projection
+
+        return make_projection(self.options.projection, self.options)
+
+    # ------------------------------------------------------------------ constraints
+    def add_linear_constraint(self, C: Any, lower: Any, upper: Any, variable: str = "state",
+                              knots: Sequence[int] | None = None) -> None:
+        """Add ``lower <= C v_k <= upper`` with v_k the state, input or force at each knot.
+
+        Args:
+            C: (r, n) matrix, n = n_x, n_u or n_lambda for variable "state", "input", "force".
+            lower, upper: (r,) bounds; ±inf for one-sided constraints.
+            variable: "state" (default knots 1..N), "input" or "force" (knots 0..N-1).
+            knots: explicit knot indices.
+        """
+        sizes = {"state": self.n_x, "input": self.n_u, "force": self.n_lambda}
+        if variable not in sizes:
+            raise C3ValueError(f"variable must be one of {list(sizes)}, got {variable!r}")
+        C = np.atleast_2d(_as_array("C", C))
+        if C.shape[1] != sizes[variable]:
+            raise C3ValueError(f"C for a {variable} constraint must have {sizes[variable]} "
+                               f"columns, got shape {C.shape}")
+        _check_finite("C", C)
+        lo = np.broadcast_to(_as_array("lower", lower), (C.shape[0],)).astype(float)
+        hi = np.broadcast_to(_as_array("upper", upper), (C.shape[0],)).astype(float)
+        if np.isnan(lo).any() or np.isnan(hi).any() or np.any(lo > hi):
+            raise C3ValueError("lower and upper must be non-NaN with lower <= upper")
+        if knots is not None:
+            top = self.N if variable == "state" else self.N - 1
+            knots = tuple(int(k) for k in knots)
+            if any(not 0 <= k <= top for k in knots):
+                raise C3ValueError(f"knots for a {variable} constraint must be in 0..{top}")
+        self._add_constraint(LinearConstraint(variable, C, lo, hi, knots))
+
+    def _add_constraint(self, con: LinearConstraint) -> None:
+        if not isinstance(con, LinearConstraint):
+            raise C3TypeError(f"constraints must be LinearConstraint objects, got "
+                              f"{type(con).__name__}")
+        self._constraints.append(con)
+        self._qp = None  # the QP layout changed: rebuilt at the next update/solve
+
+    def set_bounds(self, x_lower: Any = None, x_upper: Any = None, u_lower: Any = None,
+                   u_upper: Any = None, lam_lower: Any = None, lam_upper: Any = None) -> None:
+        """Box bounds on states (knots 1..N), inputs and forces; ±inf entries are skipped."""
+        for var, lo, hi, n in (("state", x_lower, x_upper, self.n_x),
+                               ("input", u_lower, u_upper, self.n_u),
+                               ("force", lam_lower, lam_upper, self.n_lambda)):
+            if lo is None and hi is None:
+                continue
+            lo = np.full(n, -np.inf) if lo is None else np.broadcast_to(
+                _as_array(f"{var} lower bound", lo), (n,))
+            hi = np.full(n, np.inf) if hi is None else np.broadcast_to(
+                _as_array(f"{var} upper bound", hi), (n,))
+            rows = np.flatnonzero(np.isfinite(lo) | np.isfinite(hi))
+            if rows.size:
+                self.add_linear_constraint(np.eye(n)[rows], lo[rows], hi[rows], var)
+
+    def remove_constraints(self) -> None:
+        """Drop every user constraint."""
+        self._constraints.clear()
+        self._qp = None
+
+    # ------------------------------------------------------------------ updates
+    def update_lcs(self, lcs: LCS) -> None:
+        """Plan with a new (e.g. re-linearised) LCS of the same dimensions from the next solve."""
+        self._check_lcs(lcs)
+        self.lcs = lcs
+        plan = lcs.scaled() if self.options.scale_lcs else lcs
+        self._plan_lcs = plan
+        st = plan.stacked(self.N)
+        self._data = ProjectionData(E=np.ascontiguousarray(st.E), F=np.ascontiguousarray(st.F),
+                                    H=np.ascontiguousarray(st.H), c=np.ascontiguousarray(st.c),
+                                    U=self._U)
+        self._projection.check(self._data)
+        if self._extended:
+            # z̃ = M z + e with M = [I; E F H], e = [0; c]: C3+'s η = E x + F λ + H u + c.
+            M = np.zeros((self.N, self.n_zt, self.n_z))
+            M[:, : self.n_z] = np.eye(self.n_z)
+            M[:, self.n_z:] = np.concatenate([st.E, st.F, st.H], axis=2)
+            e = np.zeros((self.N, self.n_zt))
+            e[:, self.n_z:] = st.c
+            self._M, self._e = M, e
+            G_eff = np.einsum("kab,kbc,kcd->kad", M.transpose(0, 2, 1), self._G, M)
+        else:
+            G_eff = self._G
+        if self._qp is None:
+            self._qp = CondensedQP(self.n_x, self.n_lambda, self.n_u, self.N,
+                                   self._constraints, self._osqp_settings())
+        self._qp.set_data(st.A, st.B, st.D, st.d, self._Q, self._R, G_eff, self._x_des)
+
+    def update_target(self, x_des: Any) -> None:
+        """New target states: (n_x,) for every knot or (N+1, n_x)."""
+        self._x_des = self._targets(x_des)
+        if self._qp is not None:
+            self._qp.set_target(self._x_des)
+
+    def _osqp_settings(self) -> dict[str, Any]:
+        o = self.options
+        return dict(eps_abs=o.osqp_eps_abs, eps_rel=o.osqp_eps_rel, max_iter=o.osqp_max_iter,
+                    polishing=o.osqp_polish, warm_starting=o.warm_start, scaled_termination=False)
+
+    # ------------------------------------------------------------------ solve
+    def solve(self, x0: Any) -> C3Result:
+        """Run Algorithm 1 from state ``x0`` (n_x,) and return the plan as a :class:`C3Result`.
+
+        Never raises on solver failure: a failed QP step or projection gives a result with a
+        failure status and the last feasible plan shifted by one knot (``fallback=True``), or
+        NaN arrays when there is none.
+        """
+        t_start = time.perf_counter()
+        x0 = _as_array("x0", x0).reshape(-1)
+        if x0.shape != (self.n_x,):
+            raise C3ValueError(f"x0 must have shape ({self.n_x},), got {x0.shape}")
+        _check_finite("x0", x0)
+        if self._qp is None:
+            self.update_lcs(self.lcs)
+        qp = self._qp
+        assert qp is not None
+        opts = self.options
+        N, n_x, n_zt = self.N, self.n_x, self.n_zt
+        t_qp = t_proj = 0.0
+        X0, g_c = qp.initial_state_terms(x0)
+        delta = np.zeros((N, n_zt))
+        if opts.delta_init == "x0":
+            delta[:, :n_x] = x0
+        w = np.zeros((N, n_zt))
+        sigma = opts.rho
+        proj_status = np.zeros(N, dtype=int)
+        iterations = 0
+        for i in range(opts.admm_iter + 1):
+            t0 = time.perf_counter()
+            qp_res = qp.solve(X0, g_c, self._weighted_reference(delta - w), sigma)
+            t_qp += time.perf_counter() - t0
+            if not qp_res.ok:
+                return self._failure(C3Status.QP_FAILED, f"QP step {i} failed: {qp_res.status}",
+                                     t_start, iterations, {"qp": t_qp, "projection": t_proj})
+            if i == opts.admm_iter:
+                break
+            z = self._extend(qp_res.z)
+            t0 = time.perf_counter()
+            proj = self._projection.project(z + w, self._data, i)
+            t_proj += time.perf_counter() - t0
+            if not proj.ok:
+                bad = int(np.argmax(proj.status > ProjectionStatus.TIME_LIMIT))
+                return self._failure(
+                    C3Status.PROJECTION_FAILED,
+                    f"projection at ADMM iteration {i} failed at knot {bad} "
+                    f"({ProjectionStatus(int(proj.status[bad])).name})",
+                    t_start, iterations, {"qp": t_qp, "projection": t_proj})
+            proj_status = np.maximum(proj_status, proj.status)
+            delta = proj.delta
+            w = (w + z - delta) / opts.rho_scale
+            sigma *= opts.rho_scale
+            iterations += 1
+
+        if opts.end_on_qp_step:
+            zf = qp_res.z
+            x = np.vstack([zf[:, :n_x], qp_res.x_N])
+        else:
+            zf = delta[:, : self.n_z]
+            x = self._reroll(x0, zf)
+        lam_plan = zf[:, n_x:n_x + self.n_lambda]
+        u = zf[:, n_x + self.n_lambda: self.n_z].copy()
+        lam = self._plan_lcs.unscale_lambda(lam_plan)
+        status = C3Status.SOLVED if np.all(proj_status == 0) else C3Status.MAX_ITERATIONS
+        viol = float(np.max(self._plan_lcs.complementarity_residual(x[:N], u, lam_plan))
+                     ) * self._plan_lcs.lambda_scale
+        self._last_plan = (x, u, lam)
+        timings = {"qp": t_qp, "projection": t_proj}
+        total = time.perf_counter() - t_start
+        timings["other"] = total - t_qp - t_proj
+        return C3Result(status=status, x=x, u=u, lam=lam, delta=delta, w=w,
+                        iterations=iterations, solve_time=total, timings=timings,
+                        complementarity_violation=viol, cost=self.plan_cost(x, u),
+                        solver=f"c3/{opts.projection}")
+
+    # ------------------------------------------------------------------ pieces
+    def _weighted_reference(self, r: np.ndarray) -> np.ndarray:
+        """G_k r_k per knot in the QP's (non-extended) variables (see CondensedQP.solve)."""
+        if not self._extended:
+            return np.einsum("kab,kb->ka", self._G, r)
+        return np.einsum("kba,kbc,kc->ka", self._M, self._G, r - self._e)
+
+    def _extend(self, z: np.ndarray) -> np.ndarray:
+        if not self._extended:
+            return z
+        return np.einsum("kab,kb->ka", self._M, z) + self._e
+
+    def _reroll(self, x0: np.ndarray, z: np.ndarray) -> np.ndarray:
+        st = self._plan_lcs.stacked(self.N)
+        x = np.empty((self.N + 1, self.n_x))
+        x[0] = x0
+        for k in range(self.N):
+            x[k + 1] = (st.A[k] @ x[k] + st.D[k] @ z[k, self.n_x:self.n_x + self.n_lambda]
+                        + st.B[k] @ z[k, self.n_x + self.n_lambda:] + st.d[k])
+        return x
+
+    def plan_cost(self, x: np.ndarray, u: np.ndarray) -> float:
+        """Eq. (15)'s cost of a plan: Σ_k (x_k − x^d_k)ᵀQ_k(·) + u_kᵀR_k u_k, with Q_N."""
+        e = x - self._x_des
+        return float(np.einsum("ka,kab,kb->", e, self._Q, e)
+                     + np.einsum("ka,kab,kb->", u, self._R, u))
+
+    def _failure(self, status: C3Status, message: str, t_start: float, iterations: int,
+                 timings: dict[str, float]) -> C3Result:
+        if self._last_plan is not None:
+            x, u, lam = self._last_plan
+            x = np.vstack([x[1:], x[-1:]])
+            u = np.vstack([u[1:], u[-1:]])
+            lam = np.vstack([lam[1:], lam[-1:]])
+            fallback = True
+        else:
+            x = np.full((self.N + 1, self.n_x), np.nan)
+            u = np.full((self.N, self.n_u), np.nan)
+            lam = np.full((self.N, self.n_lambda), np.nan)
+            fallback = False
+            message += "; no earlier feasible plan to fall back on (arrays are NaN)"
+        return C3Result(status=status, x=x, u=u, lam=lam, delta=None, w=None,
+                        iterations=iterations, solve_time=time.perf_counter() - t_start,
+                        timings=timings, solver=f"c3/{self.options.projection}",
+                        fallback=fallback, message=message)
+
+    def __repr__(self) -> str:
+        return (f"C3(n_x={self.n_x}, n_u={self.n_u}, n_lambda={self.n_lambda}, N={self.N}, "
+                f"projection={self.options.projection!r}, admm_iter={self.options.admm_iter})")

@@ -1,0 +1,212 @@
+"""Options of the C3 controller: one frozen dataclass, defaults declared once, strict loading.
+
+Every default lives in its field declaration below, with its meaning and unit in the field's
+docstring. ``C3Options.from_yaml`` / ``from_toml`` / ``from_dict`` reject unknown keys (listing
+the valid ones) and validate values in ``__post_init__``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import C3TypeError, C3ValueError
+
+__all__ = ["C3Options", "PROJECTIONS"]
+
+#: Projection methods accepted by ``C3Options.projection``.
+PROJECTIONS = ("miqp", "miqp-gurobi", "lcp", "qp", "admm", "c3plus")
+
+
+@dataclass(frozen=True)
+class C3Options:
+    """Settings of :class:`c3mpc.C3` (seed 003 Algorithm 1).
+
+    The ADMM penalty enters the QP step as ``rho * rho_scale**i * (z - delta + w)^T G (·)``
+    (eqs. 17/21). With the default ``rho = 1`` the matrix G alone carries the scale, as in the
+    authors' code; the paper's ρ = 0.1 with G = I equals ρ = 1 with G = 0.1·I.
+    """
+
+    projection: str = "miqp"
+    """Projection method: "miqp" (exact, our compiled branch-and-bound), "miqp-gurobi"
+    (big-M MIQP in Gurobi, persistent per-knot models), "lcp" (LCP-based), "qp" (convex,
+    eq. 24; needs F ⪰ 0), "admm" (Park & Boyd QCQP heuristic) or "c3plus" (closed form)."""
+
+    admm_iter: int = 10
+    """ADMM iterations s per solve (the paper uses 2-10)."""
+
+    rho: float = 1.0
+    """Initial ADMM penalty ρ (> 0), multiplying G."""
+
+    rho_scale: float = 2.0
+    """Penalty growth ρ_s (>= 1) per ADMM iteration; the scaled dual w is divided by it."""
+
+    big_m: float = 1000.0
+    """Big-M constant of the Gurobi MIQP projection (and default of the MIQP baseline)."""
+
+    warm_start: bool = True
+    """Warm-start the QP solver and the MIQP projections from the previous solve."""
+
+    delta_init: str = "x0"
+    """How δ starts each solve: "x0" (state part set to x0, the authors' delta_option=1) or
+    "zeros" (the paper's Algorithm 1)."""
+
+    discount: float = 1.0
+    """Discount γ in (0, 1]: knot i's Q, R, G, U are multiplied by γ^i."""
+
+    scale_lcs: bool = False
+    """Rescale λ by s = ‖A‖_F/‖D‖_F before planning (the authors' ``scale_lcs``). Off by
+    default because the paper's weights U and G on λ are in unscaled units."""
+
+    end_on_qp_step: bool = True
+    """Return the final QP iterate (True, as in the authors' code) or the last projection δ
+    with states re-rolled through the LCS (False)."""
+
+    qp_alpha: float = 0.01
+    """α of the convex "qp" projection (eq. 24): weight of the λᵀFλ term, 0 < α <= 1."""
+
+    qp_epsilon: float = 1e-6
+    """ε of the convex "qp" projection: the εI regularisation that makes it strictly convex."""
+
+    admm_projection_iter: int = 50
+    """Inner iterations of the "admm" projection."""
+
+    projection_time_limit: float | None = None
+    """Time limit [s] per knot for the Gurobi MIQP projection (None: none)."""
+
+    osqp_eps_abs: float = 1e-6
+    """OSQP absolute tolerance of the QP step (used only when inequalities are present)."""
+
+    osqp_eps_rel: float = 1e-6
+    """OSQP relative tolerance of the QP step."""
+
+    osqp_max_iter: int = 4000
+    """OSQP iteration budget per QP step."""
+
+    osqp_polish: bool = True
+    """Polish OSQP solutions (active-set refinement to high accuracy)."""
+
+    num_threads: int = 1
+    """Threads for independent knots (projections) and for Gurobi. 1 = serial; on 2 cores the
+    per-knot work is too small for threads to pay off (see docs/BENCHMARKS.md)."""
+
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Backend-specific settings passed to the projection's constructor."""
+
+    def __post_init__(self) -> None:
+        def bad(name: str, expected: str) -> C3ValueError:
+            return C3ValueError(f"C3Options.{name} must be {expected}, got "
+                                f"{getattr(self, name)!r}")
+
+        if self.projection not in PROJECTIONS:
+            raise C3ValueError(f"C3Options.projection must be one of {list(PROJECTIONS)}, got "
+                               f"{self.projection!r}")
+        for name in ("admm_iter", "admm_projection_iter", "osqp_max_iter", "num_threads"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise C3TypeError(f"C3Options.{name} must be an int, got {type(v).__name__}")
+        if self.admm_iter < 1:
+            raise bad("admm_iter", ">= 1")
+        if self.admm_projection_iter < 1:
+            raise bad("admm_projection_iter", ">= 1")
+        if self.num_threads < 1:
+            raise bad("num_threads", ">= 1")
+        if not (self.rho > 0 and _finite(self.rho)):
+            raise bad("rho", "a positive finite number")
+        if not (self.rho_scale >= 1 and _finite(self.rho_scale)):
+            raise bad("rho_scale", "a finite number >= 1")
+        if not (self.big_m > 0 and _finite(self.big_m)):
+            raise bad("big_m", "a positive finite number")
+        if self.delta_init not in ("x0", "zeros"):
+            raise bad("delta_init", "'x0' or 'zeros'")
+        if not (0 < self.discount <= 1):
+            raise bad("discount", "in (0, 1]")
+        if not (0 < self.qp_alpha <= 1):
+            raise bad("qp_alpha", "in (0, 1]")
+        if not (self.qp_epsilon >= 0 and _finite(self.qp_epsilon)):
+            raise bad("qp_epsilon", ">= 0")
+        if self.projection_time_limit is not None and not self.projection_time_limit > 0:
+            raise bad("projection_time_limit", "None or a positive time in [s]")
+        for name in ("osqp_eps_abs", "osqp_eps_rel"):
+            if not getattr(self, name) > 0:
+                raise bad(name, "positive")
+        if not isinstance(self.extra, Mapping):
+            raise bad("extra", "a mapping")
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def field_names(cls) -> list[str]:
+        """The option names accepted by :meth:`from_dict`."""
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "C3Options":
+        """Options from a mapping; unknown keys raise ValueError listing the valid ones."""
+        if not isinstance(data, Mapping):
+            raise C3TypeError(f"C3 options must be a mapping, got {type(data).__name__}")
+        unknown = sorted(set(data) - set(cls.field_names()))
+        if unknown:
+            raise C3ValueError(f"unknown C3 option(s) {unknown}; valid options: "
+                               f"{cls.field_names()}")
+        kwargs = dict(data)
+        for f in dataclasses.fields(cls):  # YAML reads 1e-6 as a string in some dialects
+            if f.name in kwargs and f.type in ("float", "float | None") and isinstance(
+                    kwargs[f.name], str):
+                try:
+                    kwargs[f.name] = float(kwargs[f.name])
+                except ValueError:
+                    raise C3ValueError(f"C3Options.{f.name} must be a number, got "
+                                       f"{kwargs[f.name]!r}") from None
+        return cls(**kwargs)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, key: str | None = None) -> "C3Options":
+        """Options from a YAML file (optionally the mapping under ``key``)."""
+        import yaml
+
+        data = yaml.safe_load(Path(path).read_text()) or {}
+        return cls.from_dict(data[key] if key else data)
+
+    @classmethod
+    def from_toml(cls, path: str | Path, key: str | None = None) -> "C3Options":
+        """Options from a TOML file (optionally the table under ``key``)."""
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10
+            import tomli as tomllib  # type: ignore[no-redef]
+
+        data = tomllib.loads(Path(path).read_text())
+        return cls.from_dict(data[key] if key else data)
+
+    @classmethod
+    def from_file(cls, path: str | Path, key: str | None = None) -> "C3Options":
+        """Options from a ``.yaml``/``.yml`` or ``.toml`` file."""
+        suffix = Path(path).suffix.lower()
+        if suffix in (".yaml", ".yml"):
+            return cls.from_yaml(path, key)
+        if suffix == ".toml":
+            return cls.from_toml(path, key)
+        raise C3ValueError(f"options file must end in .yaml, .yml or .toml, got {path}")
+
+    def replace(self, **changes: Any) -> "C3Options":
+        """A copy with some options changed (validated)."""
+        unknown = sorted(set(changes) - set(self.field_names()))
+        if unknown:
+            raise C3ValueError(f"unknown C3 option(s) {unknown}; valid options: "
+                               f"{self.field_names()}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as a plain dict (round-trips through :meth:`from_dict`)."""
+        d = dataclasses.asdict(self)
+        d["extra"] = dict(self.extra)
+        return d
+
+
+def _finite(v: Any) -> bool:
+    try:
+        return float(v) == float(v) and abs(float(v)) != float("inf")
+    except (TypeError, ValueError):
+        return False

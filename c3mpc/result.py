@@ -1,0 +1,85 @@
+"""The result of a C3 solve (and of the MIQP baseline, which returns the same type)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+
+__all__ = ["C3Status", "C3Result"]
+
+
+class C3Status(IntEnum):
+    """Outcome of :meth:`c3mpc.C3.solve` or :func:`c3mpc.solve_miqp_mpc`."""
+
+    SOLVED = 0
+    """Every step succeeded (for C3: all QP steps and projections; for the MIQP: optimal)."""
+    MAX_ITERATIONS = 1
+    """A sub-solver stopped on its iteration budget; the plan is usable but not converged."""
+    TIME_LIMIT = 2
+    """The time limit was hit; the plan is the best feasible one found."""
+    QP_FAILED = 3
+    """A QP step failed; the plan is the last feasible plan (see ``C3Result.fallback``)."""
+    PROJECTION_FAILED = 4
+    """A projection failed; the plan is the last feasible plan."""
+    INFEASIBLE = 5
+    """The problem has no feasible plan (the MIQP baseline proved it)."""
+    FAILED = 6
+    """Any other solver failure; no plan (NaN arrays) or the last feasible plan."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the plan can be applied (SOLVED, MAX_ITERATIONS or TIME_LIMIT)."""
+        return self in (C3Status.SOLVED, C3Status.MAX_ITERATIONS, C3Status.TIME_LIMIT)
+
+
+@dataclass(frozen=True)
+class C3Result:
+    """A plan over the horizon, with diagnostics.
+
+    Attributes:
+        status: see :class:`C3Status`.
+        x: (N+1, n_x) planned states, x[0] = x0.
+        u: (N, n_u) planned inputs; apply ``u[0]``.
+        lam: (N, n_lambda) planned contact forces, in physical units.
+        delta: (N, n_z) last projection (consensus copy), z = [x; lambda; u]; None for MIQP.
+        w: (N, n_z) last scaled dual; None for MIQP.
+        iterations: ADMM iterations run (MIQP: branch-and-bound nodes, or 0).
+        solve_time: wall time in [s].
+        timings: per-phase wall times in [s], e.g. {"qp": ..., "projection": ..., "setup": ...}.
+        complementarity_violation: max over knots of the natural residual
+            |min(lambda, E x + F lambda + H u + c)| of the returned plan.
+        cost: objective value of the returned plan (eq. 15's cost, without the ADMM terms).
+        solver: which solver produced the plan ("c3/miqp", "gurobi", "scip", ...).
+        fallback: True when x/u/lam are the last feasible plan, not this solve's.
+        message: human-readable detail for failure statuses.
+        extras: backend-specific diagnostics.
+    """
+
+    status: C3Status
+    x: np.ndarray
+    u: np.ndarray
+    lam: np.ndarray
+    delta: np.ndarray | None
+    w: np.ndarray | None
+    iterations: int
+    solve_time: float
+    timings: dict[str, float] = field(default_factory=dict)
+    complementarity_violation: float = float("inf")
+    cost: float = float("inf")
+    solver: str = ""
+    fallback: bool = False
+    message: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the plan can be applied."""
+        return self.status.ok
+
+    @property
+    def u0(self) -> np.ndarray:
+        """The first planned input, the one a receding-horizon loop applies."""
+        return self.u[0]
