@@ -275,7 +275,7 @@ class CondensedQP:
                 solver.update(Px=Px, Ax=Ax)
                 self._osqp_stale.discard(sigma)
             solver.update(q=g, l=np.maximum(lo, -1e30), u=np.minimum(hi, 1e30))
-        res = solver.solve()
+        res = solver.solve(raise_error=False)
         sv = int(res.info.status_val)
         ok = sv in (1, 2) and res.x is not None and bool(np.all(np.isfinite(res.x)))
         return (np.asarray(res.x, dtype=float) if ok else np.full(self.N * self.m, np.nan),
