@@ -180,8 +180,19 @@ def lemke(M, q, d, max_iter, z_out):
             z_out[i] = 0.0
         return STATUS_SOLVED, 0
 
+    # Work on LCP(q/beta, M/alpha), whose solution is z * alpha / beta: with max|M| = max|q| = 1
+    # the pivot tolerances are meaningful whatever the units of the problem.
+    alpha = 0.0
+    beta = 0.0
+    for i in range(n):
+        beta = max(beta, abs(q[i]))
+        for j in range(n):
+            alpha = max(alpha, abs(M[i, j]))
+    if alpha == 0.0:
+        alpha = 1.0
+    Ms = M / alpha
     Binv = np.eye(n)
-    rhs = q.copy()
+    rhs = q / beta
     basis = np.arange(n)
     col = np.empty(n)
     pdiv = np.empty(n)
@@ -210,7 +221,7 @@ def lemke(M, q, d, max_iter, z_out):
             for i in range(n):
                 s = 0.0
                 for k in range(n):
-                    s += Binv[i, k] * M[k, j]
+                    s += Binv[i, k] * Ms[k, j]
                 col[i] = -s
         cmax = 0.0
         for i in range(n):
@@ -244,7 +255,7 @@ def lemke(M, q, d, max_iter, z_out):
     for i in range(n):
         b = basis[i]
         if n <= b < 2 * n:
-            z_out[b - n] = max(rhs[i], 0.0)
+            z_out[b - n] = max(rhs[i], 0.0) * beta / alpha
     _polish(M, q, basis, z_out)
     return STATUS_SOLVED, it
 

@@ -37,6 +37,11 @@ def lemke_reference(M: np.ndarray, q: np.ndarray, d: np.ndarray | None = None,
     max_iter = 50 * (n + 1) if max_iter is None else max_iter
     if np.all(q >= 0):
         return STATUS_SOLVED, np.zeros(n), 0
+    # Normalise: LCP(q/beta, M/alpha) has the solution z * alpha / beta (see the kernel).
+    alpha = float(np.abs(M).max()) or 1.0
+    beta = float(np.abs(q).max())
+    q_orig, M_orig = q, M
+    M, q = M / alpha, q / beta
     Binv = np.eye(n)
     rhs = q.copy()
     basis = np.arange(n)
@@ -73,7 +78,8 @@ def lemke_reference(M: np.ndarray, q: np.ndarray, d: np.ndarray | None = None,
         return status, np.full(n, np.nan), it
     z = np.zeros(n)
     is_z = (basis >= n) & (basis < 2 * n)
-    z[basis[is_z] - n] = np.maximum(rhs[is_z], 0.0)
+    z[basis[is_z] - n] = np.maximum(rhs[is_z], 0.0) * beta / alpha
+    M, q = M_orig, q_orig
     a = basis[is_z] - n
     if a.size:
         try:
