@@ -28,6 +28,7 @@ import numpy as np
 
 from lcs import LCS
 
+from ._blas import blas_threads
 from .errors import C3TypeError, C3ValueError
 from .options import C3Options
 from .projections.base import Projection, ProjectionData, ProjectionStatus
@@ -230,6 +231,10 @@ class C3:
     # ------------------------------------------------------------------ updates
     def update_lcs(self, lcs: LCS) -> None:
         """Plan with a new (e.g. re-linearised) LCS of the same dimensions from the next solve."""
+        with blas_threads(self.options.blas_threads):
+            self._update_lcs(lcs)
+
+    def _update_lcs(self, lcs: LCS) -> None:
         self._check_lcs(lcs)
         self.lcs = lcs
         plan = lcs.scaled() if self.options.scale_lcs else lcs
@@ -252,7 +257,8 @@ class C3:
             G_eff = self._G
         if self._qp is None:
             self._qp = CondensedQP(self.n_x, self.n_lambda, self.n_u, self.N,
-                                   self._constraints, self._osqp_settings())
+                                   self._constraints, self._osqp_settings(),
+                                   solver=self.options.qp_solver)
         self._qp.set_data(st.A, st.B, st.D, st.d, self._Q, self._R, G_eff, self._x_des)
 
     def update_target(self, x_des: Any) -> None:
@@ -274,13 +280,17 @@ class C3:
         failure status and the last feasible plan shifted by one knot (``fallback=True``), or
         NaN arrays when there is none.
         """
+        with blas_threads(self.options.blas_threads):
+            return self._solve(x0)
+
+    def _solve(self, x0: Any) -> C3Result:
         t_start = time.perf_counter()
         x0 = _as_array("x0", x0).reshape(-1)
         if x0.shape != (self.n_x,):
             raise C3ValueError(f"x0 must have shape ({self.n_x},), got {x0.shape}")
         _check_finite("x0", x0)
         if self._qp is None:
-            self.update_lcs(self.lcs)
+            self._update_lcs(self.lcs)
         qp = self._qp
         assert qp is not None
         opts = self.options

@@ -34,6 +34,8 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from ._dense_qp import GI_OPTIMAL, gi_solve
+
 __all__ = ["LinearConstraint", "QPStepResult", "CondensedQP"]
 
 
@@ -86,14 +88,20 @@ class CondensedQP:
     """
 
     def __init__(self, n_x: int, n_lambda: int, n_u: int, N: int,
-                 constraints: list[LinearConstraint], osqp_settings: dict[str, Any]):
+                 constraints: list[LinearConstraint], osqp_settings: dict[str, Any],
+                 solver: str = "active-set"):
         self.n_x, self.n_lambda, self.n_u, self.N = n_x, n_lambda, n_u, N
         self.m = n_lambda + n_u
         self.n_z = n_x + self.m
         self.constraints = list(constraints)
         self.osqp_settings = dict(osqp_settings)
+        if solver not in ("active-set", "osqp"):
+            raise ValueError(f"solver must be 'active-set' or 'osqp', got {solver!r}")
+        self.solver = solver
+        self.fallbacks = 0  # active-set solves handed to OSQP (diagnostics)
         self._build_constraint_selectors()
         self._factors: dict[float, Any] = {}
+        self._J0: dict[float, np.ndarray] = {}
         self._osqp: dict[float, Any] = {}
         self._osqp_stale: set[float] = set()
         self._ready = False
@@ -134,6 +142,8 @@ class CondensedQP:
             self._Sp = np.vstack(Sp_rows)
             self._lo = np.concatenate(lo)
             self._hi = np.concatenate(hi)
+            self._fin_lo = np.flatnonzero(np.isfinite(self._lo))
+            self._fin_hi = np.flatnonzero(np.isfinite(self._hi))
 
     # ------------------------------------------------------------------ data
     def set_data(self, A: np.ndarray, B: np.ndarray, D: np.ndarray, d: np.ndarray,
@@ -182,9 +192,13 @@ class CondensedQP:
         self._QXd = TQ @ x_des.reshape(-1)
         self._K1 = K1
         self._factors.clear()
+        self._J0.clear()
         self._osqp_stale = set(self._osqp)
         if self._n_con:
             self._Acon = self._SX @ T + self._Sp
+            # one-sided rows for the active-set method: C p >= b
+            self._Cgi = np.ascontiguousarray(np.vstack([self._Acon[self._fin_lo],
+                                                        -self._Acon[self._fin_hi]]))
         self._ready = True
 
     def set_target(self, x_des: np.ndarray) -> None:
@@ -213,7 +227,13 @@ class CondensedQP:
         g = g_c + sigma * (self._K1X0(X0) - self._T[: N * n_x].T @ Gr[:, :n_x].reshape(-1)
                            - Gr[:, n_x:].reshape(-1))
         if self._n_con:
-            p, ok, status, iters = self._solve_osqp(X0, g, sigma)
+            p, ok, status, iters = (None, False, "", 0)
+            if self.solver == "active-set":
+                p, ok, status, iters = self._solve_active_set(X0, g, sigma)
+            if not ok:
+                if self.solver == "active-set":
+                    self.fallbacks += 1
+                p, ok, status, iters = self._solve_osqp(X0, g, sigma)
         else:
             p, ok, status, iters = self._solve_kkt(g, sigma)
         X = X0 + self._T @ p
@@ -224,6 +244,15 @@ class CondensedQP:
         return self._K1 @ X0[: self.N * self.n_x]
 
     def _solve_kkt(self, g: np.ndarray, sigma: float) -> tuple[np.ndarray, bool, str, int]:
+        fac = self._factor(sigma)
+        if fac[0] == "chol":
+            p = -scipy.linalg.cho_solve(fac[1], g, check_finite=False)
+        else:
+            p = -(fac[1] @ g)
+        ok = bool(np.all(np.isfinite(p)))
+        return p, ok, "solved" if ok else "non-finite", 0
+
+    def _factor(self, sigma: float) -> tuple[str, Any]:
         fac = self._factors.get(sigma)
         if fac is None:
             H = self._H_c + sigma * self._H_G
@@ -234,12 +263,31 @@ class CondensedQP:
                 # minimum-norm minimiser via the pseudo-inverse is still a valid QP solution.
                 fac = ("pinv", np.linalg.pinv(H, rcond=1e-12, hermitian=True))
             self._factors[sigma] = fac
-        if fac[0] == "chol":
-            p = -scipy.linalg.cho_solve(fac[1], g, check_finite=False)
-        else:
-            p = -(fac[1] @ g)
-        ok = bool(np.all(np.isfinite(p)))
-        return p, ok, "solved" if ok else "non-finite", 0
+        return fac
+
+    def _solve_active_set(self, X0: np.ndarray, g: np.ndarray, sigma: float
+                          ) -> tuple[np.ndarray, bool, str, int]:
+        """Goldfarb-Idnani from the cached Cholesky factor (c3mpc._dense_qp)."""
+        fac = self._factor(sigma)
+        if fac[0] != "chol":
+            return np.empty(0), False, "hessian not positive definite", 0
+        J0 = self._J0.get(sigma)
+        if J0 is None:
+            L = np.tril(fac[1][0])
+            J0 = np.ascontiguousarray(scipy.linalg.solve_triangular(
+                L, np.eye(L.shape[0]), lower=True, check_finite=False).T)
+            self._J0[sigma] = J0
+        off = self._SX @ X0
+        b = np.concatenate([self._lo[self._fin_lo] - off[self._fin_lo],
+                            off[self._fin_hi] - self._hi[self._fin_hi]])
+        x0 = -scipy.linalg.cho_solve(fac[1], g, check_finite=False)
+        p = np.empty_like(x0)
+        act = np.zeros(b.shape[0], np.int64)
+        scale = max(1.0, float(np.abs(b).max(initial=0.0)))
+        status, iters = gi_solve(J0, x0, self._Cgi, b, 1e-9 * scale, 20 * (x0.shape[0] + 1), p,
+                                 act)
+        ok = status == GI_OPTIMAL and bool(np.all(np.isfinite(p)))
+        return p, ok, "solved" if ok else f"active-set status {status}", int(iters)
 
     def _osqp_matrices(self, sigma: float) -> tuple[np.ndarray, np.ndarray]:
         H = self._H_c + sigma * self._H_G

@@ -131,9 +131,27 @@ class PaperLCSPlant(ABC):
             raise ValueError(f"x has a non-finite entry: {arr}")
         return arr
 
+    def saturate(self, u: Any) -> np.ndarray:
+        """``u`` clipped to the actuator limits ``defaults.u_lower/u_upper``."""
+        u = np.asarray(u, dtype=float).reshape(-1)
+        if u.shape != (self.n_u,):
+            raise ValueError(f"u must have shape ({self.n_u},) for {self.name}, got "
+                             f"{np.shape(u)}")
+        if not np.all(np.isfinite(u)):
+            raise ValueError(f"u has a non-finite entry: {u}")
+        d = self.defaults
+        return np.clip(u, d.u_lower, d.u_upper)
+
     def step(self, x: Any, u: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Advance the plant one step ``dt``: returns ``(x_next, lam)``."""
+        """Advance the plant one step ``dt``: returns ``(x_next, lam)``.
+
+        The input is first saturated at the actuator limits (:meth:`saturate`): e.g. a finger
+        cannot pull, so a planned normal force of -1e-7 N (solver tolerance) acts as 0. Without
+        this the friction rows ``mu u_n - lambda_t >= 0`` of the paper's LCS make the contact
+        LCP unsolvable.
+        """
         x = self._state(x)
+        u = self.saturate(u)
         return self.lcs(x, u).step(x, u)
 
     def __repr__(self) -> str:

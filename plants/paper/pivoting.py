@@ -150,7 +150,10 @@ class Pivoting(PaperLCSPlant):
     def defaults(self) -> ControlDefaults:
         """Paper §VI-B: MIQP projection, N=10, s=5, ρ_s=1.1; Q, R, G, U from the paper's data.
 
-        G = 0.02·I with ρ = 1 (G carries the scale, as in the authors' code).
+        G = 0.02·I with ρ = 1 (G carries the scale, as in the authors' code). The finger normal
+        forces are bounded below by 0 (fingers push, they cannot pull): the paper does not list
+        this bound, but without it a plan can ask for a negative normal force, for which the
+        friction rows of the LCS have no solution.
         """
         Q = np.eye(10)
         Q[[0, 2, 4], [0, 2, 4]] = 100.0
@@ -162,6 +165,7 @@ class Pivoting(PaperLCSPlant):
             U=U, admm_iter=5, rho=1.0, rho_scale=1.1, projection="miqp",
             x0=np.array([0, 0, 1.36, 0, 0.2, 0, -0.3, 0, -0.7, 0]),
             x_goal=np.array([0, 0, np.sqrt(2), 0, np.pi / 4, 0, 0.9, 0, 0.9, 0]),
-            x_lower=-inf, x_upper=inf, u_lower=np.full(4, -np.inf), u_upper=np.full(4, np.inf),
+            x_lower=-inf, x_upper=inf, u_lower=np.array([-np.inf, -np.inf, 0.0, 0.0]),
+            u_upper=np.full(4, np.inf),
             notes="Paper: 43.4 Hz with MIQP, N=10, s=5; process noise σ ≤ 0.1 succeeds.",
         )
