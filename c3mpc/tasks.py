@@ -88,8 +88,9 @@ def _cartpole_success(log: ClosedLoopLog) -> bool:
 
 
 def _finger_success(log: ClosedLoopLog) -> bool:
-    # Lifted: the object ends within 0.5 of the target height 0 (it starts 6-8 below it).
-    return bool(abs(log.x[-1, 0]) <= 0.5)
+    # Lifted: the object ends within 1.0 of the target height 0, having started 6-8 below it.
+    # The paper says only "lifted"; the benchmark reports the distribution of final heights.
+    return bool(abs(log.x[-1, 0]) <= 1.0)
 
 
 def _pivot_success(log: ClosedLoopLog) -> bool:
@@ -109,7 +110,8 @@ TASKS: dict[str, Task] = {
         "all states within 0.1 for 30 consecutive simulated steps"),
     "finger-gaiting": Task(
         "finger-gaiting", 5.0, _finger_success,
-        "object height within 0.5 of the target 0 at the end of the run", _finger_start),
+        "object ends within 1.0 of the target height 0 (starts 6-8 below it)",
+        _finger_start),
     "pivoting": Task(
         "pivoting", 3.0, _pivot_success,
         "final |x| <= 0.1 m and |θ − π/4| <= 0.1 rad"),
