@@ -133,6 +133,7 @@ class C3:
         self._U = _per_knot("U", U, self.N, self.n_zt) * gamma[: self.N, None, None]
         self._x_des = self._targets(x_des)
         self._constraints: list[LinearConstraint] = []
+        self._convex_sets: list[Any] = []
         for con in constraints:
             self._add_constraint(con)
         self._projection = self._make_projection()
@@ -223,9 +224,29 @@ class C3:
             if rows.size:
                 self.add_linear_constraint(np.eye(n)[rows], lo[rows], hi[rows], var)
 
+    def add_convex_constraint(self, fn: Any) -> None:
+        """Add a convex set 𝒞 through cvxpy.
+
+        Args:
+            fn: ``fn(x, lam, u) -> list of cvxpy constraints``, called once per QP build with
+                cvxpy expressions ``x`` (N+1, n_x), ``lam`` (N, n_lambda) and ``u`` (N, n_u).
+                The constraints must be DCP. Example:
+                ``ctrl.add_convex_constraint(lambda x, lam, u: [cp.norm(u, axis=1) <= 5])``.
+
+        With convex sets the QP step is solved by cvxpy/Clarabel (parametrised, so it is
+        canonicalised once per ADMM iteration's penalty), which is slower than the compiled
+        paths used for linear constraints.
+        """
+        if not callable(fn):
+            raise C3TypeError(f"fn must be callable (x, lam, u) -> constraints, got "
+                              f"{type(fn).__name__}")
+        self._convex_sets.append(fn)
+        self._qp = None
+
     def remove_constraints(self) -> None:
-        """Drop every user constraint."""
+        """Drop every user constraint (linear and convex)."""
         self._constraints.clear()
+        self._convex_sets.clear()
         self._qp = None
 
     # ------------------------------------------------------------------ updates
@@ -258,7 +279,8 @@ class C3:
         if self._qp is None:
             self._qp = CondensedQP(self.n_x, self.n_lambda, self.n_u, self.N,
                                    self._constraints, self._osqp_settings(),
-                                   solver=self.options.qp_solver)
+                                   solver=self.options.qp_solver,
+                                   convex_sets=self._convex_sets)
         self._qp.set_data(st.A, st.B, st.D, st.d, self._Q, self._R, G_eff, self._x_des)
 
     def update_target(self, x_des: Any) -> None:

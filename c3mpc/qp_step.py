@@ -89,7 +89,7 @@ class CondensedQP:
 
     def __init__(self, n_x: int, n_lambda: int, n_u: int, N: int,
                  constraints: list[LinearConstraint], osqp_settings: dict[str, Any],
-                 solver: str = "active-set"):
+                 solver: str = "active-set", convex_sets: list[Any] | None = None):
         self.n_x, self.n_lambda, self.n_u, self.N = n_x, n_lambda, n_u, N
         self.m = n_lambda + n_u
         self.n_z = n_x + self.m
@@ -99,6 +99,8 @@ class CondensedQP:
             raise ValueError(f"solver must be 'active-set' or 'osqp', got {solver!r}")
         self.solver = solver
         self.fallbacks = 0  # active-set solves handed to OSQP (diagnostics)
+        self.convex_sets = list(convex_sets or [])
+        self._cvx: dict[float, Any] = {}
         self._build_constraint_selectors()
         self._factors: dict[float, Any] = {}
         self._J0: dict[float, np.ndarray] = {}
@@ -193,6 +195,7 @@ class CondensedQP:
         self._K1 = K1
         self._factors.clear()
         self._J0.clear()
+        self._cvx.clear()
         self._osqp_stale = set(self._osqp)
         if self._n_con:
             self._Acon = self._SX @ T + self._Sp
@@ -226,7 +229,9 @@ class CondensedQP:
         # g_G = K1 X0s - (Tsᵀ (G r)^x + (G r)^p)   (docs/c3.md, condensed QP step)
         g = g_c + sigma * (self._K1X0(X0) - self._T[: N * n_x].T @ Gr[:, :n_x].reshape(-1)
                            - Gr[:, n_x:].reshape(-1))
-        if self._n_con:
+        if self.convex_sets:
+            p, ok, status, iters = self._solve_cvxpy(X0, g, sigma)
+        elif self._n_con:
             p, ok, status, iters = (None, False, "", 0)
             if self.solver == "active-set":
                 p, ok, status, iters = self._solve_active_set(X0, g, sigma)
@@ -328,3 +333,52 @@ class CondensedQP:
         ok = sv in (1, 2) and res.x is not None and bool(np.all(np.isfinite(res.x)))
         return (np.asarray(res.x, dtype=float) if ok else np.full(self.N * self.m, np.nan),
                 ok, str(res.info.status), int(res.info.iter))
+
+    # ------------------------------------------------------------------ user convex sets
+    def _solve_cvxpy(self, X0: np.ndarray, g: np.ndarray, sigma: float
+                     ) -> tuple[np.ndarray, bool, str, int]:
+        """The QP step with the user's cvxpy sets: one parametrised problem per σ.
+
+        The gradient and the free response X0 are cvxpy Parameters, so cvxpy canonicalises
+        each problem once and later solves only refill the data. Slower than the compiled
+        paths; used only when convex sets were added.
+        """
+        import cvxpy as cp
+
+        prob = self._cvx.get(sigma)
+        n_x, m, N = self.n_x, self.m, self.N
+        if prob is None:
+            p = cp.Variable(N * m)
+            g_par = cp.Parameter(N * m)
+            X0_par = cp.Parameter((N + 1) * n_x)
+            H = self._H_c + sigma * self._H_G
+            X = X0_par + self._T @ p
+            x = cp.reshape(X, (N + 1, n_x), order="C")
+            pm = cp.reshape(p, (N, m), order="C")
+            lam, u = pm[:, : self.n_lambda], pm[:, self.n_lambda:]
+            cons = []
+            if self._n_con:
+                rows = self._SX @ X + self._Sp @ p
+                fl, fh = self._fin_lo, self._fin_hi
+                if fl.size:
+                    cons.append(rows[fl] >= self._lo[fl])
+                if fh.size:
+                    cons.append(rows[fh] <= self._hi[fh])
+            for fn in self.convex_sets:
+                cons.extend(list(fn(x, lam, u)))
+            obj = cp.Minimize(cp.quad_form(p, cp.psd_wrap(H)) + 2 * g_par @ p)
+            prob = (cp.Problem(obj, cons), p, g_par, X0_par)
+            if not prob[0].is_dcp(dpp=True):
+                raise ValueError("the convex sets must be DCP (and DPP) cvxpy constraints")
+            self._cvx[sigma] = prob
+        problem, p, g_par, X0_par = prob
+        g_par.value = g
+        X0_par.value = X0
+        try:
+            problem.solve(solver=cp.CLARABEL)
+        except cp.error.SolverError as e:
+            return np.full(N * m, np.nan), False, f"cvxpy: {e}", 0
+        ok = problem.status in ("optimal", "optimal_inaccurate") and p.value is not None
+        val = np.asarray(p.value, dtype=float) if ok else np.full(N * m, np.nan)
+        return val, ok, str(problem.status), int(problem.solver_stats.num_iters or 0)
+

@@ -151,3 +151,23 @@ def test_time_varying_lcs_equals_time_invariant(cartpole):
     b = C3(cartpole.lcs().as_time_varying(12), d.Q, d.R, d.G, d.U, N=10, QN=d.QN,
            options=opts).solve(x0)
     np.testing.assert_allclose(a.u, b.u, atol=1e-10)
+
+
+def test_convex_set_via_cvxpy_matches_equivalent_linear_bounds(cartpole):
+    """|u| <= 2 as a cvxpy set gives the same plan as the same box as linear bounds."""
+    cp = pytest.importorskip("cvxpy")
+    x0 = np.array([0.1, -0.5, 0.5, -0.4])
+    lin = lcp_controller(cartpole)
+    lin.set_bounds(u_lower=[-2.0], u_upper=[2.0])
+    cvx = lcp_controller(cartpole)
+    cvx.add_convex_constraint(lambda x, lam, u: [cp.abs(u) <= 2.0])
+    a, b = lin.solve(x0), cvx.solve(x0)
+    assert a.ok and b.ok
+    np.testing.assert_allclose(b.u, a.u, atol=1e-5)
+    # a genuinely nonlinear set: the inputs' Euclidean norm over the horizon
+    cvx2 = lcp_controller(cartpole)
+    cvx2.add_convex_constraint(lambda x, lam, u: [cp.norm(u) <= 3.0])
+    c = cvx2.solve(x0)
+    assert c.ok and np.linalg.norm(c.u) <= 3.0 + 1e-5
+    with pytest.raises(TypeError, match="callable"):
+        cvx2.add_convex_constraint("not a function")
