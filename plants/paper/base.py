@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
@@ -111,9 +112,23 @@ class PaperLCSPlant(ABC):
         """The plant's time step in [s]."""
         return float(self.params.dt)
 
-    @abstractmethod
     def lcs(self, x: Any = None, u: Any = None, dt: float | None = None) -> LCS:
-        """The LCS at state ``x`` and input ``u`` (time step ``dt``, default the plant's)."""
+        """The LCS at state ``x`` and input ``u`` (time step ``dt``, default the plant's).
+
+        State-independent plants build it once per time step (:meth:`_build`) and return the
+        cached instance for the plant's own ``dt``; state-dependent plants override this.
+        """
+        if dt is None or float(dt) == self.dt:
+            return self._default_lcs
+        return self._build(float(dt))
+
+    @cached_property
+    def _default_lcs(self) -> LCS:
+        return self._build(self.dt)
+
+    def _build(self, dt: float) -> LCS:
+        """The LCS for time step ``dt`` (state-independent plants implement this)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _build or lcs")
 
     @property
     @abstractmethod

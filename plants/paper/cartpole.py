@@ -91,16 +91,6 @@ class CartpoleSoftWalls(PaperLCSPlant):
         Dc = np.array([[0, 0], [0, 0], [a, -a], [b, -b]])
         return Ac, Bc, Dc
 
-    def lcs(self, x: Any = None, u: Any = None, dt: float | None = None) -> LCS:
-        """The (state-independent) LCS; ``dt`` overrides the Euler step Ts."""
-        if dt is None or float(dt) == self.params.dt:
-            return self._default_lcs
-        return self._build(float(dt))
-
-    @cached_property
-    def _default_lcs(self) -> LCS:
-        return self._build(self.params.dt)
-
     def _build(self, ts: float) -> LCS:
         p = self.params
         Ac, Bc, Dc = self.continuous_matrices()

@@ -55,16 +55,6 @@ class FingerGaiting(PaperLCSPlant):
     def __init__(self, **params: Any):
         super().__init__(FingerGaitingParams(**params))
 
-    def lcs(self, x: Any = None, u: Any = None, dt: float | None = None) -> LCS:
-        """The (state-independent) LCS; ``dt`` overrides h."""
-        if dt is None or float(dt) == self.params.dt:
-            return self._default_lcs
-        return self._build(float(dt))
-
-    @cached_property
-    def _default_lcs(self) -> LCS:
-        return self._build(self.params.dt)
-
     def _build(self, h: float) -> LCS:
         mu, g = self.params.mu, self.params.g
         A = np.eye(6)
