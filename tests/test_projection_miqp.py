@@ -12,6 +12,7 @@ allow complementarity violations of 1e-2), the brute-force enumeration
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
 import numpy as np
@@ -25,10 +26,11 @@ from c3mpc.projections.miqp_exact import (
     reference_projection,
     solve_node_qp,
 )
+from c3mpc.projections.miqp_gurobi import GurobiMIQPProjection  # imports gurobipy lazily
+from plants import load_plant
 
-gurobipy = pytest.importorskip("gurobipy")
-from c3mpc.projections.miqp_gurobi import GurobiMIQPProjection  # noqa: E402
-from plants import load_plant  # noqa: E402
+needs_gurobi = pytest.mark.skipif(importlib.util.find_spec("gurobipy") is None,
+                                  reason="gurobipy is not installed")
 
 #: Gurobi parameters for reference solves: tight gap and tolerances.
 TIGHT = {"MIPGap": 1e-10, "MIPGapAbs": 1e-12, "IntFeasTol": 1e-9, "FeasibilityTol": 1e-9,
@@ -139,6 +141,7 @@ def plant_data(name: str, rng: np.random.Generator, N: int = 10,
 
 
 # ----------------------------------------------------------------------------- exact vs Gurobi
+@needs_gurobi
 def test_exact_matches_gurobi_random_instances():
     """>= 200 knots: P-matrix, PSD/skew, general and tiny F; diagonal, paper-scaled and full
     PSD U; dense and sparse E, H (sparse ones exercise the elimination of unconstrained
@@ -162,6 +165,7 @@ def test_exact_matches_gurobi_random_instances():
     assert n_opt >= 200, n_opt
 
 
+@needs_gurobi
 @pytest.mark.parametrize("name", ["cartpole-softwalls", "finger-gaiting", "pivoting"])
 def test_exact_matches_gurobi_paper_plants(name):
     """The paper's LCSs (finger gaiting: PSD F with zero rows; pivoting: indefinite F,
@@ -244,6 +248,7 @@ def test_node_qp_kernel_matches_reference():
 
 
 # ----------------------------------------------------------------------------- infeasible
+@needs_gurobi
 def test_infeasible_instance_both():
     """F = -I, c < 0, E = H = 0: s = -lambda + c < 0 for every lambda >= 0."""
     N, m, nx, nu = 3, 4, 2, 1
@@ -258,6 +263,7 @@ def test_infeasible_instance_both():
         assert not res.ok
 
 
+@needs_gurobi
 def test_mixed_feasible_and_infeasible_knots():
     rng = np.random.default_rng(5)
     data = random_data(rng, 4, 3, 2, 1, "P", "diag")
@@ -279,6 +285,7 @@ def test_mixed_feasible_and_infeasible_knots():
 
 
 # ----------------------------------------------------------------------------- Gurobi models
+@needs_gurobi
 def test_gurobi_models_are_persistent_and_track_data_changes():
     rng = np.random.default_rng(9)
     data = random_data(rng, 3, 4, 3, 2, "P", "diag")
@@ -321,6 +328,7 @@ def test_gurobi_models_are_persistent_and_track_data_changes():
     g.close()
 
 
+@needs_gurobi
 def test_gurobi_full_u_is_used():
     """Off-diagonal entries of U change the optimum (the authors' code used diag(U) only)."""
     rng = np.random.default_rng(12)
@@ -335,6 +343,7 @@ def test_gurobi_full_u_is_used():
     assert not np.allclose(r_diag.delta, full.delta, atol=1e-6)
 
 
+@needs_gurobi
 def test_gurobi_license_error_is_wrapped():
     """The pip licence allows 200 variables with quadratic terms: n_z = 251 is refused."""
     nx, m = 250, 1
@@ -354,6 +363,7 @@ def test_missing_gurobipy_raises_solver_unavailable(monkeypatch):
         GurobiMIQPProjection()
 
 
+@needs_gurobi
 def test_gurobi_time_limit_status_mapping():
     rng = np.random.default_rng(2)
     data = random_data(rng, 3, 10, 6, 2, "general", "diag")
@@ -368,6 +378,7 @@ def test_gurobi_time_limit_status_mapping():
 
 
 # ----------------------------------------------------------------------------- warm starts
+@needs_gurobi
 def test_warm_start_does_not_change_the_optimum():
     """A sequence of ADMM-like calls (same data, admm_iteration 0..3, repeated): warm-started
     runs of both methods give the cold optimum."""
@@ -391,6 +402,7 @@ def test_warm_start_does_not_change_the_optimum():
 
 
 # ----------------------------------------------------------------------------- singular U
+@needs_gurobi
 def test_zero_weight_on_unconstrained_input_is_exact():
     """Cart-pole, U = diag(1000 x4, 1, 1, 0): u enters no constraint (H = 0), so it is
     eliminated exactly and kept at v_u."""
@@ -404,6 +416,7 @@ def test_zero_weight_on_unconstrained_input_is_exact():
     assert_agree(res, GurobiMIQPProjection(params=TIGHT).project(v, data), v, data)
 
 
+@needs_gurobi
 def test_zero_weight_on_constrained_input_is_regularised_within_bound():
     """U_uu = 0 with H != 0: S is singular, eps = 1e-8 max(diag S) is added and the
     U-objective exceeds the optimum by at most eps |delta* - v|^2 (delta* from Gurobi)."""

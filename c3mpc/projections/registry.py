@@ -48,7 +48,9 @@ _FROM_C3_OPTIONS: dict[str, dict[str, str]] = {
     "qp": {"alpha": "qp_alpha", "epsilon": "qp_epsilon", "warm_start": "warm_start"},
     "admm": {"max_iterations": "admm_projection_iter"},
     "c3plus": {},
-    "miqp": {"warm_start": "warm_start"},
+    # The exact projection's previous-mode start measured 5-35% slower (same optimum): not
+    # forwarded; pass extra={"warm_start": True} to opt in.
+    "miqp": {},
     "miqp-gurobi": {"M": "big_m", "time_limit": "projection_time_limit",
                     "threads": "num_threads", "warm_start": "warm_start"},
 }
