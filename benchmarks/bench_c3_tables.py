@@ -239,9 +239,10 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_markdown(section: str) -> None:
+def write_markdown(section: str, key: str = "bench_c3_tables") -> None:
+    """Replace (or append) the ``key`` section of docs/BENCHMARKS.md."""
     path = ROOT / "docs" / "BENCHMARKS.md"
-    start, end = "<!-- bench_c3_tables:start -->", "<!-- bench_c3_tables:end -->"
+    start, end = f"<!-- {key}:start -->", f"<!-- {key}:end -->"
     text = path.read_text() if path.exists() else "# Benchmarks\n"
     block = f"{start}\n{section}\n{end}"
     if start in text and end in text:
