@@ -32,18 +32,22 @@ GI_MAX_ITER = 2
 
 
 @njit(cache=True)
-def _rotate_cols(J, i, j, c, s):
-    """J[:, i], J[:, j] <- c J_i + s J_j, -s J_i + c J_j."""
-    for r in range(J.shape[0]):
-        a = J[r, i]
-        b = J[r, j]
-        J[r, i] = c * a + s * b
-        J[r, j] = -s * a + c * b
+def _rotate_cols(Jt, i, j, c, s):
+    """Columns i, j of J (rows of the stored transpose Jt) <- c J_i + s J_j, -s J_i + c J_j."""
+    for r in range(Jt.shape[1]):
+        a = Jt[i, r]
+        b = Jt[j, r]
+        Jt[i, r] = c * a + s * b
+        Jt[j, r] = -s * a + c * b
 
 
 @njit(cache=True)
 def gi_solve(J0, x0, C, b, tol, max_iter, x_out, active_out):
     """Goldfarb-Idnani on ``C x >= b``.
+
+    J is kept transposed (row k of ``Jt`` is column k of J) so that the column operations of
+    the method (dot products, axpys, Givens rotations) run over contiguous memory, and each
+    constraint normal is used through its nonzero entries (bounds are unit vectors).
 
     Args:
         J0: (n, n) L^{-T} with H = L L^T (not modified).
@@ -59,7 +63,7 @@ def gi_solve(J0, x0, C, b, tol, max_iter, x_out, active_out):
     """
     n = x0.shape[0]
     m = b.shape[0]
-    J = J0.copy()
+    Jt = J0.T.copy()  # C-contiguous transpose: Jt[k] is column k of J
     R = np.zeros((n, n))
     A = np.empty(n, np.int64)  # active constraint indices (at most n)
     u = np.zeros(n + 1)  # multipliers of the active set (+ slot for the one being added)
@@ -70,10 +74,15 @@ def gi_solve(J0, x0, C, b, tol, max_iter, x_out, active_out):
     r = np.empty(n)
     is_active = np.zeros(m, np.int64)
     cnorm = np.empty(m)
+    nnz = np.zeros(m, np.int64)
+    nzidx = np.empty((m, n), np.int64)
     for i in range(m):
         nrm = 0.0
         for k in range(n):
-            nrm += C[i, k] * C[i, k]
+            if C[i, k] != 0.0:
+                nrm += C[i, k] * C[i, k]
+                nzidx[i, nnz[i]] = k
+                nnz[i] += 1
         cnorm[i] = np.sqrt(nrm) if nrm > 0 else 1.0
     it = 0
     while True:
@@ -84,7 +93,8 @@ def gi_solve(J0, x0, C, b, tol, max_iter, x_out, active_out):
             if is_active[i] == 1:
                 continue
             s = -b[i]
-            for k in range(n):
+            for t in range(nnz[i]):
+                k = nzidx[i, t]
                 s += C[i, k] * x[k]
             if s / cnorm[i] < worst:  # violation per unit normal
                 worst = s / cnorm[i]
@@ -103,16 +113,19 @@ def gi_solve(J0, x0, C, b, tol, max_iter, x_out, active_out):
                 for k in range(n):
                     x_out[k] = x[k]
                 return GI_MAX_ITER, it
-            for k in range(n):  # d = J^T n+
+            for k in range(n):  # d = J^T n+  (sparse n+)
                 s = 0.0
-                for i in range(n):
-                    s += J[i, k] * C[p, i]
+                for t in range(nnz[p]):
+                    i = nzidx[p, t]
+                    s += Jt[k, i] * C[p, i]
                 d[k] = s
             for i in range(n):  # z = J2 d2
-                s = 0.0
-                for k in range(q, n):
-                    s += J[i, k] * d[k]
-                z[i] = s
+                z[i] = 0.0
+            for k in range(q, n):
+                dk = d[k]
+                if dk != 0.0:
+                    for i in range(n):
+                        z[i] += Jt[k, i] * dk
             for k in range(q - 1, -1, -1):  # r = R^{-1} d1 (back substitution)
                 s = d[k]
                 for jj in range(k + 1, q):
@@ -129,7 +142,8 @@ def gi_solve(J0, x0, C, b, tol, max_iter, x_out, active_out):
                         kdrop = k
             # Full step length t2 (primal): satisfy constraint p exactly.
             zn = 0.0
-            for i in range(n):
+            for t in range(nnz[p]):
+                i = nzidx[p, t]
                 zn += z[i] * C[p, i]
             znorm = 0.0
             for i in range(n):
@@ -138,7 +152,8 @@ def gi_solve(J0, x0, C, b, tol, max_iter, x_out, active_out):
                 t2 = np.inf
             else:
                 s = -b[p]
-                for i in range(n):
+                for t in range(nnz[p]):
+                    i = nzidx[p, t]
                     s += C[p, i] * x[i]
                 t2 = -s / zn
             t = min(t1, t2)
@@ -162,7 +177,7 @@ def gi_solve(J0, x0, C, b, tol, max_iter, x_out, active_out):
                     s = bb / h
                     d[jj - 1] = h
                     d[jj] = 0.0
-                    _rotate_cols(J, jj - 1, jj, c, s)
+                    _rotate_cols(Jt, jj - 1, jj, c, s)
                 for k in range(q + 1):
                     R[k, q] = d[k]
                 A[q] = p
@@ -194,4 +209,4 @@ def gi_solve(J0, x0, C, b, tol, max_iter, x_out, active_out):
                     R[k, jj] = c * ra + s * rb
                     R[k + 1, jj] = -s * ra + c * rb
                 R[k + 1, k] = 0.0
-                _rotate_cols(J, k, k + 1, c, s)
+                _rotate_cols(Jt, k, k + 1, c, s)

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 import scipy.sparse as sp
 
 from ._dense_qp import GI_OPTIMAL, gi_solve
@@ -278,9 +279,10 @@ class CondensedQP:
             return np.empty(0), False, "hessian not positive definite", 0
         J0 = self._J0.get(sigma)
         if J0 is None:
-            L = np.tril(fac[1][0])
-            J0 = np.ascontiguousarray(scipy.linalg.solve_triangular(
-                L, np.eye(L.shape[0]), lower=True, check_finite=False).T)
+            Linv, info = scipy.linalg.lapack.dtrtri(fac[1][0], lower=1)
+            if info != 0:
+                return np.empty(0), False, "singular Cholesky factor", 0
+            J0 = np.ascontiguousarray(np.tril(Linv).T)  # J0 = L^{-T}
             self._J0[sigma] = J0
         off = self._SX @ X0
         b = np.concatenate([self._lo[self._fin_lo] - off[self._fin_lo],
