@@ -1,0 +1,34 @@
+"""The contact simulator: a solver-neutral contact problem per time step, the SAP solver
+(seed 001), and (in ``plants.sim.stepper`` / ``plants.sim.scenes``) Pinocchio + coal time
+stepping with the θ-method of seed 001 §3.
+
+Public API::
+
+    from plants.sim import ContactProblem, make_contact_solver
+    result = make_contact_solver("sap").solve(problem)   # ContactSolverResult
+"""
+
+from .contact_problem import (
+    ContactProblem,
+    ContactSolver,
+    ContactSolverResult,
+    ContactSolverStatus,
+    available_contact_solvers,
+    make_contact_solver,
+    register_contact_solver,
+)
+from .sap import SAPOptions, SAPSolver, project_cone_r, sap_parameters
+
+__all__ = [
+    "ContactProblem",
+    "ContactSolver",
+    "ContactSolverResult",
+    "ContactSolverStatus",
+    "available_contact_solvers",
+    "make_contact_solver",
+    "register_contact_solver",
+    "SAPOptions",
+    "SAPSolver",
+    "project_cone_r",
+    "sap_parameters",
+]

@@ -1,0 +1,381 @@
+"""The solver-neutral contact problem of one time step, and the result every solver returns.
+
+One step of the two-stage scheme of seed 001 (§3, Algorithm 1) leaves, after the free motion
+``v*`` has been computed, the linearized momentum balance (seed 001 eq. 18)
+
+    A (v - v*) = Jᵀ γ,   γ_i ∈ F_i = {‖γ_t‖ ≤ μ_i γ_n}
+
+together with a contact law per contact (compliant for SAP, rigid or compliant for the
+augmented-Lagrangian solvers of seed 000 and the non-smooth Newton of seed 002).
+:class:`ContactProblem` holds exactly that data, independent of how it is solved, so that a step
+can be saved, replayed and handed to any registered solver.
+
+Conventions:
+    * Contact frames have the **normal last**: the rows ``3i, 3i+1`` of ``J`` are the two tangent
+      directions of contact ``i`` and row ``3i+2`` the normal (pointing so that ``v_n > 0`` means
+      separating). Impulses ``γ`` use the same order ``(γ_t1, γ_t2, γ_n)``. This is the order of
+      SAP (seed 001 §1) and of CANAL/SubADMM (seed 000).
+    * Generalized velocities are grouped by **tree** (a free body, or an articulated robot):
+      tree ``t`` owns the contiguous dofs ``tree_starts[t] : tree_starts[t+1]``. ``A`` is block
+      diagonal over trees; ``contact_trees[i] = (t1, t2)`` names the (at most two) trees contact
+      ``i`` touches, ``-1`` for the world (anchored geometry).
+    * Units: velocities in the generalized units of the model, φ in [m], k in [N/m], τ_d in [s],
+      δt in [s]; γ is an impulse in [N·s].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import numpy as np
+
+from ..errors import UnknownSolverError
+
+__all__ = [
+    "ContactProblem",
+    "ContactSolverStatus",
+    "ContactSolverResult",
+    "ContactSolver",
+    "register_contact_solver",
+    "make_contact_solver",
+    "available_contact_solvers",
+]
+
+
+def _as_float_array(name: str, value: Any, ndim: int) -> np.ndarray:
+    try:
+        arr = np.array(value, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be a float array, got {type(value).__name__}") from err
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} contains NaN")
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True)
+class ContactProblem:
+    """Data of one contact step (seed 001 eq. 18 plus the contact laws).
+
+    Attributes:
+        A: (n_v, n_v) symmetric positive definite dynamics matrix ``M + δt² θ θ_vq K + δt θ D``
+            (seed 001 eq. 15), block diagonal over trees.
+        v_star: (n_v,) free-motion velocity ``v*`` (contact impulses zero).
+        J: (3 n_c, n_v) contact Jacobian at ``q_0``, rows ``(t1, t2, n)`` per contact.
+        phi0: (n_c,) signed distances at ``q_0`` in [m] (< 0 when overlapping).
+        mu: (n_c,) friction coefficients, ``≥ 0``.
+        stiffness: (n_c,) contact stiffness k in [N/m], ``> 0`` (``inf`` = rigid, for solvers that
+            support it; SAP then uses the near-rigid regularization alone).
+        dissipation: (n_c,) dissipation time scale τ_d in [s], ``≥ 0``.
+        dt: time step δt in [s], ``> 0``.
+        tree_starts: (n_trees + 1,) int offsets of each tree's dofs; ``tree_starts[-1] = n_v``.
+        contact_trees: (n_c, 2) int trees touched by each contact (``-1`` = world).
+        v0: (n_v,) previous-step velocity (the default warm start); defaults to ``v_star``.
+        M_diag: (n_v,) diagonal of the mass matrix, used for the stopping-criterion scaling
+            ``D = diag(M)^-1/2`` (seed 001 eq. 25); defaults to ``diag(A)``.
+    """
+
+    A: np.ndarray
+    v_star: np.ndarray
+    J: np.ndarray
+    phi0: np.ndarray
+    mu: np.ndarray
+    stiffness: np.ndarray
+    dissipation: np.ndarray
+    dt: float
+    tree_starts: np.ndarray | None = None
+    contact_trees: np.ndarray | None = None
+    v0: np.ndarray | None = None
+    M_diag: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        A = _as_float_array("A", self.A, 2)
+        n_v = A.shape[0]
+        if A.shape != (n_v, n_v):
+            raise ValueError(f"A must be square (n_v, n_v), got shape {A.shape}")
+        if not np.isfinite(A).all():
+            raise ValueError("A contains Inf")
+        if not np.allclose(A, A.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(A).max(initial=0.0))):
+            raise ValueError("A must be symmetric")
+        v_star = _as_float_array("v_star", self.v_star, 1)
+        if v_star.shape != (n_v,):
+            raise ValueError(f"v_star must have shape ({n_v},), got {v_star.shape}")
+        J = _as_float_array("J", np.reshape(self.J, (-1, n_v)) if np.size(self.J) == 0 else self.J, 2)
+        if J.shape[1] != n_v or J.shape[0] % 3:
+            raise ValueError(f"J must have shape (3 n_c, {n_v}), got {J.shape}")
+        n_c = J.shape[0] // 3
+        vecs = {}
+        for name in ("phi0", "mu", "stiffness", "dissipation"):
+            arr = _as_float_array(name, np.reshape(getattr(self, name), -1) if np.ndim(getattr(self, name)) == 0 else getattr(self, name), 1)
+            if arr.shape == (1,) and n_c != 1:
+                arr = np.full(n_c, arr[0])
+                arr.setflags(write=False)
+            if arr.shape != (n_c,):
+                raise ValueError(f"{name} must have shape ({n_c},) (one per contact), got {arr.shape}")
+            vecs[name] = arr
+        for name, arr in (("v_star", v_star), ("J", J), ("phi0", vecs["phi0"]), ("mu", vecs["mu"]),
+                          ("dissipation", vecs["dissipation"])):
+            if not np.isfinite(arr).all():
+                raise ValueError(f"{name} contains Inf")
+        if (vecs["mu"] < 0).any():
+            raise ValueError(f"mu must be >= 0 (friction coefficient), got min {vecs['mu'].min()}")
+        if (vecs["stiffness"] <= 0).any():
+            raise ValueError(
+                f"stiffness must be > 0 [N/m] (inf allowed for rigid), got min {vecs['stiffness'].min()}"
+            )
+        if (vecs["dissipation"] < 0).any():
+            raise ValueError(f"dissipation must be >= 0 [s], got min {vecs['dissipation'].min()}")
+        try:
+            dt = float(self.dt)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"dt must be a float, got {type(self.dt).__name__}") from err
+        if not np.isfinite(dt) or dt <= 0:
+            raise ValueError(f"dt must be a finite time step > 0 [s], got {self.dt}")
+
+        if self.tree_starts is None:
+            tree_starts = np.array([0, n_v], dtype=np.int64)
+        else:
+            tree_starts = np.asarray(self.tree_starts, dtype=np.int64).copy()
+            if (
+                tree_starts.ndim != 1
+                or tree_starts.size < 2
+                or tree_starts[0] != 0
+                or tree_starts[-1] != n_v
+                or (np.diff(tree_starts) <= 0).any()
+            ):
+                raise ValueError(
+                    f"tree_starts must increase strictly from 0 to n_v={n_v}, got {tree_starts}"
+                )
+        n_trees = tree_starts.size - 1
+        if self.contact_trees is None:
+            contact_trees = self._trees_from_jacobian(J, tree_starts)
+        else:
+            contact_trees = np.asarray(self.contact_trees, dtype=np.int64).reshape(-1, 2).copy()
+            if contact_trees.shape != (n_c, 2):
+                raise ValueError(f"contact_trees must have shape ({n_c}, 2), got {contact_trees.shape}")
+            if ((contact_trees < -1) | (contact_trees >= n_trees)).any():
+                raise ValueError(f"contact_trees entries must be -1 or in [0, {n_trees})")
+        # A must be block diagonal over trees (the solvers rely on it).
+        tree_of = np.repeat(np.arange(n_trees), np.diff(tree_starts))
+        off_block = tree_of[:, None] != tree_of[None, :]
+        if n_trees > 1 and np.abs(A[off_block]).max(initial=0.0) > 0.0:
+            raise ValueError("A must be block diagonal over the trees given by tree_starts")
+        tree_starts.setflags(write=False)
+        contact_trees.setflags(write=False)
+
+        v0 = v_star if self.v0 is None else _as_float_array("v0", self.v0, 1)
+        if v0.shape != (n_v,) or not np.isfinite(v0).all():
+            raise ValueError(f"v0 must be a finite array of shape ({n_v},)")
+        M_diag = np.diag(A).copy() if self.M_diag is None else _as_float_array("M_diag", self.M_diag, 1)
+        if M_diag.shape != (n_v,) or not (M_diag > 0).all():
+            raise ValueError(f"M_diag must be positive with shape ({n_v},)")
+        M_diag.setflags(write=False)
+
+        set_(self, "A", A)
+        set_(self, "v_star", v_star)
+        set_(self, "J", J)
+        for name, arr in vecs.items():
+            set_(self, name, arr)
+        set_(self, "dt", dt)
+        set_(self, "tree_starts", tree_starts)
+        set_(self, "contact_trees", contact_trees)
+        set_(self, "v0", v0)
+        set_(self, "M_diag", M_diag)
+
+    @staticmethod
+    def _trees_from_jacobian(J: np.ndarray, tree_starts: np.ndarray) -> np.ndarray:
+        n_c = J.shape[0] // 3
+        n_trees = tree_starts.size - 1
+        out = np.full((n_c, 2), -1, dtype=np.int64)
+        if n_c == 0:
+            return out
+        nz = np.abs(J).reshape(n_c, 3, -1).max(axis=1) > 0  # (n_c, n_v)
+        touched = np.add.reduceat(nz, tree_starts[:-1], axis=1) > 0  # (n_c, n_trees)
+        if (touched.sum(axis=1) > 2).any():
+            raise ValueError("each contact may touch at most two trees (rows of J)")
+        for t in range(n_trees):  # loop over trees, not contacts
+            col = touched[:, t]
+            first_free = out[:, 0] == -1
+            out[col & first_free, 0] = t
+            out[col & ~first_free, 1] = t
+        return out
+
+    # ------------------------------------------------------------------ sizes and views
+    @property
+    def n_v(self) -> int:
+        """Number of generalized velocities."""
+        return self.A.shape[0]
+
+    @property
+    def n_c(self) -> int:
+        """Number of contacts."""
+        return self.J.shape[0] // 3
+
+    @property
+    def n_trees(self) -> int:
+        """Number of trees (independent blocks of ``A``)."""
+        return self.tree_starts.size - 1
+
+    def tree_slice(self, t: int) -> slice:
+        """Dofs of tree ``t``."""
+        return slice(int(self.tree_starts[t]), int(self.tree_starts[t + 1]))
+
+    def delassus_diagonal(self) -> np.ndarray:
+        """(n_c, 3, 3) blocks ``W_ii = J_i A⁻¹ J_iᵀ`` of the Delassus operator, per tree.
+
+        Computed with one Cholesky solve per tree (``A`` is block diagonal), so exactly
+        ``Σ_t J_{i,t} A_t⁻¹ J_{i,t}ᵀ`` (seed 001 §V, the O(n) estimate is exact here).
+        """
+        from scipy.linalg import cho_factor, cho_solve
+
+        W = np.zeros((self.n_c, 3, 3))
+        if self.n_c == 0:
+            return W
+        Jc = self.J.reshape(self.n_c, 3, self.n_v)
+        for t in range(self.n_trees):
+            s = self.tree_slice(t)
+            rows = np.flatnonzero((self.contact_trees == t).any(axis=1))
+            if rows.size == 0:
+                continue
+            Jt = Jc[rows, :, s]  # (r, 3, n_t)
+            fac = cho_factor(self.A[s, s])
+            X = cho_solve(fac, Jt.reshape(-1, Jt.shape[2]).T)  # (n_t, 3r)
+            W[rows] += np.einsum("rak,krb->rab", Jt, X.reshape(Jt.shape[2], rows.size, 3))
+        return W
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> Path:
+        """Write the problem to ``path`` (``.npz``) so that the step can be replayed."""
+        path = Path(path)
+        if path.suffix != ".npz":
+            path = path.with_suffix(".npz")
+        np.savez_compressed(
+            path,
+            A=self.A,
+            v_star=self.v_star,
+            J=self.J,
+            phi0=self.phi0,
+            mu=self.mu,
+            stiffness=self.stiffness,
+            dissipation=self.dissipation,
+            dt=np.array(self.dt),
+            tree_starts=self.tree_starts,
+            contact_trees=self.contact_trees,
+            v0=self.v0,
+            M_diag=self.M_diag,
+        )
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ContactProblem":
+        """Read a problem written by :meth:`save`."""
+        with np.load(Path(path)) as data:
+            kw = {k: data[k] for k in data.files}
+        kw["dt"] = float(kw["dt"])
+        return cls(**kw)
+
+
+class ContactSolverStatus(IntEnum):
+    """Outcome of a contact solve."""
+
+    SOLVED = 0
+    """The stopping criterion was met."""
+    MAX_ITERATIONS = 1
+    """The iteration budget ran out before the stopping criterion was met."""
+    LINE_SEARCH_FAILED = 2
+    """No descent along the Newton direction (round-off on an ill-conditioned Hessian)."""
+    NUMERICAL_ERROR = 3
+    """A factorization failed or a NaN appeared."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the velocities can be used to advance the state."""
+        return self is ContactSolverStatus.SOLVED
+
+
+@dataclass(frozen=True)
+class ContactSolverResult:
+    """Solution of a :class:`ContactProblem`.
+
+    Attributes:
+        status: see :class:`ContactSolverStatus`.
+        v: (n_v,) next-step generalized velocities.
+        gamma: (3 n_c,) contact impulses ``(γ_t1, γ_t2, γ_n)`` per contact, [N·s].
+        iterations: outer (Newton) iterations.
+        line_search_iterations: total line-search iterations over all outer iterations.
+        residual: final stopping-criterion quantity ``‖D ∇ℓ‖`` (seed 001 eq. 26 left side).
+        momentum_error: dimensionless ``e_m = ‖D∇ℓ‖ / max(‖D p‖, ‖D Jᵀγ‖)`` (seed 001 eq. 32).
+        cost: final cost (for SAP the primal cost ℓ_p of eq. 24).
+        solve_time: wall time in [s].
+        timings: per-phase wall times in [s].
+        residual_history: stopping quantity per iteration (first entry = warm start).
+        solver: name of the solver.
+        message: detail for failure statuses.
+    """
+
+    status: ContactSolverStatus
+    v: np.ndarray
+    gamma: np.ndarray
+    iterations: int
+    line_search_iterations: int = 0
+    residual: float = float("nan")
+    momentum_error: float = float("nan")
+    cost: float = float("nan")
+    solve_time: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+    residual_history: tuple[float, ...] = ()
+    solver: str = ""
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when the step may be taken."""
+        return self.status.ok
+
+
+class ContactSolver:
+    """Interface of a contact solver: ``solve(problem, v_guess=None) -> ContactSolverResult``."""
+
+    name: str = ""
+
+    def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None) -> ContactSolverResult:
+        raise NotImplementedError
+
+
+_SOLVERS: dict[str, Callable[..., ContactSolver]] = {}
+S = TypeVar("S", bound=Callable[..., ContactSolver])
+
+
+def register_contact_solver(name: str) -> Callable[[S], S]:
+    """Class decorator registering a contact solver under ``name`` ("sap", "canal", ...)."""
+
+    def deco(factory: S) -> S:
+        if name in _SOLVERS and _SOLVERS[name] is not factory:
+            raise ValueError(f"contact solver {name!r} is already registered")
+        _SOLVERS[name] = factory
+        return factory
+
+    return deco
+
+
+def available_contact_solvers() -> list[str]:
+    """Names accepted by :func:`make_contact_solver`, sorted."""
+    return sorted(_SOLVERS)
+
+
+def make_contact_solver(name: str, **options: Any) -> ContactSolver:
+    """Build the solver registered as ``name`` with keyword options (or an options object)."""
+    if not isinstance(name, str):
+        raise TypeError(f"solver must be a string, got {type(name).__name__}")
+    try:
+        factory = _SOLVERS[name]
+    except KeyError:
+        raise UnknownSolverError(name, available_contact_solvers()) from None
+    return factory(**options)
+

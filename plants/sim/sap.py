@@ -1,0 +1,420 @@
+"""SAP: the Semi-Analytic Primal solver of seed 001 ("An Unconstrained Convex Formulation of
+Compliant Contact", Castro, Permenter, Han). Math and equation numbers in ``docs/sap.md``.
+
+The contact step is the unconstrained, strongly convex problem (seed 001 eq. 24)
+
+    min_v ℓ_p(v) = ½‖v − v*‖²_A + ½‖P_F(y(v))‖²_R,   y(v) = −R⁻¹(J v − v̂_c),
+
+solved by Newton's method with an exact (rtsafe) or backtracking (Armijo) line search. The
+impulses are the R-norm projection γ = P_F(y) (eq. 23), computed in closed form per contact
+(App. C), vectorized over all contacts. The Newton matrix H = A + Jᵀ G J (App. D) is factored
+by a dense Cholesky per *island* (connected group of trees coupled by contacts): ``A`` is block
+diagonal over trees, so trees that share no contact give independent blocks of H.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve, LinAlgError
+from scipy.sparse import csr_matrix, bsr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from .contact_problem import (
+    ContactProblem,
+    ContactSolver,
+    ContactSolverResult,
+    ContactSolverStatus,
+    register_contact_solver,
+)
+
+__all__ = [
+    "SAPOptions",
+    "SAPSolver",
+    "SAPParameters",
+    "sap_parameters",
+    "project_cone_r",
+    "project_cone_r_with_hessian",
+]
+
+
+@dataclass(frozen=True)
+class SAPOptions:
+    """Options of :class:`SAPSolver` (defaults: seed 001 §V and §IV; Drake where the paper is silent).
+
+    Attributes:
+        beta: near-rigid parameter β of eq. (29); the paper uses 1.0 everywhere.
+        sigma: friction regularization σ of eq. (30); the paper uses 1e-3 everywhere.
+        rel_tol: ε_r of the stopping criterion eq. (26) (paper: 1e-3 .. 1e-5; Drake 1e-6).
+        abs_tol: ε_a of eq. (26) in [√J]; the paper uses 1e-16 (only catches "no contact, no motion").
+        max_iterations: Newton iteration budget (Drake: 100).
+        line_search: "exact" (rtsafe on dℓ/dα, preferred by the paper) or "armijo".
+        alpha_max: largest step of the line search (Drake exact: 1.5; paper Armijo: 1.25).
+        armijo_rho: backtracking factor ρ (paper 0.8).
+        armijo_c: sufficient-decrease constant c (paper 1e-4).
+        ls_max_iterations: line-search iteration budget per Newton step (Drake 40 for Armijo).
+        ls_rel_tol: exact search stops when |ℓ'(α)| ≤ ls_rel_tol·|ℓ'(0)| (Drake 1e-8).
+        sparse_threshold: use sparse products for J when n_v exceeds this.
+    """
+
+    beta: float = 1.0
+    sigma: float = 1e-3
+    rel_tol: float = 1e-6
+    abs_tol: float = 1e-16
+    max_iterations: int = 100
+    line_search: str = "exact"
+    alpha_max: float = 1.5
+    armijo_rho: float = 0.8
+    armijo_c: float = 1e-4
+    ls_max_iterations: int = 40
+    ls_rel_tol: float = 1e-8
+    sparse_threshold: int = 48
+
+    def __post_init__(self) -> None:
+        for name in ("beta", "sigma", "rel_tol", "alpha_max", "ls_rel_tol"):
+            val = getattr(self, name)
+            if not (np.isfinite(val) and val > 0):
+                raise ValueError(f"{name} must be finite and > 0, got {val}")
+        if not (self.abs_tol >= 0):
+            raise ValueError(f"abs_tol must be >= 0, got {self.abs_tol}")
+        if self.line_search not in ("exact", "armijo"):
+            raise ValueError(f"line_search must be 'exact' or 'armijo', got {self.line_search!r}")
+        if not (0 < self.armijo_rho < 1) or not (0 < self.armijo_c < 1):
+            raise ValueError("armijo_rho and armijo_c must lie in (0, 1)")
+        if int(self.max_iterations) < 1 or int(self.ls_max_iterations) < 1:
+            raise ValueError("max_iterations and ls_max_iterations must be >= 1")
+
+
+@dataclass(frozen=True)
+class SAPParameters:
+    """Per-contact regularization of seed 001 §V (arrays of shape (n_c,) unless noted).
+
+    Attributes:
+        R: (n_c, 3) diagonal of R_i = diag(R_t, R_t, R_n).
+        v_hat: (n_c, 3) stabilization velocity v̂_c = (0, 0, −φ_0/(δt + τ_d)).
+        mu_tilde2: μ̃² = μ² R_t/R_n.
+        mu_hat: μ̂ = μ R_t/R_n.
+        w: Delassus scale w_i = ‖W_ii‖_F / 3.
+    """
+
+    R: np.ndarray
+    v_hat: np.ndarray
+    mu_tilde2: np.ndarray
+    mu_hat: np.ndarray
+    w: np.ndarray
+
+
+def sap_parameters(problem: ContactProblem, beta: float = 1.0, sigma: float = 1e-3) -> SAPParameters:
+    """Regularization R and stabilization v̂ of seed 001 eqs. (29)-(30).
+
+    R_t = σ w_i,  R_n = max(β²/(4π²) w_i, 1/(δt k (δt + τ_d))),  v̂_n = −φ_0/(δt + τ_d),
+    with w_i = ‖W_ii‖_F/3 and W_ii the diagonal 3×3 block of J A⁻¹ Jᵀ (exact per-tree sum).
+    """
+    n_c = problem.n_c
+    W = problem.delassus_diagonal()
+    w = np.sqrt(np.einsum("cij,cij->c", W, W)) / 3.0
+    dt = problem.dt
+    k = problem.stiffness
+    tau = problem.dissipation
+    with np.errstate(divide="ignore"):
+        r_phys = 1.0 / (dt * k * (dt + tau))  # 0 for k = inf
+    R_n = np.maximum(beta**2 / (4.0 * np.pi**2) * w, r_phys)
+    R_t = sigma * w
+    R = np.stack([R_t, R_t, R_n], axis=1)
+    v_hat = np.zeros((n_c, 3))
+    v_hat[:, 2] = -problem.phi0 / (dt + tau)
+    ratio = R_t / R_n
+    mu = problem.mu
+    return SAPParameters(R=R, v_hat=v_hat, mu_tilde2=mu**2 * ratio, mu_hat=mu * ratio, w=w)
+
+
+def project_cone_r(y: np.ndarray, R: np.ndarray, mu: np.ndarray, mu_hat: np.ndarray, mu_tilde2: np.ndarray) -> np.ndarray:
+    """R-norm projection γ = P_F(y) onto the friction cones (seed 001 eq. 23, App. C).
+
+    Args:
+        y: (n_c, 3) points (t1, t2, n).
+        R: (n_c, 3) positive diagonal of R per contact.
+        mu, mu_hat, mu_tilde2: (n_c,) μ, μ̂ = μ R_t/R_n, μ̃² = μ² R_t/R_n.
+
+    Returns:
+        (n_c, 3) projections.
+    """
+    return _project(y, R, mu, mu_hat, mu_tilde2, want_hessian=False)[0]
+
+
+def project_cone_r_with_hessian(y, R, mu, mu_hat, mu_tilde2):
+    """As :func:`project_cone_r`, also returning G_i = ∂P/∂y · R_i⁻¹ (n_c, 3, 3), seed 001 App. D."""
+    return _project(y, R, mu, mu_hat, mu_tilde2, want_hessian=True)
+
+
+def _project(y, R, mu, mu_hat, mu_tilde2, want_hessian):
+    yt = y[:, :2]
+    yn = y[:, 2]
+    yr = np.sqrt(yt[:, 0] ** 2 + yt[:, 1] ** 2)
+    # Regions (App. C): the boundary of F belongs to stiction, the boundary of F° to "no contact";
+    # yn >= 0 keeps μ = 0 with y_t = 0, y_n < 0 out of stiction.
+    stick = (yr <= mu * yn) & (yn >= 0.0)
+    free = ~stick & (yn <= -mu_hat * yr)
+    slide = ~(stick | free)
+    gamma = np.zeros_like(y)
+    gamma[stick] = y[stick]
+    f = 1.0 / (1.0 + mu_tilde2)
+    G = None
+    if slide.any():
+        ys, yrs, ms, mhs, fs = yt[slide], yr[slide], mu[slide], mu_hat[slide], f[slide]
+        that = ys / yrs[:, None]
+        gn = fs * (yn[slide] + mhs * yrs)
+        gamma[slide, 2] = gn
+        gamma[slide, :2] = (ms * gn)[:, None] * that
+    if want_hessian:
+        G = np.zeros((y.shape[0], 3, 3))
+        Rinv = 1.0 / R
+        idx = np.flatnonzero(stick)
+        G[idx, 0, 0] = Rinv[idx, 0]
+        G[idx, 1, 1] = Rinv[idx, 1]
+        G[idx, 2, 2] = Rinv[idx, 2]
+        if slide.any():
+            P = that[:, :, None] * that[:, None, :]
+            Pperp = np.eye(2)[None] - P
+            Rt = R[slide, 0]
+            Rn = R[slide, 2]
+            Gs = np.empty((ys.shape[0], 3, 3))
+            Gs[:, :2, :2] = (ms / Rt)[:, None, None] * (
+                (gn / yrs)[:, None, None] * Pperp + (mhs * fs)[:, None, None] * P
+            )
+            off = (ms * fs / Rn)[:, None] * that
+            Gs[:, :2, 2] = off
+            Gs[:, 2, :2] = off
+            Gs[:, 2, 2] = fs / Rn
+            G[slide] = Gs
+    return gamma, G
+
+
+class _Workspace:
+    """Per-problem data reused by every Newton iteration."""
+
+    def __init__(self, problem: ContactProblem, opts: SAPOptions):
+        self.p = problem
+        self.par = sap_parameters(problem, opts.beta, opts.sigma)
+        self.n_c = problem.n_c
+        self.sparse = problem.n_v > opts.sparse_threshold and problem.n_c > 0
+        self.J = csr_matrix(problem.J) if self.sparse else problem.J
+        self.JT = self.J.T.tocsr() if self.sparse else problem.J.T
+        self.D = 1.0 / np.sqrt(problem.M_diag)
+        # islands: trees coupled through contacts (graph: trees = nodes, contacts = edges)
+        ct = problem.contact_trees
+        both = (ct >= 0).all(axis=1)
+        n_t = problem.n_trees
+        graph = csr_matrix(
+            (np.ones(int(both.sum())), (ct[both, 0], ct[both, 1])), shape=(n_t, n_t)
+        )
+        n_isl, label = connected_components(graph, directed=False)
+        tree_of = np.repeat(np.arange(n_t), np.diff(problem.tree_starts))
+        touched = np.zeros(n_t, bool)
+        touched[ct[ct >= 0]] = True
+        self.islands = []  # (dof index array, constant factor or None)
+        for i in range(n_isl):
+            trees = np.flatnonzero(label == i)
+            dofs = np.flatnonzero(np.isin(tree_of, trees))
+            const = None if touched[trees].any() else cho_factor(problem.A[np.ix_(dofs, dofs)])
+            self.islands.append((dofs, const))
+        if self.sparse:
+            self.bsr_indptr = np.arange(self.n_c + 1)
+            self.bsr_indices = np.arange(self.n_c)
+
+    def jtgj(self, G: np.ndarray) -> np.ndarray:
+        """Jᵀ G J (n_v, n_v) dense, G block diagonal (n_c, 3, 3)."""
+        if self.sparse:
+            Gm = bsr_matrix((G, self.bsr_indices, self.bsr_indptr), shape=(3 * self.n_c, 3 * self.n_c))
+            return (self.JT @ (Gm @ self.J)).toarray()
+        Jc = self.p.J.reshape(self.n_c, 3, -1)
+        GJ = np.einsum("cij,cjk->cik", G, Jc).reshape(3 * self.n_c, -1)
+        return self.p.J.T @ GJ
+
+
+@register_contact_solver("sap")
+class SAPSolver(ContactSolver):
+    """SAP Newton solver (seed 001 Algorithm 2). ``SAPSolver(options=None, **overrides)``."""
+
+    name = "sap"
+
+    def __init__(self, options: SAPOptions | None = None, **overrides):
+        if options is None:
+            options = SAPOptions(**overrides)
+        elif overrides:
+            from dataclasses import replace
+
+            options = replace(options, **overrides)
+        if not isinstance(options, SAPOptions):
+            raise TypeError(f"options must be SAPOptions, got {type(options).__name__}")
+        self.options = options
+
+    # ---------------------------------------------------------------- pieces (also used by tests)
+    def workspace(self, problem: ContactProblem) -> _Workspace:
+        """Precomputed per-problem data (regularization, islands, sparse J)."""
+        return _Workspace(problem, self.options)
+
+    @staticmethod
+    def evaluate(ws: _Workspace, v: np.ndarray, want_hessian: bool = False):
+        """Cost ℓ_p(v), gradient ∇ℓ_p = A(v − v*) − Jᵀγ, impulses γ and (optionally) G blocks."""
+        p, par = ws.p, ws.par
+        e = v - p.v_star
+        Ae = p.A @ e
+        vc = (ws.J @ v).reshape(-1, 3)
+        y = -(vc - par.v_hat) / par.R
+        gamma, G = _project(y, par.R, p.mu, par.mu_hat, par.mu_tilde2, want_hessian)
+        jc = ws.JT @ gamma.reshape(-1)
+        cost = 0.5 * e @ Ae + 0.5 * np.einsum("ci,ci,ci->", gamma, par.R, gamma)
+        return cost, Ae - jc, gamma, G, jc
+
+    # ---------------------------------------------------------------- solve
+    def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None) -> ContactSolverResult:
+        """Solve the contact step; ``v_guess`` (n_v,) warm-starts (default ``problem.v0``)."""
+        if not isinstance(problem, ContactProblem):
+            raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
+        opts = self.options
+        t0 = time.perf_counter()
+        ws = self.workspace(problem)
+        v = np.array(problem.v0 if v_guess is None else v_guess, dtype=float)
+        if v.shape != (problem.n_v,) or not np.isfinite(v).all():
+            raise ValueError(f"v_guess must be a finite array of shape ({problem.n_v},)")
+        t_setup = time.perf_counter() - t0
+        t_factor = 0.0
+        t_ls = 0.0
+        A = problem.A
+        D = ws.D
+        history = []
+        ls_total = 0
+        status = ContactSolverStatus.MAX_ITERATIONS
+        message = ""
+        it = 0
+        cost, grad, gamma, G, jc = self.evaluate(ws, v, want_hessian=True)
+        while True:
+            res = float(np.linalg.norm(D * grad))
+            scale = max(float(np.linalg.norm(D * (A @ v))), float(np.linalg.norm(D * jc)))
+            history.append(res)
+            if not np.isfinite(res):
+                status, message = ContactSolverStatus.NUMERICAL_ERROR, "non-finite gradient"
+                break
+            if res < opts.abs_tol + opts.rel_tol * scale:  # eq. (26)
+                status = ContactSolverStatus.SOLVED
+                break
+            if it >= opts.max_iterations:
+                message = f"no convergence in {opts.max_iterations} Newton iterations"
+                break
+            # Newton direction: H Δv = −∇ℓ, H = A + Jᵀ G J (block Cholesky per island)
+            tf = time.perf_counter()
+            H = A + ws.jtgj(G) if problem.n_c else A
+            dv = np.empty_like(v)
+            try:
+                for dofs, const in ws.islands:
+                    if const is None:
+                        fac = cho_factor(H[np.ix_(dofs, dofs)], check_finite=False)
+                    else:
+                        fac = const
+                    dv[dofs] = cho_solve(fac, -grad[dofs], check_finite=False)
+            except (LinAlgError, ValueError) as err:
+                status, message = ContactSolverStatus.NUMERICAL_ERROR, f"Cholesky failed: {err}"
+                break
+            t_factor += time.perf_counter() - tf
+            it += 1
+            tl = time.perf_counter()
+            alpha, n_ls, ok = self._line_search(ws, v, dv, cost, grad)
+            t_ls += time.perf_counter() - tl
+            ls_total += n_ls
+            if not ok:
+                status = ContactSolverStatus.LINE_SEARCH_FAILED
+                message = "no descent along the Newton direction (dℓ/dα(0) >= 0)"
+                break
+            v = v + alpha * dv
+            cost, grad, gamma, G, jc = self.evaluate(ws, v, want_hessian=True)
+        scale = max(float(np.linalg.norm(D * (A @ v))), float(np.linalg.norm(D * jc)))
+        res = history[-1]
+        return ContactSolverResult(
+            status=status,
+            v=v,
+            gamma=gamma.reshape(-1),
+            iterations=it,
+            line_search_iterations=ls_total,
+            residual=res,
+            momentum_error=res / scale if scale > 0 else (0.0 if res == 0 else float("inf")),
+            cost=float(cost),
+            solve_time=time.perf_counter() - t0,
+            timings={"setup": t_setup, "factor": t_factor, "line_search": t_ls},
+            residual_history=tuple(history),
+            solver="sap",
+            message=message,
+        )
+
+    # ---------------------------------------------------------------- line search
+    def _line_search(self, ws: _Workspace, v, dv, cost0, grad0):
+        """Step length along Δv; returns (α, iterations, descent_ok)."""
+        opts = self.options
+        p, par = ws.p, ws.par
+        dvc = (ws.J @ dv).reshape(-1, 3)
+        dp = p.A @ dv
+        dvdp = float(dv @ dp)
+        e0 = v - p.v_star
+        dpe = float(dp @ e0)
+        eAe = float(e0 @ (p.A @ e0))
+        vc0 = (ws.J @ v).reshape(-1, 3)
+        d0 = float(grad0 @ dv)  # dℓ/dα at 0
+        if not d0 < 0:
+            return 0.0, 0, False
+
+        def at(alpha: float, hess: bool):
+            y = -(vc0 + alpha * dvc - par.v_hat) / par.R
+            gam, G = _project(y, par.R, p.mu, par.mu_hat, par.mu_tilde2, hess)
+            d1 = dpe + alpha * dvdp - float(np.einsum("ci,ci->", dvc, gam))
+            if not hess:
+                ell = 0.5 * eAe + alpha * dpe + 0.5 * alpha**2 * dvdp + 0.5 * float(
+                    np.einsum("ci,ci,ci->", gam, par.R, gam)
+                )
+                return ell, d1
+            d2 = dvdp + float(np.einsum("ci,cij,cj->", dvc, G, dvc))
+            return d1, d2
+
+        if opts.line_search == "armijo":
+            alpha = opts.alpha_max
+            for n in range(1, opts.ls_max_iterations + 1):
+                ell, _ = at(alpha, False)
+                if ell < cost0 + opts.armijo_c * alpha * d0:
+                    return alpha, n, True
+                alpha *= opts.armijo_rho
+            return alpha, opts.ls_max_iterations, True
+
+        # exact: rtsafe (Newton-Raphson safeguarded by bisection) on f(α) = ℓ'(α)/(−ℓ'(0))
+        a_max = opts.alpha_max
+        f_hi, df_hi = at(a_max, True)
+        n = 1
+        if f_hi <= 0:
+            return a_max, n, True
+        lo, hi = 0.0, a_max
+        alpha = min(1.0, a_max)
+        dx_old = hi - lo
+        dx = dx_old
+        scale = -d0
+        f, df = at(alpha, True)
+        n += 1
+        while n < opts.ls_max_iterations + 2:
+            if abs(f) <= opts.ls_rel_tol * scale:
+                break
+            if f < 0:
+                lo = alpha
+            else:
+                hi = alpha
+            newton_ok = df > 0 and lo < alpha - f / df < hi and abs(2.0 * f) <= abs(dx_old * df)
+            dx_old = dx
+            if newton_ok:
+                dx = f / df
+                alpha = alpha - dx
+            else:
+                dx = 0.5 * (hi - lo)
+                alpha = lo + dx
+            if hi - lo <= 4 * np.finfo(float).eps * hi:
+                break
+            f, df = at(alpha, True)
+            n += 1
+        return alpha, n, True

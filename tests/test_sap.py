@@ -1,0 +1,287 @@
+"""SAP (seed 001) against independent computations: cvxpy for the cone projection and the dual
+problem (22), finite differences for gradients and Hessians, analytic particle impulses."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from plants.errors import UnknownSolverError
+from plants.sim import (
+    ContactProblem,
+    ContactSolverStatus,
+    SAPOptions,
+    SAPSolver,
+    available_contact_solvers,
+    make_contact_solver,
+    project_cone_r,
+    sap_parameters,
+)
+from plants.sim.sap import project_cone_r_with_hessian
+
+
+def random_problem(seed: int, n_trees: int = 3, n_c: int = 6, dt: float = 1e-2) -> ContactProblem:
+    rng = np.random.default_rng(seed)
+    sizes = [6] * n_trees
+    n_v = sum(sizes)
+    A = np.zeros((n_v, n_v))
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    for t in range(n_trees):
+        X = rng.normal(size=(6, 6))
+        A[starts[t] : starts[t + 1], starts[t] : starts[t + 1]] = X @ X.T + 0.5 * np.eye(6)
+    J = np.zeros((3 * n_c, n_v))
+    trees = np.zeros((n_c, 2), dtype=int)
+    for i in range(n_c):
+        t1, t2 = rng.choice(n_trees + 1, size=2, replace=False) - 1  # -1 = world
+        trees[i] = (t1, t2)
+        for t in (t1, t2):
+            if t >= 0:
+                J[3 * i : 3 * i + 3, starts[t] : starts[t + 1]] = rng.normal(size=(3, 6))
+    return ContactProblem(
+        A=A,
+        v_star=rng.normal(size=n_v),
+        J=J,
+        phi0=rng.uniform(-1e-3, 1e-3, n_c),
+        mu=rng.uniform(0.1, 1.0, n_c),
+        stiffness=rng.uniform(1e3, 1e6, n_c),
+        dissipation=rng.uniform(0.0, 0.05, n_c),
+        dt=dt,
+        tree_starts=starts,
+        contact_trees=trees,
+    )
+
+
+# --------------------------------------------------------------------------- cone projection
+def cvxpy_projection(y, R, mu):
+    n = y.shape[0]
+    g = cp.Variable((n, 3))
+    cons = [cp.SOC(mu[i] * g[i, 2], g[i, :2]) for i in range(n)] + [g[:, 2] >= 0]  # μ = 0: γ_n >= 0
+    obj = 0.5 * cp.sum(cp.multiply(R, cp.square(g - y)))
+    cp.Problem(cp.Minimize(obj), cons).solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return g.value
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), mu_zero=st.booleans())
+def test_cone_projection_matches_cvxpy(seed, mu_zero):
+    rng = np.random.default_rng(seed)
+    n = 8
+    y = rng.normal(size=(n, 3)) * rng.uniform(0.01, 10.0)
+    R = np.repeat(rng.uniform(1e-3, 1.0, (n, 2)), [2, 1], axis=1)
+    mu = np.zeros(n) if mu_zero else rng.uniform(0.05, 2.0, n)
+    ratio = R[:, 0] / R[:, 2]
+    gamma = project_cone_r(y, R, mu, mu * ratio, mu**2 * ratio)
+    ref = cvxpy_projection(y, R, mu)
+    scale = np.abs(y).max()
+    np.testing.assert_allclose(gamma, ref, atol=1e-6 * scale)
+    # the projection is in the cone
+    assert (np.linalg.norm(gamma[:, :2], axis=1) <= mu * gamma[:, 2] + 1e-12 * scale).all()
+
+
+def test_projection_hessian_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    n = 200
+    y = rng.normal(size=(n, 3))
+    R = np.repeat(rng.uniform(0.1, 1.0, (n, 2)), [2, 1], axis=1)
+    mu = rng.uniform(0.2, 1.5, n)
+    ratio = R[:, 0] / R[:, 2]
+    args = (R, mu, mu * ratio, mu**2 * ratio)
+    gamma, G = project_cone_r_with_hessian(y, *args)
+    h = 1e-7
+    for j in range(3):
+        dy = np.zeros(3)
+        dy[j] = h
+        fd = (project_cone_r(y + dy, *args) - project_cone_r(y - dy, *args)) / (2 * h)
+        # G = (∂γ/∂y) R⁻¹  =>  column j of ∂γ/∂y = G[:, :, j] * R[:, j]
+        np.testing.assert_allclose(G[:, :, j] * R[:, j, None], fd, atol=1e-6)
+    # G_i is symmetric positive semidefinite (App. D)
+    np.testing.assert_allclose(G, np.transpose(G, (0, 2, 1)), atol=1e-12)
+    assert np.linalg.eigvalsh(G).min() > -1e-10
+    # all three regions were exercised
+    yr = np.linalg.norm(y[:, :2], axis=1)
+    assert (yr <= mu * y[:, 2]).any() and (y[:, 2] <= -args[2] * yr).any()
+
+
+# --------------------------------------------------------------------------- cost derivatives
+def test_cost_gradient_and_hessian_match_finite_differences():
+    p = random_problem(7)
+    sol = SAPSolver()
+    ws = sol.workspace(p)
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=p.n_v) * 0.1
+    cost, grad, gamma, G, _ = sol.evaluate(ws, v, want_hessian=True)
+    H = p.A + ws.jtgj(G)
+    h = 1e-6
+    fd_grad = np.empty(p.n_v)
+    fd_hess = np.empty((p.n_v, p.n_v))
+    for j in range(p.n_v):
+        e = np.zeros(p.n_v)
+        e[j] = h
+        cp_, gp, *_ = sol.evaluate(ws, v + e)
+        cm, gm, *_ = sol.evaluate(ws, v - e)
+        fd_grad[j] = (cp_ - cm) / (2 * h)
+        fd_hess[:, j] = (gp - gm) / (2 * h)
+    np.testing.assert_allclose(grad, fd_grad, rtol=1e-6, atol=1e-6 * np.abs(grad).max())
+    np.testing.assert_allclose(H, fd_hess, rtol=1e-5, atol=1e-5 * np.abs(H).max())
+
+
+# --------------------------------------------------------------------------- optimality
+@pytest.mark.parametrize("line_search", ["exact", "armijo"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_solution_satisfies_optimality_conditions(seed, line_search):
+    p = random_problem(seed)
+    res = SAPSolver(line_search=line_search, rel_tol=1e-10).solve(p)
+    assert res.status == ContactSolverStatus.SOLVED
+    par = sap_parameters(p)
+    gamma = res.gamma.reshape(-1, 3)
+    # momentum balance (21a)
+    np.testing.assert_allclose(p.A @ (res.v - p.v_star), p.J.T @ res.gamma, atol=1e-8 * np.abs(p.J.T @ res.gamma).max())
+    # gamma in F, g = J v - v_hat + R gamma in F*, complementarity g . gamma = 0 (Lemma 1)
+    g = (p.J @ res.v).reshape(-1, 3) - par.v_hat + par.R * gamma
+    tol = 1e-9 * max(1.0, np.abs(g).max())
+    assert (np.linalg.norm(gamma[:, :2], axis=1) <= p.mu * gamma[:, 2] + tol).all()
+    assert (p.mu * np.linalg.norm(g[:, :2], axis=1) <= g[:, 2] + tol).all()
+    np.testing.assert_allclose(np.einsum("ci,ci->c", g, gamma), 0.0, atol=1e-10 * max(1, np.abs(gamma).max()))
+    assert res.momentum_error < 1e-10
+
+
+def test_sap_matches_dual_problem_solved_by_cvxpy():
+    """Theorem 1: the primal solution's γ solves the dual (22) min_{γ∈F} ½γᵀ(W+R)γ + rᵀγ."""
+    p = random_problem(11, n_trees=2, n_c=4)
+    res = SAPSolver(rel_tol=1e-12).solve(p)
+    par = sap_parameters(p)
+    W = p.J @ np.linalg.solve(p.A, p.J.T)
+    Rm = np.diag(par.R.reshape(-1))
+    r = p.J @ p.v_star - par.v_hat.reshape(-1)
+    gam = cp.Variable(3 * p.n_c)
+    cons = [cp.SOC(p.mu[i] * gam[3 * i + 2], gam[3 * i : 3 * i + 2]) for i in range(p.n_c)]
+    Q = W + Rm
+    cp.Problem(cp.Minimize(0.5 * cp.quad_form(gam, cp.psd_wrap(0.5 * (Q + Q.T))) + r @ gam), cons).solve(
+        solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12
+    )
+    np.testing.assert_allclose(res.gamma, gam.value, atol=1e-6 * np.abs(gam.value).max())
+    np.testing.assert_allclose(res.v, p.v_star + np.linalg.solve(p.A, p.J.T @ gam.value), atol=1e-6)
+
+
+def test_armijo_and_exact_agree_and_warm_start_from_solution_takes_no_iteration():
+    p = random_problem(5)
+    a = SAPSolver(line_search="exact", rel_tol=1e-10).solve(p)
+    b = SAPSolver(line_search="armijo", rel_tol=1e-10).solve(p)
+    np.testing.assert_allclose(a.v, b.v, atol=1e-8)
+    c = SAPSolver(rel_tol=1e-8).solve(p, v_guess=a.v)
+    assert c.iterations == 0 and c.status == ContactSolverStatus.SOLVED
+
+
+def test_iteration_budget_gives_status_not_silent_result():
+    p = random_problem(9)
+    res = SAPSolver(max_iterations=1, rel_tol=1e-14).solve(p)
+    assert res.status == ContactSolverStatus.MAX_ITERATIONS and not res.ok
+    assert res.iterations == 1 and "Newton" in res.message
+
+
+# --------------------------------------------------------------------------- analytic particle cases
+def particle_problem(v0, phi0, dt, mu=0.5, k=1e12, tau=0.0, m=1.0, g=9.81):
+    v0 = np.asarray(v0, float)
+    return ContactProblem(
+        A=m * np.eye(3), v_star=v0 + dt * np.array([0, 0, -g]), J=np.eye(3), phi0=[phi0], mu=[mu],
+        stiffness=[k], dissipation=[tau], dt=dt, v0=v0,
+    )
+
+
+def test_particle_at_rest_analytic_impulse_and_penetration():
+    """Steady state of a particle on a plane: γ_n = m g δt and φ = −m g δt² (δt+τ_d)/δt · R_n,
+    with R_n = β²/(4π²) w, w = ‖I/m‖_F/3 (near-rigid branch of eq. 29)."""
+    m, g, dt = 2.0, 9.81, 1e-3
+    v, phi = np.zeros(3), 0.0
+    sol = SAPSolver(rel_tol=1e-10)
+    for _ in range(200):
+        res = sol.solve(particle_problem(v, phi, dt, m=m))
+        v = res.v
+        phi += dt * v[2]
+    w = np.sqrt(3) / m / 3
+    R_n = w / (4 * np.pi**2)
+    np.testing.assert_allclose(res.gamma, [0, 0, m * g * dt], atol=1e-9)
+    np.testing.assert_allclose(phi, -m * g * dt**2 * R_n, rtol=1e-6)
+    # the seed's mass-independent prediction β² g δt²/(4π²) (times w m = 1/√3 for a particle)
+    np.testing.assert_allclose(-phi, g * dt**2 / (4 * np.pi**2) / np.sqrt(3), rtol=1e-6)
+
+
+def test_particle_sliding_friction_and_stopping_distance():
+    """Sliding: ‖γ_t‖ = μ γ_n, opposing the slip; the stopping distance of symplectic Euler is
+    Σ_n δt (v0 − n μ g δt) (the exact v²/(2μg) minus v0 δt/2)."""
+    dt, mu, g = 1e-3, 0.5, 9.81
+    v, phi, x = np.array([1.0, 0, 0]), 0.0, 0.0
+    sol = SAPSolver()
+    for n in range(300):
+        res = sol.solve(particle_problem(v, phi, dt, mu=mu, k=1e5, tau=1e-3))
+        assert res.status == ContactSolverStatus.SOLVED
+        gam = res.gamma
+        if res.v[0] > 1e-3 and gam[2] > 0:
+            assert gam[0] < 0
+            np.testing.assert_allclose(abs(gam[0]), mu * gam[2], rtol=1e-9)
+        v = res.v
+        x += dt * v[0]
+        phi += dt * v[2]
+    n_stop = int(np.floor(1.0 / (mu * g * dt)))
+    discrete = dt * sum(1.0 - k * mu * g * dt for k in range(1, n_stop + 1))
+    assert abs(x - discrete) / discrete < 2e-3
+    assert abs(x - 1.0 / (2 * mu * g)) / (1.0 / (2 * mu * g)) < 5e-3
+
+
+# --------------------------------------------------------------------------- input checks, registry, replay
+@pytest.mark.parametrize(
+    "field,value,match",
+    [
+        ("stiffness", [-1.0], "stiffness"),
+        ("mu", [-0.1], "mu"),
+        ("dt", 0.0, "dt"),
+        ("dt", -1e-3, "dt"),
+        ("phi0", [np.nan], "phi0"),
+        ("v_star", [np.nan, 0, 0], "v_star"),
+        ("dissipation", [-1.0], "dissipation"),
+        ("J", np.ones((2, 3)), "J"),
+    ],
+)
+def test_bad_input_names_the_field(field, value, match):
+    kw = dict(A=np.eye(3), v_star=np.zeros(3), J=np.eye(3), phi0=[0.0], mu=[0.5], stiffness=[1e5], dissipation=[0.0], dt=1e-3)
+    kw[field] = value
+    with pytest.raises(ValueError, match=match):
+        ContactProblem(**kw)
+
+
+def test_block_structure_is_checked():
+    A = np.eye(6)
+    A[0, 5] = A[5, 0] = 0.1
+    with pytest.raises(ValueError, match="block diagonal"):
+        ContactProblem(A=A, v_star=np.zeros(6), J=np.zeros((0, 6)), phi0=[], mu=[], stiffness=[], dissipation=[], dt=0.01, tree_starts=[0, 3, 6])
+
+
+def test_registry_and_options():
+    assert "sap" in available_contact_solvers()
+    assert isinstance(make_contact_solver("sap", sigma=1e-4), SAPSolver)
+    with pytest.raises(UnknownSolverError, match="sap"):
+        make_contact_solver("nope")
+    with pytest.raises(ValueError, match="line_search"):
+        SAPOptions(line_search="wolfe")
+
+
+def test_save_load_replay(tmp_path):
+    p = random_problem(4)
+    path = p.save(tmp_path / "step")
+    q = ContactProblem.load(path)
+    for name in ("A", "v_star", "J", "phi0", "mu", "stiffness", "dissipation", "tree_starts", "contact_trees", "v0", "M_diag"):
+        np.testing.assert_array_equal(getattr(p, name), getattr(q, name))
+    assert q.dt == p.dt
+    np.testing.assert_array_equal(SAPSolver().solve(p).v, SAPSolver().solve(q).v)
+
+
+def test_islands_give_the_same_newton_step_as_a_dense_factorization():
+    p = random_problem(21, n_trees=5, n_c=3)
+    sol = SAPSolver(sparse_threshold=0, rel_tol=1e-12)
+    ws = sol.workspace(p)
+    assert len(ws.islands) >= 2
+    ref = SAPSolver(sparse_threshold=10**6, rel_tol=1e-12).solve(p)
+    np.testing.assert_allclose(sol.solve(p).v, ref.v, atol=1e-10)
