@@ -11,6 +11,7 @@ Public API::
 """
 
 from .errors import LCPSolveError, LCSError, LCSTypeError, LCSValueError
+from .factory import ContactData, SmoothLinearization, build_lcs, euler_kinematics, lambda_size
 from .lcp import LCPBatchResult, LCPResult, LCPStatus, solve_lcp, solve_lcp_batch
 from .lcs import LCS, LCSKnot, Rollout
 
@@ -27,4 +28,9 @@ __all__ = [
     "LCSValueError",
     "LCSTypeError",
     "LCPSolveError",
+    "build_lcs",
+    "SmoothLinearization",
+    "ContactData",
+    "euler_kinematics",
+    "lambda_size",
 ]

@@ -13,6 +13,7 @@ from . import paper  # noqa: F401  (registers the paper plants)
 from .errors import PlantError, UnknownPlantError
 from .paper import CartpoleSoftWalls, ControlDefaults, FingerGaiting, PaperLCSPlant, Pivoting
 from .registry import available_plants, load_plant, register_plant
+from .multibody import ContactPair, ModelBuilder, MultibodyPlant
 
 __all__ = [
     "load_plant",
@@ -25,4 +26,7 @@ __all__ = [
     "CartpoleSoftWalls",
     "FingerGaiting",
     "Pivoting",
+    "MultibodyPlant",
+    "ContactPair",
+    "ModelBuilder",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 __all__ = [
     "PlantError",
@@ -11,6 +11,12 @@ __all__ = [
     "UnknownSceneError",
     "SceneError",
     "ContactSolveError",
+    "MultibodyError",
+    "MultibodyValueError",
+    "MultibodyTypeError",
+    "UnknownGeometryError",
+    "UnknownJointError",
+    "MissingCollisionGeometryError",
 ]
 
 
@@ -64,3 +70,66 @@ class ContactSolveError(PlantError, RuntimeError):
         self.result = result
         self.step = step
         self.t = t
+
+
+def _listing(names: Sequence[str], limit: int = 40) -> str:
+    names = list(names)
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
+
+
+class MultibodyError(PlantError):
+    """Root of the errors raised by :mod:`plants.multibody`."""
+
+
+class MultibodyValueError(MultibodyError, ValueError):
+    """An argument has a wrong value, shape or a non-finite entry (the message names it)."""
+
+
+class MultibodyTypeError(MultibodyError, TypeError):
+    """An argument has the wrong type."""
+
+
+class UnknownGeometryError(MultibodyValueError):
+    """A contact pair names a geometry/body that the model does not have.
+
+    Attributes:
+        name: the name that was not found.
+        geometries: the collision-geometry names of the model.
+        bodies: the body (frame) names of the model.
+    """
+
+    def __init__(self, name: str, geometries: Sequence[str], bodies: Sequence[str]):
+        super().__init__(
+            f"unknown geometry or body {name!r} in a contact pair; collision geometries: "
+            f"{_listing(geometries)}; bodies: {_listing(bodies)}"
+        )
+        self.name = name
+        self.geometries = list(geometries)
+        self.bodies = list(bodies)
+
+
+class UnknownJointError(MultibodyValueError):
+    """An actuated joint name is not a joint of the model; ``.joints`` lists the valid ones."""
+
+    def __init__(self, name: str, joints: Sequence[str]):
+        super().__init__(f"unknown joint {name!r}; joints of the model: {_listing(joints)}")
+        self.name = name
+        self.joints = list(joints)
+
+
+class MissingCollisionGeometryError(MultibodyValueError):
+    """A contact pair names a body that exists but has no collision geometry.
+
+    Attributes:
+        name: the body name.
+        geometries: the collision-geometry names the model does have.
+    """
+
+    def __init__(self, name: str, geometries: Sequence[str]):
+        super().__init__(
+            f"body {name!r} of a contact pair has no collision geometry in the collision model; "
+            f"collision geometries: {_listing(geometries) or '(none)'}"
+        )
+        self.name = name
+        self.geometries = list(geometries)

@@ -1,0 +1,53 @@
+"""Pinocchio multibody plants with coal collision geometry, and their LCS (seed 003 §IV).
+
+Public API::
+
+    from plants.multibody import MultibodyPlant, ContactPair, ModelBuilder, Sphere, Box, HalfSpace
+    plant = MultibodyPlant.from_urdf(path, [ContactPair("ee", "table", mu=0.4)])
+    plant.n_q, plant.n_v, plant.n_x, plant.n_u
+    xdot = plant.forward_dynamics(x, u)                        # smooth, no contact
+    lcs = plant.lcs(x, u, contact_model="stewart_trinkle", dt=0.01)   # or "anitescu",
+                                                               # "frictionless_spring"
+    x_next, lam = plant.step(x, u, dt=0.01)                    # one LCS step
+    x_ref = plant.simulate_nonlinear_step(x, u, dt=0.01)       # nonlinear reference step
+
+The math is in ``docs/lcs-factory.md``.
+"""
+
+from .builder import JOINT_TYPES, Box, Cylinder, HalfSpace, ModelBuilder, Plane, Shape, Sphere
+from .contacts import ContactDescription, ContactGeometry, ContactKinematics, ContactPair
+from .errors import (
+    MissingCollisionGeometryError,
+    MultibodyError,
+    MultibodyTypeError,
+    MultibodyValueError,
+    UnknownGeometryError,
+    UnknownJointError,
+)
+from .model import FLOATING_JOINTS, MultibodyPlant
+from .resources import example_robot_data_dir, example_robot_data_path
+
+__all__ = [
+    "MultibodyPlant",
+    "ContactPair",
+    "ModelBuilder",
+    "Sphere",
+    "Box",
+    "Cylinder",
+    "HalfSpace",
+    "Plane",
+    "Shape",
+    "JOINT_TYPES",
+    "FLOATING_JOINTS",
+    "ContactDescription",
+    "ContactKinematics",
+    "ContactGeometry",
+    "MultibodyError",
+    "MultibodyValueError",
+    "MultibodyTypeError",
+    "UnknownGeometryError",
+    "UnknownJointError",
+    "MissingCollisionGeometryError",
+    "example_robot_data_dir",
+    "example_robot_data_path",
+]

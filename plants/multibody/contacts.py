@@ -1,0 +1,437 @@
+r"""Contact pairs, coal distance queries and contact Jacobians.
+
+A :class:`ContactPair` names two geometries (or bodies, or name prefixes) of a model's collision
+geometry, a friction coefficient and the number of friction directions. :class:`ContactGeometry`
+resolves the names once, then at every configuration ``q``:
+
+1. coal gives, per candidate geometry pair ``(a, b)``, the signed distance :math:`\phi`, the
+   witness points :math:`p_a \in a`, :math:`p_b \in b` and a unit normal. We use
+   :math:`n = n_{BA}` pointing **from b towards a** (coal's ``normal`` points from o1=a to o2=b,
+   so ``n = -normal``); then :math:`\dot\phi = n^T (\dot p_a - \dot p_b)`.
+2. Pinocchio joint Jacobians (``WORLD`` frame) give the velocity of the material points at the
+   witness points: :math:`J_{p} = J_{lin} - [p]_\times J_{ang}`. With
+   :math:`J_{rel} = J_{p_a} - J_{p_b}` (3 x n_v):
+
+   * normal row :math:`J_n = n^T J_{rel}`;
+   * tangent rows :math:`J_t = T J_{rel}`, where the 2d rows of ``T`` are the friction-polytope
+     edges :math:`\cos\theta_k t_1 + \sin\theta_k t_2`, :math:`\theta_k = \pi k / d`,
+     :math:`k = 0..2d-1` (2d edges evenly spaced; edge ``k+d`` is minus edge ``k``), and
+     :math:`(t_1, t_2, n)` is a right-handed orthonormal frame. In the planar mode (``d = 1``)
+     the two edges are :math:`\pm\, \mathrm{normalize}(n \times p)` with ``p`` the plane normal.
+
+Everything after the per-pair coal calls is vectorized over contacts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import (
+    MissingCollisionGeometryError,
+    MultibodyTypeError,
+    MultibodyValueError,
+    UnknownGeometryError,
+)
+
+__all__ = ["ContactPair", "ContactKinematics", "ContactDescription", "ContactGeometry"]
+
+
+@dataclass(frozen=True)
+class ContactPair:
+    """A configured contact between two (sets of) collision geometries.
+
+    Attributes:
+        geometry_a: a collision-geometry name, a body (frame) name, or a prefix of geometry
+            names (e.g. ``"panda_link7"`` matches ``"panda_link7_0"``, ``"panda_link7_1"``).
+            Resolution order: exact geometry name, then body name, then prefix.
+        geometry_b: same for the other side.
+        mu: Coulomb friction coefficient (>= 0).
+        num_friction_directions: d >= 1; the polytope has 2d edges evenly spaced around the
+            normal. ``d = 1`` is the planar mode and needs ``planar_normal``.
+        planar_normal: (3,) world-frame normal of the plane of motion (``d = 1`` only): the
+            friction edges are ``±normalize(n × planar_normal)``.
+        num_closest: when the names match several geometries, keep only this many candidate
+            geometry pairs, the closest ones at each configuration (``None``: keep all).
+    """
+
+    geometry_a: str
+    geometry_b: str
+    mu: float
+    num_friction_directions: int = 2
+    planar_normal: tuple[float, float, float] | None = None
+    num_closest: int | None = None
+
+    def __post_init__(self) -> None:
+        for field_name in ("geometry_a", "geometry_b"):
+            value = getattr(self, field_name)
+            if not isinstance(value, str) or not value:
+                raise MultibodyTypeError(f"ContactPair.{field_name} must be a non-empty string, "
+                                         f"got {value!r}")
+        try:
+            mu = float(self.mu)
+        except (TypeError, ValueError) as e:
+            raise MultibodyTypeError(f"ContactPair.mu must be a real number, got {self.mu!r}") from e
+        if not (math.isfinite(mu) and mu >= 0.0):
+            raise MultibodyValueError(f"ContactPair.mu must be finite and >= 0, got {self.mu!r} "
+                                      f"(pair {self.geometry_a!r}-{self.geometry_b!r})")
+        object.__setattr__(self, "mu", mu)
+        d = self.num_friction_directions
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise MultibodyTypeError(f"ContactPair.num_friction_directions must be an int, got "
+                                     f"{d!r}")
+        if d < 1:
+            raise MultibodyValueError(f"ContactPair.num_friction_directions must be >= 1, got {d} "
+                                      f"(pair {self.geometry_a!r}-{self.geometry_b!r})")
+        object.__setattr__(self, "num_friction_directions", int(d))
+        if self.planar_normal is not None:
+            p = np.asarray(self.planar_normal, dtype=float).reshape(-1)
+            if p.shape != (3,) or not np.all(np.isfinite(p)) or np.linalg.norm(p) < 1e-12:
+                raise MultibodyValueError(f"ContactPair.planar_normal must be a finite nonzero "
+                                          f"3-vector, got {self.planar_normal!r}")
+            p = p / np.linalg.norm(p)
+            object.__setattr__(self, "planar_normal", (float(p[0]), float(p[1]), float(p[2])))
+        if d == 1 and self.planar_normal is None:
+            raise MultibodyValueError(
+                f"ContactPair {self.geometry_a!r}-{self.geometry_b!r}: num_friction_directions=1 "
+                f"(planar mode) needs planar_normal, the normal of the plane of motion")
+        if self.num_closest is not None:
+            n = self.num_closest
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+                raise MultibodyValueError(f"ContactPair.num_closest must be a positive int or "
+                                          f"None, got {n!r}")
+            object.__setattr__(self, "num_closest", int(n))
+
+    @property
+    def num_edges(self) -> int:
+        """Number of friction-polytope edges, 2d."""
+        return 2 * self.num_friction_directions
+
+
+@dataclass(frozen=True)
+class ContactKinematics:
+    """Contact quantities at one configuration, for the n_c active candidate pairs.
+
+    Attributes:
+        phi: (n_c,) signed distances in [m] (negative: penetration).
+        point_a: (n_c, 3) world witness points on geometry a in [m].
+        point_b: (n_c, 3) world witness points on geometry b in [m].
+        normal: (n_c, 3) unit normals from b towards a (world).
+        edges: (n_e, 3) friction-polytope edge directions (world), n_e = Σ 2 d_i, grouped per
+            contact in contact order.
+        J_n: (n_c, n_v) normal Jacobians, ``phi_dot = J_n v``.
+        J_t: (n_e, n_v) tangent Jacobians (one row per edge).
+        mu: (n_c,) friction coefficients.
+        num_edges: (n_c,) 2 d_i per contact.
+        pair_index: (n_c,) index of the configured :class:`ContactPair` of each contact.
+        geometry_a, geometry_b: (n_c,) collision-geometry indices in the GeometryModel.
+    """
+
+    phi: np.ndarray
+    point_a: np.ndarray
+    point_b: np.ndarray
+    normal: np.ndarray
+    edges: np.ndarray
+    J_n: np.ndarray
+    J_t: np.ndarray
+    mu: np.ndarray
+    num_edges: np.ndarray
+    pair_index: np.ndarray
+    geometry_a: np.ndarray
+    geometry_b: np.ndarray
+
+    @property
+    def n_c(self) -> int:
+        """Number of contacts."""
+        return int(self.phi.shape[0])
+
+
+@dataclass(frozen=True)
+class ContactDescription:
+    """One contact at a configuration (what :meth:`MultibodyPlant.contact_descriptions` lists).
+
+    Attributes:
+        pair_index: index of the configured :class:`ContactPair`.
+        pair: that pair.
+        geometry_a, geometry_b: names of the two collision geometries.
+        phi: signed distance in [m].
+        point_a, point_b: (3,) world witness points in [m].
+        normal: (3,) unit normal from b towards a.
+        edges: (2d, 3) friction-polytope edge directions.
+    """
+
+    pair_index: int
+    pair: ContactPair
+    geometry_a: str
+    geometry_b: str
+    phi: float
+    point_a: np.ndarray
+    point_b: np.ndarray
+    normal: np.ndarray
+    edges: np.ndarray
+
+
+def _transform(M) -> Any:
+    """coal Transform3s of a Pinocchio SE3."""
+    import coal
+
+    return coal.Transform3s(M.rotation, M.translation)
+
+
+def _tangent_frames(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal (t1, t2) per row of ``normal`` (n, 3) with (t1, t2, n) right-handed."""
+    n = normal
+    # helper axis: world x unless the normal is close to it, then world y (vectorized choice)
+    use_y = np.abs(n[:, 0]) > 0.9
+    helper = np.zeros_like(n)
+    helper[~use_y, 0] = 1.0
+    helper[use_y, 1] = 1.0
+    t2 = np.cross(n, helper)
+    t2 /= np.linalg.norm(t2, axis=1, keepdims=True)
+    t1 = np.cross(t2, n)
+    return t1, t2
+
+
+class ContactGeometry:
+    """Resolves :class:`ContactPair` names in a model and evaluates contacts at a configuration.
+
+    Args:
+        model: the ``pin.Model``.
+        collision_model: the ``pin.GeometryModel`` with the collision geometry.
+        contact_pairs: the configured pairs.
+
+    Raises:
+        UnknownGeometryError: a name matches no geometry, body or geometry-name prefix.
+        MissingCollisionGeometryError: a name is a body without collision geometry.
+        ValueError: a pair resolves to no candidate geometry pair (both sides on the same
+            joint) or a planar normal is given with d > 1.
+    """
+
+    def __init__(self, model, collision_model, contact_pairs: Sequence[ContactPair]):
+        import pinocchio as pin
+
+        self._pin = pin
+        if isinstance(contact_pairs, ContactPair):
+            contact_pairs = [contact_pairs]
+        pairs = list(contact_pairs)
+        for i, p in enumerate(pairs):
+            if not isinstance(p, ContactPair):
+                raise MultibodyTypeError(f"contact_pairs[{i}] must be a ContactPair, got "
+                                         f"{type(p).__name__}")
+        self.pairs: tuple[ContactPair, ...] = tuple(pairs)
+        self.model = model
+        self.collision_model = collision_model
+        geoms = list(collision_model.geometryObjects)
+        self._geom_names = [g.name for g in geoms]
+        self._geom_joint = np.array([g.parentJoint for g in geoms], dtype=int)
+
+        # candidate geometry pairs per configured pair
+        cand_a, cand_b, cand_pair = [], [], []
+        self._groups: list[np.ndarray] = []  # candidate indices of each configured pair
+        for k, p in enumerate(pairs):
+            ga = self._resolve(p.geometry_a)
+            gb = self._resolve(p.geometry_b)
+            idx = []
+            for a in ga:
+                for b in gb:
+                    if a == b or self._geom_joint[a] == self._geom_joint[b]:
+                        continue
+                    idx.append(len(cand_a))
+                    cand_a.append(a)
+                    cand_b.append(b)
+                    cand_pair.append(k)
+            if not idx:
+                raise MultibodyValueError(
+                    f"contact pair {p.geometry_a!r}-{p.geometry_b!r} has no candidate geometry "
+                    f"pair (the geometries are attached to the same joint)")
+            if p.num_closest is not None and p.num_closest > len(idx):
+                raise MultibodyValueError(
+                    f"contact pair {p.geometry_a!r}-{p.geometry_b!r}: num_closest={p.num_closest}"
+                    f" exceeds the {len(idx)} candidate geometry pairs")
+            if p.planar_normal is not None and p.num_friction_directions != 1:
+                raise MultibodyValueError(
+                    f"contact pair {p.geometry_a!r}-{p.geometry_b!r}: planar_normal is only used "
+                    f"with num_friction_directions=1, got {p.num_friction_directions}")
+            self._groups.append(np.array(idx, dtype=int))
+        self._cand_a = np.array(cand_a, dtype=int)
+        self._cand_b = np.array(cand_b, dtype=int)
+        self._cand_pair = np.array(cand_pair, dtype=int)
+        self._all_kept = all(p.num_closest is None for p in pairs)
+
+        # coal objects for the candidate pairs
+        self._requests = []
+        import coal
+
+        self._coal = coal
+        self._request = coal.DistanceRequest()
+        self._result = coal.DistanceResult()
+        self._shapes = [g.geometry for g in geoms]
+        self._mu_pair = np.array([p.mu for p in pairs], dtype=float)
+        self._d_pair = np.array([p.num_friction_directions for p in pairs], dtype=int)
+        self._planar_pair = np.array(
+            [p.planar_normal if p.planar_normal is not None else (0.0, 0.0, 0.0) for p in pairs],
+            dtype=float).reshape(len(pairs), 3)
+        nv = model.nv
+        z3 = np.zeros((0, 3))
+        zi = np.zeros(0, dtype=int)
+        self._empty = ContactKinematics(np.zeros(0), z3, z3, z3, z3, np.zeros((0, nv)),
+                                        np.zeros((0, nv)), np.zeros(0), zi, zi, zi, zi)
+        self.n_c = sum(len(g) if p.num_closest is None else p.num_closest
+                       for p, g in zip(pairs, self._groups))
+
+    # ------------------------------------------------------------------ resolution
+    def _body_names(self) -> list[str]:
+        pin = self._pin
+        return [f.name for f in self.model.frames if f.type == pin.FrameType.BODY]
+
+    def _resolve(self, name: str) -> list[int]:
+        """Geometry indices matched by ``name`` (exact geometry, body, then prefix)."""
+        if name in self._geom_names:
+            return [self._geom_names.index(name)]
+        model = self.model
+        body_frames = [i for i, f in enumerate(model.frames) if f.name == name]
+        if body_frames:
+            hits = [i for i, g in enumerate(self.collision_model.geometryObjects)
+                    if g.parentFrame in body_frames]
+            if not hits:  # the body's joint may carry geometries attached via other frames
+                joints = {model.frames[i].parentJoint for i in body_frames
+                          if model.frames[i].type == self._pin.FrameType.BODY}
+                hits = [i for i, g in enumerate(self.collision_model.geometryObjects)
+                        if g.parentJoint in joints and
+                        model.frames[g.parentFrame].name == name]
+            if not hits:
+                raise MissingCollisionGeometryError(name, self._geom_names)
+            return hits
+        if name in list(model.names):
+            jid = list(model.names).index(name)
+            hits = [i for i, j in enumerate(self._geom_joint) if j == jid]
+            if not hits:
+                raise MissingCollisionGeometryError(name, self._geom_names)
+            return hits
+        hits = [i for i, g in enumerate(self._geom_names) if g.startswith(name)]
+        if not hits:
+            raise UnknownGeometryError(name, self._geom_names, self._body_names())
+        return hits
+
+    # ------------------------------------------------------------------ queries
+    def _distances(self, geom_data, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                              np.ndarray, np.ndarray]:
+        """phi, p_a, p_b, n_BA for the candidate pairs ``idx`` (placements already updated)."""
+        coal = self._coal
+        m = len(idx)
+        phi = np.empty(m)
+        pa = np.empty((m, 3))
+        pb = np.empty((m, 3))
+        nrm = np.empty((m, 3))
+        oMg = geom_data.oMg
+        req = self._request
+        res = self._result
+        shapes = self._shapes
+        for r, i in enumerate(idx):  # one coal call per candidate pair (unavoidable)
+            a = int(self._cand_a[i])
+            b = int(self._cand_b[i])
+            res.clear()
+            phi[r] = coal.distance(shapes[a], _transform(oMg[a]), shapes[b], _transform(oMg[b]),
+                                   req, res)
+            pa[r] = res.getNearestPoint1()
+            pb[r] = res.getNearestPoint2()
+            nrm[r] = res.normal
+        # coal's normal points from a to b; we use n_BA = -normal. Where coal gives a
+        # degenerate normal, fall back to the witness-point direction.
+        n = -nrm
+        norms = np.linalg.norm(n, axis=1)
+        bad = ~(norms > 0.5)
+        if np.any(bad):
+            diff = pa[bad] - pb[bad]
+            dn = np.linalg.norm(diff, axis=1, keepdims=True)
+            if np.any(dn < 1e-12):
+                raise MultibodyValueError("coal returned no contact normal for touching "
+                                          "geometries; use shapes with a defined normal")
+            n[bad] = diff / dn * np.sign(phi[bad])[:, None].clip(min=-1, max=1)
+            norms = np.linalg.norm(n, axis=1)
+        n /= norms[:, None]
+        return phi, pa, pb, n
+
+    def select(self, geom_data) -> np.ndarray:
+        """Indices of the active candidate pairs (all, or the ``num_closest`` closest per pair).
+
+        ``geom_data`` placements must be up to date.
+        """
+        if self._all_kept:
+            return np.arange(len(self._cand_a))
+        keep = []
+        for p, group in zip(self.pairs, self._groups):
+            if p.num_closest is None or p.num_closest == len(group):
+                keep.append(group)
+                continue
+            phi, _, _, _ = self._distances(geom_data, group)
+            order = np.argsort(phi, kind="stable")[: p.num_closest]
+            keep.append(group[np.sort(order)])
+        return np.concatenate(keep)
+
+    def evaluate(self, data, geom_data, q: np.ndarray) -> ContactKinematics:
+        """Contacts at configuration ``q``.
+
+        Updates ``data`` (forward kinematics, joint Jacobians) and ``geom_data`` placements.
+        """
+        pin = self._pin
+        model = self.model
+        if len(self._cand_a) == 0:
+            return self._empty
+        pin.computeJointJacobians(model, data, q)  # also runs forward kinematics
+        pin.updateGeometryPlacements(model, data, self.collision_model, geom_data)
+        idx = self.select(geom_data)
+        phi, pa, pb, n = self._distances(geom_data, idx)
+        ga = self._cand_a[idx]
+        gb = self._cand_b[idx]
+        pair = self._cand_pair[idx]
+        # world Jacobians of the joints involved (6 x n_v each, spatial velocity at origin)
+        joints = np.concatenate([self._geom_joint[ga], self._geom_joint[gb]])
+        uniq, inv = np.unique(joints, return_inverse=True)
+        Jj = np.stack([pin.getJointJacobian(model, data, int(j), pin.ReferenceFrame.WORLD)
+                       if j != 0 else np.zeros((6, model.nv)) for j in uniq])
+        nc = len(idx)
+        Ja = Jj[inv[:nc]]
+        Jb = Jj[inv[nc:]]
+        # material-point velocity: v_p = v_lin(origin) + w x p = J_lin v - [p]x J_ang v
+        Jpa = Ja[:, :3] + np.cross(Ja[:, 3:], pa[:, :, None], axisa=1, axisb=1, axisc=1)
+        Jpb = Jb[:, :3] + np.cross(Jb[:, 3:], pb[:, :, None], axisa=1, axisb=1, axisc=1)
+        Jrel = Jpa - Jpb  # (n_c, 3, n_v)
+        J_n = np.einsum("ci,civ->cv", n, Jrel)
+        edges, owner = self.edges(n, pair)
+        J_t = np.einsum("ei,eiv->ev", edges, Jrel[owner])
+        mu = self._mu_pair[pair]
+        num_edges = 2 * self._d_pair[pair]
+        return ContactKinematics(phi, pa, pb, n, edges, J_n, J_t, mu, num_edges, pair, ga, gb)
+
+    def edges(self, normal: np.ndarray, pair: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Friction-polytope edges (n_e, 3) and their owning contact (n_e,), vectorized."""
+        d = self._d_pair[pair]
+        ne = 2 * d
+        owner = np.repeat(np.arange(len(pair)), ne)
+        start = np.concatenate(([0], np.cumsum(ne)[:-1])) if len(ne) else np.zeros(0, int)
+        k = np.arange(owner.shape[0]) - np.repeat(start, ne)  # edge index within its contact
+        theta = np.pi * k / np.repeat(d, ne)
+        t1, t2 = _tangent_frames(normal)
+        planar = d == 1
+        if np.any(planar):
+            p = self._planar_pair[pair[planar]]
+            t = np.cross(normal[planar], p)
+            tn = np.linalg.norm(t, axis=1, keepdims=True)
+            if np.any(tn < 1e-9):
+                raise MultibodyValueError("a planar contact's normal is parallel to its "
+                                          "planar_normal: the contact normal must lie in the "
+                                          "plane of motion")
+            t1 = t1.copy()
+            t1[planar] = t / tn
+        c = np.cos(theta)[:, None]
+        s = np.sin(theta)[:, None]
+        edges = c * t1[owner] + s * t2[owner]
+        return edges, owner
+
+    def geometry_name(self, index: int) -> str:
+        """Name of collision geometry ``index``."""
+        return self._geom_names[index]

@@ -1,0 +1,493 @@
+r"""The multibody plant: a Pinocchio model with coal collision geometry and contact pairs.
+
+State :math:`x = [q; v]` (:math:`n_x = n_q + n_v`; free-flyer quaternions make
+:math:`n_q \ne n_v`), input :math:`u` acting through a selection :math:`B` (:math:`\tau = B u`).
+:meth:`MultibodyPlant.lcs` linearizes the smooth dynamics with Pinocchio's analytic ABA
+derivatives, evaluates the contacts with coal and Pinocchio frame Jacobians, and calls the pure-
+numpy factory :func:`lcs.factory.build_lcs`. See ``docs/lcs-factory.md`` for the derivation.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from lcs import LCS
+from lcs.factory import CONTACT_MODELS, ContactData, SmoothLinearization, build_lcs, lambda_size
+from lcs.lcp import solve_lcp
+
+from .contacts import ContactDescription, ContactGeometry, ContactKinematics, ContactPair
+from .errors import MultibodyTypeError, MultibodyValueError, UnknownJointError
+
+__all__ = ["MultibodyPlant", "Linearization", "FLOATING_JOINTS"]
+
+#: Joint types treated as unactuated floating bodies by the default actuation.
+FLOATING_JOINTS = ("JointModelFreeFlyer", "JointModelPlanar")
+#: Joint types whose ``integrate`` is plain addition (q+ = q + v): the kinematic step is exact.
+_VECTOR_SPACE_JOINTS = frozenset({
+    "JointModelRX", "JointModelRY", "JointModelRZ", "JointModelRevoluteUnaligned",
+    "JointModelPX", "JointModelPY", "JointModelPZ", "JointModelPrismaticUnaligned",
+    "JointModelTranslation",
+})
+
+Linearization = SmoothLinearization
+
+
+def _pin():
+    import pinocchio as pin
+
+    return pin
+
+
+class MultibodyPlant:
+    """A multibody plant with contact, and its LCS factory.
+
+    Args:
+        model: ``pin.Model`` (gravity as set in the model, default -9.81 m/s² along z).
+        collision_model: ``pin.GeometryModel`` holding the collision geometry.
+        contact_pairs: the configured :class:`ContactPair` s.
+        actuation: (n_v, n_u) input selection :math:`B` with :math:`\\tau = B u`. Default: every
+            velocity of every joint that is not a floating body (free-flyer or planar joints,
+            :data:`FLOATING_JOINTS`) gets one input column, in joint order.
+        name: a label for messages and benchmarks.
+
+    Raises:
+        UnknownGeometryError, MissingCollisionGeometryError: bad contact-pair names.
+        ValueError: ``actuation`` has the wrong shape or a non-finite entry.
+        TypeError: ``model``/``collision_model`` are not Pinocchio models.
+
+    Attributes:
+        n_q, n_v, n_x, n_u: dimensions; ``n_x = n_q + n_v``.
+        model, collision_model: the Pinocchio models (do not mutate).
+        contact_pairs: the configured pairs (tuple).
+        B: (n_v, n_u) actuation matrix (read-only).
+    """
+
+    def __init__(self, model: Any, collision_model: Any, contact_pairs: Sequence[ContactPair] = (),
+                 *, actuation: np.ndarray | None = None, name: str = "multibody"):
+        pin = _pin()
+        if not isinstance(model, pin.Model):
+            raise MultibodyTypeError(f"model must be a pinocchio.Model, got "
+                                     f"{type(model).__name__}")
+        if not isinstance(collision_model, pin.GeometryModel):
+            raise MultibodyTypeError(f"collision_model must be a pinocchio.GeometryModel, got "
+                                     f"{type(collision_model).__name__}")
+        self.model = model
+        self.collision_model = collision_model
+        self.name = str(name)
+        self._data = model.createData()
+        self._geom_data = pin.GeometryData(collision_model)
+        self._contacts = ContactGeometry(model, collision_model, contact_pairs)
+        self.contact_pairs: tuple[ContactPair, ...] = self._contacts.pairs
+        self.n_q = int(model.nq)
+        self.n_v = int(model.nv)
+        self.n_x = self.n_q + self.n_v
+        if actuation is None:
+            actuation = self.actuation_for_joints(model, None)
+        B = np.asarray(actuation, dtype=float)
+        if B.ndim == 1 and self.n_v == B.shape[0]:
+            B = B[:, None]
+        if B.ndim != 2 or B.shape[0] != self.n_v:
+            raise MultibodyValueError(f"actuation must have shape (n_v={self.n_v}, n_u), got "
+                                      f"{B.shape}")
+        if not np.all(np.isfinite(B)):
+            raise MultibodyValueError("actuation has a non-finite entry")
+        B = np.ascontiguousarray(B)
+        B.setflags(write=False)
+        self.B = B
+        self.n_u = int(B.shape[1])
+        kinds = [model.joints[j].shortname() for j in range(1, model.njoints)]
+        self._vector_space = self.n_q == self.n_v and all(k in _VECTOR_SPACE_JOINTS
+                                                          for k in kinds)
+        self._eye_v = np.eye(self.n_v)
+        self._eye_v.setflags(write=False)
+
+    # ------------------------------------------------------------------ constructors
+    @staticmethod
+    def actuation_for_joints(model: Any, actuated_joints: Sequence[str] | None) -> np.ndarray:
+        """The (n_v, n_u) selection B for the named joints (``None``: the default choice).
+
+        Each named joint contributes its velocity columns, in the order given. With ``None``,
+        every joint that is not a floating body (:data:`FLOATING_JOINTS`) is actuated.
+
+        Raises:
+            UnknownJointError: a name is not a joint of the model (the message lists them).
+        """
+        names = list(model.names)
+        if actuated_joints is None:
+            ids = [j for j in range(1, model.njoints)
+                   if model.joints[j].shortname() not in FLOATING_JOINTS]
+        else:
+            if isinstance(actuated_joints, str):
+                actuated_joints = [actuated_joints]
+            ids = []
+            for jn in actuated_joints:
+                if jn not in names or jn == "universe":
+                    raise UnknownJointError(jn, names[1:])
+                ids.append(names.index(jn))
+        cols = []
+        for j in ids:
+            jm = model.joints[j]
+            for k in range(jm.nv):
+                col = np.zeros(model.nv)
+                col[jm.idx_v + k] = 1.0
+                cols.append(col)
+        return np.array(cols).T if cols else np.zeros((model.nv, 0))
+
+    @classmethod
+    def from_urdf(cls, path: str | os.PathLike, contact_pairs: Sequence[ContactPair] = (), *,
+                  root_joint: str | None = None, package_dirs: Sequence[str] | str | None = None,
+                  actuated_joints: Sequence[str] | None = None,
+                  name: str | None = None) -> "MultibodyPlant":
+        """A plant from a URDF file (collision geometry from its ``<collision>`` tags).
+
+        Args:
+            path: the URDF file.
+            contact_pairs: the configured pairs.
+            root_joint: ``None`` (fixed base), ``"freeflyer"`` or ``"planar"``.
+            package_dirs: where ``package://`` meshes are resolved (default: the URDF's
+                folder's ancestors and the example-robot-data share folder).
+            actuated_joints: joint names with an input each (``None``: all non-floating joints).
+            name: label (default: the file stem).
+
+        Raises:
+            FileNotFoundError: no such file. ValueError: bad ``root_joint`` or names.
+        """
+        pin = _pin()
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"URDF file not found: {path}")
+        roots = {None: None, "freeflyer": pin.JointModelFreeFlyer, "planar": pin.JointModelPlanar}
+        if root_joint not in roots:
+            raise MultibodyValueError(f"root_joint must be None, 'freeflyer' or 'planar', got "
+                                      f"{root_joint!r}")
+        if package_dirs is None:
+            from .resources import default_package_dirs
+
+            package_dirs = default_package_dirs(path)
+        elif isinstance(package_dirs, (str, os.PathLike)):
+            package_dirs = [str(package_dirs)]
+        package_dirs = [str(p) for p in package_dirs]
+        args: list[Any] = [str(path)]
+        if root_joint is not None:
+            args.append(roots[root_joint]())
+        model = pin.buildModelFromUrdf(*args)
+        collision = pin.buildGeomFromUrdf(model, str(path), pin.GeometryType.COLLISION,
+                                          package_dirs=package_dirs)
+        B = cls.actuation_for_joints(model, actuated_joints)
+        return cls(model, collision, contact_pairs, actuation=B, name=name or path.stem)
+
+    @classmethod
+    def from_mjcf(cls, path: str | os.PathLike, contact_pairs: Sequence[ContactPair] = (), *,
+                  actuated_joints: Sequence[str] | None = None,
+                  name: str | None = None) -> "MultibodyPlant":
+        """A plant from an MJCF (MuJoCo XML) file; collision geometry from its ``<geom>`` s.
+
+        Args:
+            path: the MJCF file.
+            contact_pairs: the configured pairs.
+            actuated_joints: joint names with an input each (``None``: all non-floating joints).
+            name: label (default: the file stem).
+        """
+        pin = _pin()
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"MJCF file not found: {path}")
+        model, collision, _visual = pin.buildModelsFromMJCF(str(path))
+        B = cls.actuation_for_joints(model, actuated_joints)
+        return cls(model, collision, contact_pairs, actuation=B, name=name or path.stem)
+
+    # ------------------------------------------------------------------ checks
+    def _split(self, x: Any, name: str = "x") -> tuple[np.ndarray, np.ndarray]:
+        try:
+            arr = np.asarray(x, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise MultibodyTypeError(f"{name} must be a real array of shape ({self.n_x},) = "
+                                     f"[q (n_q={self.n_q}); v (n_v={self.n_v})]") from e
+        if arr.ndim == 2 and arr.shape[1] == 1:
+            arr = arr[:, 0]
+        if arr.shape != (self.n_x,):
+            raise MultibodyValueError(f"{name} must have shape ({self.n_x},) = [q (n_q={self.n_q})"
+                                      f"; v (n_v={self.n_v})] for plant {self.name!r}, got "
+                                      f"{arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise MultibodyValueError(f"{name} has a non-finite entry at index "
+                                      f"{int(np.argmax(~np.isfinite(arr)))}")
+        q = arr[: self.n_q]
+        if not self._vector_space and self.n_q != self.n_v:
+            q = _pin().normalize(self.model, q.copy())
+        return q, arr[self.n_q:].copy()
+
+    def _input(self, u: Any) -> np.ndarray:
+        if u is None:
+            return np.zeros(self.n_u)
+        try:
+            arr = np.asarray(u, dtype=float).reshape(-1) if np.ndim(u) else \
+                np.asarray([u], dtype=float)
+        except (TypeError, ValueError) as e:
+            raise MultibodyTypeError(f"u must be a real array of shape ({self.n_u},)") from e
+        if arr.shape != (self.n_u,):
+            raise MultibodyValueError(f"u must have shape ({self.n_u},) for plant {self.name!r}, "
+                                      f"got {np.shape(u)}")
+        if not np.all(np.isfinite(arr)):
+            raise MultibodyValueError("u has a non-finite entry")
+        return arr
+
+    @staticmethod
+    def _dt(dt: Any) -> float:
+        try:
+            dt = float(dt)
+        except (TypeError, ValueError) as e:
+            raise MultibodyTypeError(f"dt must be a positive number of seconds, got {dt!r}") from e
+        if not (dt > 0 and np.isfinite(dt)):
+            raise MultibodyValueError(f"dt must be a positive time step in [s], got {dt}")
+        return dt
+
+    @staticmethod
+    def _model_name(contact_model: str) -> str:
+        if contact_model not in CONTACT_MODELS:
+            raise MultibodyValueError(f"contact_model must be one of {CONTACT_MODELS}, got "
+                                      f"{contact_model!r}")
+        return contact_model
+
+    # ------------------------------------------------------------------ kinematics
+    def velocity_to_qdot(self, q: Any) -> np.ndarray:
+        """N(q): (n_q, n_v) map with q̇ = N(q) v (Pinocchio's tangent map)."""
+        if self._vector_space:
+            return np.eye(self.n_v)
+        return _pin().tangentMap(self.model, np.asarray(q, dtype=float))
+
+    def integrate(self, q: Any, v: Any, dt: float) -> np.ndarray:
+        """q ⊕ dt·v on the configuration manifold (``pin.integrate``)."""
+        q = np.asarray(q, dtype=float)
+        v = np.asarray(v, dtype=float)
+        if q.shape != (self.n_q,) or v.shape != (self.n_v,):
+            raise MultibodyValueError(f"integrate needs q ({self.n_q},) and v ({self.n_v},), got "
+                                      f"{q.shape} and {v.shape}")
+        return _pin().integrate(self.model, q, float(dt) * v)
+
+    def forward_dynamics(self, x: Any, u: Any = None) -> np.ndarray:
+        """Smooth dynamics without contact: ẋ = [N(q) v; a], a = ABA(q, v, B u).
+
+        Args:
+            x: (n_x,) state [q; v]. u: (n_u,) input (None: zeros).
+
+        Returns:
+            (n_x,) time derivative of the state (q̇ in configuration coordinates).
+        """
+        q, v = self._split(x)
+        u = self._input(u)
+        pin = _pin()
+        a = pin.aba(self.model, self._data, q, v, self.B @ u)
+        return np.concatenate([self.velocity_to_qdot(q) @ v, a])
+
+    def contact_kinematics(self, x: Any) -> ContactKinematics:
+        """Signed distances, witness points, normals and Jacobians at the state's q."""
+        q, _ = self._split(x)
+        return self._contacts.evaluate(self._data, self._geom_data, q)
+
+    def contact_descriptions(self, x: Any) -> tuple[ContactDescription, ...]:
+        """Per-contact description at ``x``: pair, geometry names, φ, witness points, normal."""
+        ck = self.contact_kinematics(x)
+        start = np.concatenate(([0], np.cumsum(ck.num_edges)))
+        cg = self._contacts
+        return tuple(
+            ContactDescription(int(ck.pair_index[i]), self.contact_pairs[ck.pair_index[i]],
+                               cg.geometry_name(int(ck.geometry_a[i])),
+                               cg.geometry_name(int(ck.geometry_b[i])), float(ck.phi[i]),
+                               ck.point_a[i].copy(), ck.point_b[i].copy(), ck.normal[i].copy(),
+                               ck.edges[start[i]:start[i + 1]].copy())
+            for i in range(ck.n_c))
+
+    @property
+    def n_contacts(self) -> int:
+        """Number of contacts n_c (fixed: ``num_closest`` pairs keep their count)."""
+        return self._contacts.n_c
+
+    def n_lambda(self, contact_model: str = "stewart_trinkle") -> int:
+        """λ size of ``contact_model`` for this plant's contacts."""
+        edges = np.concatenate([np.full(len(g) if p.num_closest is None else p.num_closest,
+                                        p.num_edges)
+                                for p, g in zip(self.contact_pairs, self._contacts._groups)]) \
+            if self.contact_pairs else np.zeros(0, int)
+        return lambda_size(self._model_name(contact_model), edges)
+
+    # ------------------------------------------------------------------ linearization
+    def linearize(self, x: Any, u: Any = None, dt: float = 0.01) -> SmoothLinearization:
+        r"""Smooth dynamics and kinematic step linearized at :math:`(x^*, u^*)` (analytic).
+
+        :math:`J_{f,q}, J_{f,v}` come from ``pin.computeABADerivatives`` (tangent-space
+        :math:`\partial a/\partial q` mapped to coordinates by :math:`N^+(q^*)`),
+        :math:`J_{f,u} = M^{-1} B`. The kinematic step is the first-order expansion of
+        :math:`q^+ = q \oplus \Delta t\,v^+` about :math:`(q^*, v^{+*} = v^* + \Delta t a^*)`
+        (``pin.dIntegrate``); for joints with :math:`q \oplus v = q + v` it is exactly
+        :math:`q^+ = q + \Delta t v^+`, as in the paper.
+        """
+        q, v = self._split(x)
+        u = self._input(u)
+        dt = self._dt(dt)
+        return self._linearize(q, v, u, dt)
+
+    def _linearize(self, q: np.ndarray, v: np.ndarray, u: np.ndarray,
+                   dt: float) -> SmoothLinearization:
+        pin = _pin()
+        model, data = self.model, self._data
+        ddq_dq, ddq_dv, Minv = pin.computeABADerivatives(model, data, q, v, self.B @ u)
+        Minv = np.triu(Minv) + np.triu(Minv, 1).T  # Pinocchio may fill only the upper triangle
+        a = data.ddq.copy()
+        Jf_v = np.array(ddq_dv)
+        Jf_u = Minv @ self.B
+        vplus = v + dt * a
+        if self._vector_space:
+            N_plus = self._eye_v
+            Jf_q = np.array(ddq_dq)
+            K_q = self._eye_v.copy()
+            K_v = dt * self._eye_v
+            q_c = np.zeros(self.n_q)
+        else:
+            N = pin.tangentMap(model, q)
+            N_plus = np.linalg.pinv(N)
+            Jf_q = ddq_dq @ N_plus
+            dq = dt * vplus
+            q_next = pin.integrate(model, q, dq)
+            Jint_q, Jint_v = pin.dIntegrate(model, q, dq)
+            N_next = pin.tangentMap(model, q_next)
+            K_q = N_next @ Jint_q @ N_plus
+            K_v = dt * (N_next @ Jint_v)
+            q_c = q_next - K_q @ q - K_v @ vplus
+        d_v = a - Jf_q @ q - Jf_v @ v - Jf_u @ u
+        return SmoothLinearization(Minv, Jf_q, Jf_v, Jf_u, d_v, K_q, K_v, q_c, N_plus, q.copy())
+
+    def contact_data(self, x: Any) -> ContactData:
+        """The factory's :class:`lcs.factory.ContactData` at the state's q."""
+        ck = self.contact_kinematics(x)
+        return ContactData(ck.phi, ck.J_n, ck.J_t, ck.mu, ck.num_edges)
+
+    def lcs(self, x: Any, u: Any = None, contact_model: str = "stewart_trinkle",
+            dt: float = 0.01, N: int | None = None, spring_stiffness: float = 1000.0) -> LCS:
+        r"""The LCS linearized at :math:`(x^*, u^*) = (x, u)` (seed 003 §IV).
+
+        Args:
+            x: (n_x,) state [q; v] of the linearization.
+            u: (n_u,) input of the linearization (None: zeros).
+            contact_model: ``"stewart_trinkle"`` (eqs. 8-9), ``"anitescu"`` (eqs. 12-13) or
+                ``"frictionless_spring"``.
+            dt: time step in [s].
+            N: None for a time-invariant LCS; an int stacks it for N knots.
+            spring_stiffness: k in [N/m] of the frictionless spring model.
+
+        Returns:
+            :class:`lcs.LCS` with n_x = n_q + n_v, λ a force in [N] (see
+            ``docs/lcs-factory.md`` for the ordering).
+        """
+        q, v = self._split(x)
+        u = self._input(u)
+        dt = self._dt(dt)
+        model_name = self._model_name(contact_model)
+        lin = self._linearize(q, v, u, dt)
+        ck = self._contacts.evaluate(self._data, self._geom_data, q)
+        contacts = ContactData(ck.phi, ck.J_n, ck.J_t, ck.mu, ck.num_edges)
+        return build_lcs(lin, contacts, model_name, dt, spring_stiffness=spring_stiffness, N=N,
+                         check=False)
+
+    # ------------------------------------------------------------------ simulation
+    def step(self, x: Any, u: Any = None, dt: float = 0.01,
+             contact_model: str = "stewart_trinkle",
+             spring_stiffness: float = 1000.0) -> tuple[np.ndarray, np.ndarray]:
+        """One step of the LCS linearized at ``(x, u)`` (the authors' LCS simulation).
+
+        Returns:
+            ``(x_next, lam)``: (n_x,) next state and the contact forces λ in [N].
+
+        Raises:
+            lcs.LCPSolveError: the contact LCP was not solved.
+        """
+        lcs = self.lcs(x, u, contact_model=contact_model, dt=dt,
+                       spring_stiffness=spring_stiffness)
+        x = np.asarray(x, dtype=float).reshape(-1)
+        return lcs.step(x, self._input(u))
+
+    def simulate_nonlinear_step(self, x: Any, u: Any = None, dt: float = 0.01,
+                                contact_model: str = "stewart_trinkle",
+                                spring_stiffness: float = 1000.0) -> np.ndarray:
+        r"""One nonlinear semi-implicit Euler step with the contact LCP at the current q.
+
+        Independent of the factory's linearization: :math:`a = \mathrm{ABA}(q, v, Bu)` and
+        :math:`M^{-1}(q)` are evaluated at the current state, the contact LCP is assembled
+        contact by contact, :math:`v^+ = v + \Delta t\,(a + M^{-1} J^T \lambda)` and
+        :math:`q^+ = q \oplus \Delta t\, v^+` (``pin.integrate``, on the manifold).
+
+        Returns:
+            (n_x,) the next state.
+        """
+        q, v = self._split(x)
+        u = self._input(u)
+        dt = self._dt(dt)
+        model_name = self._model_name(contact_model)
+        pin = _pin()
+        a = pin.aba(self.model, self._data, q, v, self.B @ u).copy()
+        Minv = pin.computeMinverse(self.model, self._data, q)
+        Minv = np.triu(Minv) + np.triu(Minv, 1).T
+        ck = self._contacts.evaluate(self._data, self._geom_data, q)
+        v_free = v + dt * a
+        nc = ck.n_c
+        if nc == 0:
+            vplus = v_free
+        elif model_name == "frictionless_spring":
+            lam = np.maximum(0.0, -float(spring_stiffness) * ck.phi)
+            vplus = v_free + dt * Minv @ (ck.J_n.T @ lam)
+        else:
+            # assemble the LCP contact by contact (reference path, no vectorization tricks)
+            rows_force = []  # generalized force direction of each force variable
+            for i in range(nc):
+                rows_force.append(ck.J_n[i])
+            edge_of = []
+            for i in range(nc):
+                edge_of += [i] * int(ck.num_edges[i])
+            for e in range(len(edge_of)):
+                rows_force.append(ck.J_t[e])
+            if model_name == "stewart_trinkle":
+                Jf = np.array(rows_force)  # (nc + ne, n_v): [J_n; J_t]
+                G = dt * Minv @ Jf.T  # v+ = v_free + G lam_force
+                ne = len(edge_of)
+                m = 2 * nc + ne
+                Fm = np.zeros((m, m))
+                q_lcp = np.zeros(m)
+                for i in range(nc):
+                    Fm[i, nc + i] = ck.mu[i]
+                for e, i in enumerate(edge_of):
+                    Fm[i, 2 * nc + e] = -1.0
+                    Fm[2 * nc + e, i] = 1.0
+                for i in range(nc):
+                    Fm[nc + i, nc:] = dt * ck.J_n[i] @ G
+                    q_lcp[nc + i] = ck.phi[i] + dt * ck.J_n[i] @ v_free
+                for e in range(ne):
+                    Fm[2 * nc + e, nc:] = ck.J_t[e] @ G
+                    q_lcp[2 * nc + e] = ck.J_t[e] @ v_free
+                sol = solve_lcp(Fm, q_lcp)
+                _require_solved(sol, "simulate_nonlinear_step")
+                vplus = v_free + G @ sol.z[nc:]
+            else:  # anitescu
+                Jc = np.array([ck.J_n[i] + ck.mu[i] * ck.J_t[e] for e, i in enumerate(edge_of)])
+                G = dt * Minv @ Jc.T
+                Fm = Jc @ G
+                q_lcp = np.array([ck.phi[i] / dt for i in edge_of]) + Jc @ v_free
+                sol = solve_lcp(Fm, q_lcp)
+                _require_solved(sol, "simulate_nonlinear_step")
+                vplus = v_free + G @ sol.z
+        q_next = pin.integrate(self.model, q, dt * vplus)
+        return np.concatenate([q_next, vplus])
+
+    def __repr__(self) -> str:
+        return (f"MultibodyPlant(name={self.name!r}, n_q={self.n_q}, n_v={self.n_v}, "
+                f"n_u={self.n_u}, n_contacts={self.n_contacts})")
+
+
+def _require_solved(sol: Any, where: str) -> None:
+    if not sol.found:
+        from lcs import LCPSolveError
+
+        raise LCPSolveError(f"{where}: the contact LCP was not solved ({sol.status.name})", sol)
