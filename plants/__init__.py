@@ -10,6 +10,7 @@ Public API::
 """
 
 from . import paper  # noqa: F401  (registers the paper plants)
+from . import models  # noqa: F401  (registers the multibody plants; models are built lazily)
 from .errors import PlantError, UnknownPlantError
 from .paper import CartpoleSoftWalls, ControlDefaults, FingerGaiting, PaperLCSPlant, Pivoting
 from .registry import available_plants, load_plant, register_plant

@@ -1,0 +1,288 @@
+"""Shared machinery of the registered multibody plants (issue 4 part 3).
+
+Each registered plant is a thin, lazily built adapter around a
+:class:`plants.multibody.MultibodyPlant` (Pinocchio model + coal collision geometry + contact
+pairs): it adds the controller settings (:class:`plants.paper.base.ControlDefaults`), a default
+contact model and time step, state/input names, and the step interface that
+:func:`c3mpc.runner.run_closed_loop` drives (``step(x, u) -> (x_next, lam)``,
+``lcs(x, u)``, ``state_dependent``, ``n_lambda``, ``dt``).
+
+The Pinocchio model is built on first use, not at import or registration time, so
+``import plants`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+
+from lcs import LCS
+
+from ..paper.base import ControlDefaults
+
+__all__ = ["CONTACT_MODELS", "MultibodyModelPlant", "make_params", "lambda_count"]
+
+CONTACT_MODELS = ("stewart_trinkle", "anitescu", "frictionless_spring")
+
+
+def make_params(cls: type, plant_name: str, params: dict[str, Any]) -> Any:
+    """``cls(**params)``, with unknown parameter names reported as a ValueError listing the
+    valid ones (``load_plant(name, **params)`` promises ValueError)."""
+    valid = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for plant "
+                         f"{plant_name!r}; valid parameters: {', '.join(valid)}")
+    return cls(**params)
+
+
+def check_positive(obj: Any, *names: str) -> None:
+    """ValueError unless each named attribute of ``obj`` is finite and > 0."""
+    for name in names:
+        v = getattr(obj, name)
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a real number, got {v!r}")
+        if not (np.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be positive and finite, got {v!r}")
+
+
+def check_contact_model(name: Any, argname: str = "contact_model") -> str:
+    """The contact-model name, validated (ValueError listing the valid ones)."""
+    if name not in CONTACT_MODELS:
+        raise ValueError(f"{argname} must be one of {', '.join(CONTACT_MODELS)}; got {name!r}")
+    return str(name)
+
+
+def lambda_count(contact_model: str, num_edges: list[int]) -> int:
+    """n_lambda of a contact model for contacts with ``num_edges[i] = 2 d_i`` edges.
+
+    Stewart-Trinkle ``2 n_c + Σ 2d_i``, Anitescu ``Σ 2d_i``, frictionless spring ``n_c``.
+    """
+    n_c = len(num_edges)
+    if contact_model == "stewart_trinkle":
+        return 2 * n_c + int(sum(num_edges))
+    if contact_model == "anitescu":
+        return int(sum(num_edges))
+    return n_c
+
+
+class MultibodyModelPlant(ABC):
+    """A registered multibody plant: a :class:`plants.multibody.MultibodyPlant` plus settings.
+
+    Subclasses set ``name`` and implement :meth:`_build_multibody` (returning the wrapper) and
+    :attr:`defaults`. ``params`` is the plant's frozen parameter dataclass; it must have the
+    fields ``dt`` [s] and ``contact_model``.
+
+    The LCS input may differ from the multibody actuation (e.g. the Franka ball model's input is
+    an end-effector *acceleration*): subclasses override :meth:`_input_map`, which returns
+    ``(S, s0)`` with ``tau = S u + s0`` (identity/zero by default).
+    """
+
+    name: ClassVar[str]
+    state_dependent: ClassVar[bool] = True
+
+    def __init__(self, params: Any):
+        self.params = params
+
+    # ------------------------------------------------------------------ the wrapped model
+    @cached_property
+    def multibody(self) -> Any:
+        """The underlying :class:`plants.multibody.MultibodyPlant` (built on first access)."""
+        return self._build_multibody()
+
+    @abstractmethod
+    def _build_multibody(self) -> Any:
+        """Build the :class:`plants.multibody.MultibodyPlant`."""
+
+    @property
+    @abstractmethod
+    def defaults(self) -> ControlDefaults:
+        """Controller settings (Q, R, G, U, N, dt, bounds, x0, goal)."""
+
+    # ------------------------------------------------------------------ dimensions
+    @property
+    def n_q(self) -> int:
+        """Configuration dimension."""
+        return int(self.multibody.n_q)
+
+    @property
+    def n_v(self) -> int:
+        """Velocity dimension."""
+        return int(self.multibody.n_v)
+
+    @property
+    def n_x(self) -> int:
+        """State dimension n_q + n_v."""
+        return self.n_q + self.n_v
+
+    @property
+    def n_u(self) -> int:
+        """Input dimension of the LCS (columns of B)."""
+        S, _ = self._input_map()
+        return int(S.shape[1])
+
+    @property
+    def dt(self) -> float:
+        """Default LCS / simulation time step [s]."""
+        return float(self.params.dt)
+
+    @property
+    def contact_model(self) -> str:
+        """Default contact model of :meth:`lcs`."""
+        return str(self.params.contact_model)
+
+    def num_lambda(self, contact_model: str | None = None) -> int:
+        """n_lambda of the LCS for ``contact_model`` (default: the plant's)."""
+        cm = check_contact_model(self.contact_model if contact_model is None else contact_model)
+        return int(self.multibody.n_lambda(cm))
+
+    @property
+    def n_lambda(self) -> int:
+        """n_lambda of the LCS with the default contact model."""
+        return self.num_lambda()
+
+    @property
+    def n_contacts(self) -> int:
+        """Number of contacts n_c of the LCS."""
+        return int(self.multibody.n_contacts)
+
+    def _lcs_options(self) -> dict[str, Any]:
+        """Extra keyword arguments of the wrapper's ``lcs``/``step`` (e.g. spring stiffness)."""
+        k = getattr(self.params, "stiffness", None)
+        return {} if k is None else {"spring_stiffness": float(k)}
+
+    # ------------------------------------------------------------------ input map
+    def _input_map(self) -> tuple[np.ndarray, np.ndarray]:
+        n = int(self.multibody.n_u)
+        return np.eye(n), np.zeros(n)
+
+    def actuation(self, u: Any) -> np.ndarray:
+        """The multibody actuation ``tau = S u + s0`` for LCS input ``u``."""
+        S, s0 = self._input_map()
+        return S @ self._input(u) + s0
+
+    # ------------------------------------------------------------------ validation
+    def _state(self, x: Any) -> np.ndarray:
+        if x is None:
+            return np.array(self.defaults.x0, dtype=float)
+        arr = np.asarray(x, dtype=float).reshape(-1) if not np.isscalar(x) else None
+        if arr is None or arr.shape != (self.n_x,):
+            raise ValueError(f"x must have shape ({self.n_x},) for {self.name}, got "
+                             f"{np.shape(x)}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"x has a non-finite entry: {arr}")
+        return arr
+
+    def _input(self, u: Any) -> np.ndarray:
+        if u is None:
+            return np.zeros(self.n_u)
+        arr = np.asarray(u, dtype=float).reshape(-1)
+        if arr.shape != (self.n_u,):
+            raise ValueError(f"u must have shape ({self.n_u},) for {self.name}, got "
+                             f"{np.shape(u)}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"u has a non-finite entry: {arr}")
+        return arr
+
+    def _dt(self, dt: Any) -> float:
+        if dt is None:
+            return self.dt
+        if isinstance(dt, bool) or not isinstance(dt, (int, float, np.integer, np.floating)):
+            raise TypeError(f"dt must be a real number, got {dt!r}")
+        if not (np.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt must be positive and finite, got {dt!r}")
+        return float(dt)
+
+    # ------------------------------------------------------------------ models
+    def lcs(self, x: Any = None, u: Any = None, contact_model: str | None = None,
+            dt: float | None = None) -> LCS:
+        """The LCS linearised at state ``x`` and input ``u`` (seed 003 §IV).
+
+        Args:
+            x: (n_x,) state ``[q; v]`` (default: ``defaults.x0``).
+            u: (n_u,) input (default: zero).
+            contact_model: "stewart_trinkle", "anitescu" or "frictionless_spring" (default: the
+                plant's ``params.contact_model``).
+            dt: time step [s] (default: ``params.dt``).
+        """
+        x = self._state(x)
+        u = self._input(u)
+        cm = check_contact_model(self.contact_model if contact_model is None else contact_model)
+        dt = self._dt(dt)
+        S, s0 = self._input_map()
+        lcs = self.multibody.lcs(x, S @ u + s0, contact_model=cm, dt=dt, **self._lcs_options())
+        return self._map_input(lcs, S, s0)
+
+    @staticmethod
+    def _map_input(lcs: LCS, S: np.ndarray, s0: np.ndarray) -> LCS:
+        """The LCS in the plant input ``u`` when the multibody input is ``tau = S u + s0``."""
+        if S.shape[0] == S.shape[1] and np.array_equal(S, np.eye(S.shape[0])) and not s0.any():
+            return lcs
+        return lcs.replace(B=lcs.B @ S, d=lcs.d + lcs.B @ s0, H=lcs.H @ S, c=lcs.c + lcs.H @ s0)
+
+    def forward_dynamics(self, x: Any, u: Any = None) -> np.ndarray:
+        """Smooth dynamics without contact: ``xdot = [qdot; vdot]`` (n_x,) at (x, u)."""
+        x = self._state(x)
+        return np.asarray(self.multibody.forward_dynamics(x, self.actuation(u)))
+
+    def saturate(self, u: Any) -> np.ndarray:
+        """``u`` clipped to ``defaults.u_lower/u_upper``."""
+        u = self._input(u)
+        d = self.defaults
+        return np.clip(u, d.u_lower, d.u_upper)
+
+    def step(self, x: Any, u: Any, dt: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """One step of the plant's own LCS simulation: returns ``(x_next, lam)``.
+
+        The input is saturated at the actuator limits, the LCS is rebuilt at ``(x, u)`` with the
+        plant's default contact model, its LCP solved, and the configuration integrated on the
+        linearised kinematic step (a free-flyer quaternion is renormalised when the next LCS
+        is built). This is the authors' LCS simulation; a stiff nonlinear simulator is
+        ``plants.sim``.
+        """
+        x = self._state(x)
+        u = self.saturate(u)
+        x_next, lam = self.lcs(x, u, dt=dt).step(x, u)
+        return x_next, lam
+
+    # ------------------------------------------------------------------ names
+    @cached_property
+    def state_names(self) -> tuple[str, ...]:
+        """Names of the n_x state entries: ``joint`` (1-DoF), ``joint_x … joint_qw`` (free
+        flyer) for q; ``<q name>_dot`` or ``joint_vx … joint_wz`` for v."""
+        model = self.multibody.model
+        qn: list[str] = []
+        vn: list[str] = []
+        for j in range(1, model.njoints):
+            jn, jm = model.names[j], model.joints[j]
+            if jm.nq == 1:
+                qn.append(jn)
+                vn.append(f"{jn}_dot")
+            elif jm.shortname() == "JointModelFreeFlyer":
+                qn += [f"{jn}_{c}" for c in ("x", "y", "z", "qx", "qy", "qz", "qw")]
+                vn += [f"{jn}_{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz")]
+            else:
+                qn += [f"{jn}_q{i}" for i in range(jm.nq)]
+                vn += [f"{jn}_v{i}" for i in range(jm.nv)]
+        return tuple(qn + vn)
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """Names of the n_u inputs (the actuated joints, in input order)."""
+        B = np.asarray(self.multibody.B)
+        model = self.multibody.model
+        names = []
+        for col in B.T:
+            iv = int(np.argmax(np.abs(col)))
+            j = next(j for j in range(1, model.njoints)
+                     if model.joints[j].idx_v <= iv < model.joints[j].idx_v + model.joints[j].nv)
+            names.append(model.names[j])
+        return tuple(names)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(name={self.name!r}, n_x={self.n_x}, n_u={self.n_u}, "
+                f"n_lambda={self.n_lambda}, dt={self.dt}, contact_model={self.contact_model!r})")
