@@ -1,0 +1,130 @@
+"""Options of the ball tracker: one frozen dataclass, defaults declared once, strict loading."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .circle_detection import CircleDetectionOptions
+from .errors import EstimatorTypeError, EstimatorValueError
+
+__all__ = ["BallTrackerOptions", "FILTERS"]
+
+#: Accepted ``BallTrackerOptions.filter`` values.
+FILTERS = ("lowpass", "kalman")
+
+
+@dataclass(frozen=True)
+class BallTrackerOptions:
+    """Settings of :class:`estimators.BallFilter` and :class:`estimators.BallTracker`."""
+
+    radius: float = 0.03
+    """Ball radius r [m] (> 0). Set it to your ball's."""
+
+    depth_method: str = "plane"
+    """How a camera places the ball along its viewing ray: "plane" (on the plane
+    n·p = table_height + r) or "size" (depth from apparent size); docs/estimators.md §2."""
+
+    table_height: float = 0.0
+    """Table plane offset h [m]: the plane is n·p = h (z = h for n = e_z)."""
+
+    table_normal: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    """Table normal n, world frame (rolling axis ω = n × v / r uses it)."""
+
+    outlier_sigmas: float = 3.0
+    """Cameras farther than this many robust standard deviations (1.4826 MAD) from the
+    median position are rejected."""
+
+    outlier_min_distance: float = 0.005
+    """Never reject a camera closer than this to the median [m] (the MAD of 2-3 cameras that
+    agree can be tiny)."""
+
+    gate_distance: float = 0.05
+    """While tracking, measurements farther than this from the predicted position are
+    rejected [m] (0.05 m at 80 Hz allows 4 m/s)."""
+
+    filter: str = "lowpass"
+    """"lowpass": first-order low-pass on position, velocity by finite differences of the
+    filtered position (the paper's pipeline); "kalman": constant-velocity Kalman filter."""
+
+    position_cutoff_hz: float = 20.0
+    """Cut-off of the position low-pass [Hz] (filter="lowpass")."""
+
+    velocity_cutoff_hz: float | None = 10.0
+    """Cut-off of a low-pass on the finite-difference velocity [Hz] (None: raw differences)."""
+
+    kalman_accel_std: float = 3.0
+    """Kalman process noise: white acceleration standard deviation [m/s^2]."""
+
+    kalman_measurement_std: float = 0.0005
+    """Kalman measurement noise standard deviation [m] (per axis, fused position)."""
+
+    max_coast_time: float = 0.1
+    """How long the state is extrapolated without measurements before the status is LOST [s]."""
+
+    rolling: bool = True
+    """Angular velocity from rolling without slipping (ω = n × v_t / r); False: zero ω, status
+    unaffected (use when the ball is known not to roll)."""
+
+    detection: CircleDetectionOptions = field(default_factory=CircleDetectionOptions)
+    """Circle detection settings (images only)."""
+
+    def __post_init__(self) -> None:
+        def positive(name: str) -> None:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                    np.isfinite(v) and v > 0):
+                raise EstimatorValueError(f"BallTrackerOptions.{name} must be a positive finite "
+                                          f"number, got {v!r}")
+
+        for name in ("radius", "outlier_sigmas", "outlier_min_distance", "gate_distance",
+                     "position_cutoff_hz", "kalman_accel_std", "kalman_measurement_std",
+                     "max_coast_time"):
+            positive(name)
+        if self.velocity_cutoff_hz is not None:
+            positive("velocity_cutoff_hz")
+        if self.depth_method not in ("plane", "size"):
+            raise EstimatorValueError(f"BallTrackerOptions.depth_method must be 'plane' or "
+                                      f"'size', got {self.depth_method!r}")
+        if self.filter not in FILTERS:
+            raise EstimatorValueError(f"BallTrackerOptions.filter must be one of {list(FILTERS)}, "
+                                      f"got {self.filter!r}")
+        n = np.asarray(self.table_normal, dtype=float)
+        if n.shape != (3,) or not np.all(np.isfinite(n)) or np.linalg.norm(n) == 0:
+            raise EstimatorValueError("BallTrackerOptions.table_normal must be a non-zero 3-vector")
+        if not np.isfinite(self.table_height):
+            raise EstimatorValueError("BallTrackerOptions.table_height must be finite")
+        if isinstance(self.detection, Mapping):
+            object.__setattr__(self, "detection", _from_mapping(CircleDetectionOptions,
+                                                                self.detection, "detection"))
+        if not isinstance(self.detection, CircleDetectionOptions):
+            raise EstimatorTypeError("BallTrackerOptions.detection must be a "
+                                     "CircleDetectionOptions or a mapping")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "BallTrackerOptions":
+        """Options from a mapping; unknown keys raise ValueError listing the valid ones."""
+        return _from_mapping(cls, data, "BallTrackerOptions")
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, key: str | None = None) -> "BallTrackerOptions":
+        """Options from a YAML file (optionally the mapping under ``key``)."""
+        import yaml
+
+        data = yaml.safe_load(Path(path).read_text()) or {}
+        return cls.from_dict(data[key] if key else data)
+
+
+def _from_mapping(cls: type, data: Mapping[str, Any], label: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise EstimatorTypeError(f"{label} must be a mapping, got {type(data).__name__}")
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise EstimatorValueError(f"unknown {label} option(s) {unknown}; valid options: {names}")
+    kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items()}
+    return cls(**kwargs)
