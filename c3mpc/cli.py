@@ -6,6 +6,12 @@
 ``run`` closes the loop on one of the paper's tasks with C3 and prints a summary; ``--report``
 writes ``summary.json`` (success, accumulated cost, median/mean solve time, control rate) and
 plots of states, inputs, forces and solve times.
+
+    c3mpc sweep STUDY.yaml [--trials N] [--out DIR] [--dask ADDRESS] [--workers N] [--quiet]
+    c3mpc sweep-report DIR
+
+``sweep`` runs (or resumes) a hyperparameter study (docs/sweeps.md); ``sweep-report`` rewrites
+the results table and plots of a run folder.
 """
 
 from __future__ import annotations
@@ -153,7 +159,39 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--noise", type=float, default=0.0, help="process-noise σ per step")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)
+    _add_sweep_parsers(sub)
     return ap
+
+
+def _add_sweep_parsers(sub: Any) -> None:
+    sweep = sub.add_parser("sweep", help="hyperparameter sweep of C3 on a task (Optuna)",
+                           description="Run or resume the study in STUDY.yaml (docs/sweeps.md).")
+    sweep.add_argument("study", help="study file (see examples/sweeps/cartpole.yaml)")
+    sweep.add_argument("--trials", type=int, help="trial budget (default: the study's)")
+    sweep.add_argument("--out", help="run folder (default: sweeps/<study name>); re-running "
+                       "with the same folder resumes the study")
+    sweep.add_argument("--dask", metavar="ADDRESS", help="run trials on this Dask scheduler "
+                       "(e.g. tcp://host:8786) instead of a local process pool")
+    sweep.add_argument("--workers", type=int, help="local pool size (default: number of cores)")
+    sweep.add_argument("--quiet", action="store_true", help="no progress line")
+    sweep.add_argument("--no-report", action="store_true", help="skip the report at the end")
+    sweep.set_defaults(func=_cmd_sweep)
+    rep = sub.add_parser("sweep-report", help="results table and plots of a sweep run folder",
+                         description="Write DIR/report/ (results.md, plots) from DIR's storage.")
+    rep.add_argument("dir", help="run folder of `c3mpc sweep`")
+    rep.set_defaults(func=_cmd_sweep_report)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep.cli import sweep_command
+
+    return sweep_command(args)
+
+
+def _cmd_sweep_report(args: argparse.Namespace) -> int:
+    from .sweep.cli import sweep_report_command
+
+    return sweep_report_command(args)
 
 
 def main(argv: list[str] | None = None) -> int:
