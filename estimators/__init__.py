@@ -10,6 +10,9 @@ vision). :mod:`estimators.synthetic` renders test scenes from known ground truth
 The geometry is in docs/estimators.md.
 """
 
+from .apriltags import (ObjectPoseEstimate, TagDetection, TagDetector, TagPose,
+                        calibrate_extrinsics, estimate_object_pose, estimate_tag_pose,
+                        refine_tag_corners, tag_corners_in_tag_frame)
 from .ball_filter import BallFilter, reject_outliers
 from .ball_geometry import (BALL_DEPTH_METHODS, OutlineFit, apparent_radius_range,
                             ball_center_from_outline, fit_sphere_cone, table_mask)
@@ -23,6 +26,9 @@ from .options import BallTrackerOptions
 from .transforms import invert_transform, look_at, make_transform
 
 __all__ = [
+    "ObjectPoseEstimate", "TagDetection", "TagDetector", "TagPose", "calibrate_extrinsics",
+    "estimate_object_pose", "estimate_tag_pose", "refine_tag_corners",
+    "tag_corners_in_tag_frame",
     "BallFilter", "reject_outliers",
     "BALL_DEPTH_METHODS", "OutlineFit", "apparent_radius_range", "ball_center_from_outline",
     "fit_sphere_cone", "table_mask",
