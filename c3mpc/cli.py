@@ -7,6 +7,13 @@
 writes ``summary.json`` (success, accumulated cost, median/mean solve time, control rate) and
 plots of states, inputs, forces and solve times.
 
+    c3mpc deploy franka-ball --bridge ws://HOST:9090 [--config FILE] [--duration S]
+                 [--report DIR] [--rate HZ] [--quiet]
+
+``deploy`` runs the controller on a robot (or on the simulated one, ``python -m
+hardware.sim_robot``) through a rosbridge server, behind the safety layer; see
+docs/deployment.md.
+
     c3mpc sweep STUDY.yaml [--trials N] [--out DIR] [--dask ADDRESS] [--workers N] [--quiet]
     c3mpc sweep-report DIR
 
@@ -159,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--noise", type=float, default=0.0, help="process-noise σ per step")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)
+    _add_deploy_parser(sub)
     _add_sweep_parsers(sub)
     return ap
 
@@ -192,6 +200,28 @@ def _cmd_sweep_report(args: argparse.Namespace) -> int:
     from .sweep.cli import sweep_report_command
 
     return sweep_report_command(args)
+
+
+def _add_deploy_parser(sub: Any) -> None:
+    dep = sub.add_parser("deploy", help="run on a robot through a ROS bridge",
+                         description="Run the controller on a Franka (or the simulated robot) "
+                         "through a rosbridge websocket, behind the safety layer "
+                         "(docs/deployment.md).")
+    dep.add_argument("task", choices=["franka-ball"], help="task name")
+    dep.add_argument("--bridge", required=True, metavar="ws://HOST:PORT",
+                     help="rosbridge websocket URL")
+    dep.add_argument("--config", help="YAML/TOML of hardware.deploy.DeployOptions")
+    dep.add_argument("--duration", type=float, help="seconds to run (default: until Ctrl-C)")
+    dep.add_argument("--report", help="directory for summary.json, interventions.json, log.csv")
+    dep.add_argument("--rate", type=float, help="control rate [Hz] (default: config's, 100)")
+    dep.add_argument("--quiet", action="store_true", help="no status line")
+    dep.set_defaults(func=_cmd_deploy)
+
+
+def _cmd_deploy(args: argparse.Namespace) -> int:
+    from hardware.deploy import deploy_command  # lazy: hardware depends on c3mpc, not reverse
+
+    return deploy_command(args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,138 @@
+"""Camera adapter: ball detections from a topic into a ball-state estimate.
+
+A tracker (the ``estimators`` package on the camera PC, or the simulated camera) publishes the
+ball centre as ``geometry_msgs/PointStamped`` in the robot's base frame. This adapter validates
+each detection (finite, right frame, no jump larger than ``max_jump`` from the previous
+accepted one), and estimates the velocity by filtered finite differences over header stamps.
+Rejected detections are counted and logged, never used.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from . import messages
+from .config import options_from_dict, options_from_file
+from .errors import HardwareValueError, MessageError
+from .rosbridge.transport import RosBridgeTransport
+
+__all__ = ["CameraOptions", "BallState", "BallDetectionAdapter"]
+
+LOGGER = logging.getLogger("hardware.camera")
+
+
+@dataclass(frozen=True)
+class CameraOptions:
+    """Topic and validation settings of the ball detections."""
+
+    topic: str = "/ball_tracker/ball_position"
+    """Ball centre detections (geometry_msgs/PointStamped)."""
+
+    frame_id: str = "panda_link0"
+    """Expected frame of the detections (the robot base frame)."""
+
+    max_jump: float = 0.05
+    """Largest accepted distance [m] from the previous accepted detection; a tracker glitch
+    beyond it is rejected (after ``reacquire_after`` s without data any position is taken)."""
+
+    reacquire_after: float = 0.5
+    """Seconds without an accepted detection after which the jump check is reset."""
+
+    velocity_filter: float = 0.3
+    """Weight of the newest finite-difference velocity in the exponential filter, in (0, 1]."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.topic, str) or not self.topic.startswith("/"):
+            raise HardwareValueError(f"CameraOptions.topic must start with '/', got "
+                                     f"{self.topic!r}")
+        if not self.max_jump > 0 or not self.reacquire_after > 0:
+            raise HardwareValueError("CameraOptions.max_jump [m] and reacquire_after [s] must "
+                                     "be > 0")
+        if not 0 < self.velocity_filter <= 1:
+            raise HardwareValueError(f"CameraOptions.velocity_filter must be in (0, 1], got "
+                                     f"{self.velocity_filter!r}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> CameraOptions:
+        """Build from a mapping; unknown keys raise HardwareValueError."""
+        return options_from_dict(cls, data)
+
+    @classmethod
+    def from_file(cls, path: str | Path, section: str | None = None) -> CameraOptions:
+        """Load from YAML/TOML (optionally one top-level ``section``)."""
+        return options_from_file(cls, path, section)
+
+
+@dataclass(frozen=True)
+class BallState:
+    """Estimated ball state in the base frame."""
+
+    position: np.ndarray
+    """(3,) ball centre [m]."""
+    velocity: np.ndarray
+    """(3,) velocity [m/s] (filtered finite differences)."""
+    stamp: float
+    """Header stamp of the detection [s]."""
+    t_receive: float
+    """Receive time, time.monotonic() [s]."""
+    count: int
+    """Accepted detections so far."""
+
+
+class BallDetectionAdapter:
+    """Subscribes to ball detections and keeps the newest valid ball state."""
+
+    def __init__(self, transport: RosBridgeTransport, options: CameraOptions | None = None):
+        self.options = o = options or CameraOptions()
+        self._lock = threading.Lock()
+        self._state: BallState | None = None
+        self.rejected = 0
+        self.rejections: collections.deque[str] = collections.deque(maxlen=20)
+        self._sub = transport.subscribe(o.topic, "geometry_msgs/PointStamped", self._on_msg)
+
+    def _on_msg(self, msg: dict[str, Any], t_receive: float) -> None:
+        o = self.options
+        try:
+            p, stamp = messages.parse_point_stamped(msg, o.topic, o.frame_id)
+        except MessageError as e:
+            self._reject(str(e))
+            return
+        with self._lock:
+            prev = self._state
+            v = np.zeros(3)
+            if prev is not None and t_receive - prev.t_receive < o.reacquire_after:
+                dt = stamp - prev.stamp
+                if dt <= 0:
+                    self._reject_locked(f"{o.topic}: stamp not increasing")
+                    return
+                jump = float(np.linalg.norm(p - prev.position))
+                if jump > o.max_jump:
+                    self._reject_locked(f"{o.topic}: jump of {jump:.3f} m > max_jump "
+                                        f"{o.max_jump} m")
+                    return
+                a = o.velocity_filter
+                v = a * (p - prev.position) / dt + (1 - a) * prev.velocity
+            count = 1 if prev is None else prev.count + 1
+            self._state = BallState(p, v, stamp, t_receive, count)
+
+    def _reject(self, reason: str) -> None:
+        with self._lock:
+            self._reject_locked(reason)
+
+    def _reject_locked(self, reason: str) -> None:
+        self.rejected += 1
+        self.rejections.append(reason)
+        if self.rejected <= 5 or self.rejected % 100 == 0:
+            LOGGER.warning("rejected ball detection #%d: %s", self.rejected, reason)
+
+    def state(self) -> BallState | None:
+        """The newest valid ball state, or None before the first detection."""
+        with self._lock:
+            return self._state

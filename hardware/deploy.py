@@ -1,0 +1,457 @@
+"""The deploy loop: robot state and camera in, planner, safety layer, impedance targets out.
+
+``c3mpc deploy franka-ball --bridge ws://HOST:9090 [--config FILE] [--duration S]
+[--report DIR]`` runs :func:`run_deploy`. Each tick (at ``rate_hz``, absolute schedule; missed
+ticks are skipped, not bunched):
+
+1. read the newest valid robot state and ball detection (latest-value buffers);
+2. :meth:`SafetyLayer.watchdog`: if either is older than ``stale_after`` (50 ms), send one
+   hold (the measured pose, zero wrench) and stop commanding until data is fresh again; if
+   data stays stale for ``max_stale_time`` the run ends with ``exit_reason = "data_lost"``;
+3. otherwise ask the planner for a target, pass it through :meth:`SafetyLayer.filter`, and
+   publish the equilibrium pose and desired wrench.
+
+Ctrl-C (SIGINT) ends the loop at the next tick with ``exit_reason = "interrupted"``. Every run
+ends with a final hold. A status line is written to stderr (flushed) ``status_interval`` apart.
+With ``--report DIR`` the run writes ``summary.json``, ``interventions.json`` and ``log.csv``
+(one row per tick: time, measured, target, commanded, ball, data ages).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import logging
+import math
+import platform
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Mapping, TextIO
+
+import numpy as np
+
+from .camera import BallDetectionAdapter, BallState, CameraOptions
+from .config import options_from_dict, options_from_file, options_to_dict
+from .errors import BridgeConnectionError, HardwareValueError
+from .franka import FrankaAdapter, FrankaOptions, RobotState
+from .planner import CirclePlanner, CirclePlannerOptions, Planner
+from .rosbridge.transport import BridgeOptions, RosBridgeTransport
+from .safety import InterventionKind, SafetyLayer, SafetyOptions
+
+__all__ = ["DeployOptions", "ExitReason", "DeploySummary", "run_deploy", "TASKS"]
+
+LOGGER = logging.getLogger("hardware.deploy")
+
+#: Tasks ``c3mpc deploy`` knows.
+TASKS = ("franka-ball",)
+
+
+class ExitReason(str, Enum):
+    """Why a deploy run ended (the string goes into summary.json)."""
+
+    COMPLETED = "completed"
+    """The requested duration elapsed."""
+    INTERRUPTED = "interrupted"
+    """Ctrl-C / SIGINT (or SIGTERM)."""
+    DATA_LOST = "data_lost"
+    """Robot state or camera data stayed stale for max_stale_time."""
+    CONNECT_FAILED = "connect_failed"
+    """No bridge at the URL."""
+    STARTUP_TIMEOUT = "startup_timeout"
+    """Connected, but no robot state or ball detection arrived in time."""
+
+    @property
+    def exit_code(self) -> int:
+        """Process exit status for this reason."""
+        return {"completed": 0, "interrupted": 130, "data_lost": 3, "connect_failed": 4,
+                "startup_timeout": 5}[self.value]
+
+
+@dataclass(frozen=True)
+class DeployOptions:
+    """Everything the deploy loop is configured by (YAML sections with the field names)."""
+
+    rate_hz: float = 100.0
+    """Control loop rate [Hz]."""
+    bridge: BridgeOptions = field(default_factory=BridgeOptions)
+    """Bridge URL and transport settings."""
+    franka: FrankaOptions = field(default_factory=FrankaOptions)
+    """Robot topics and types."""
+    camera: CameraOptions = field(default_factory=CameraOptions)
+    """Ball detection topic."""
+    safety: SafetyOptions = field(default_factory=SafetyOptions)
+    """Workspace, limits, watchdog threshold."""
+    planner: CirclePlannerOptions = field(default_factory=CirclePlannerOptions)
+    """Settings of the reference circle planner."""
+    require_camera: bool = True
+    """Watch the camera too (False: only the robot state feeds the watchdog)."""
+    startup_timeout: float = 5.0
+    """Seconds to wait for the first robot state and ball detection."""
+    max_stale_time: float = 2.0
+    """Seconds of continuously stale data after which the run ends (data_lost)."""
+    status_interval: float = 0.1
+    """Seconds between status-line updates."""
+
+    def __post_init__(self) -> None:
+        for name in ("rate_hz", "startup_timeout", "max_stale_time", "status_interval"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                    math.isfinite(v) and v > 0):
+                raise HardwareValueError(f"DeployOptions.{name} must be a positive number, got "
+                                         f"{v!r}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> DeployOptions:
+        """Build from a mapping with nested sections; unknown keys raise."""
+        return options_from_dict(cls, data)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> DeployOptions:
+        """Load from YAML/TOML (top-level keys are this class' fields)."""
+        return options_from_file(cls, path)
+
+
+@dataclass(frozen=True)
+class DeploySummary:
+    """Outcome and counters of a deploy run (``summary.json``)."""
+
+    task: str
+    url: str
+    exit_reason: ExitReason
+    message: str
+    duration_s: float
+    rate_hz: float
+    achieved_rate_hz: float
+    commands_sent: int
+    """Planner commands published (holds not included)."""
+    holds_sent: int
+    safety_interventions: int
+    """Command interventions (clamps, rejected targets); watchdog trips counted separately."""
+    watchdog_trips: int
+    interventions_by_kind: dict[str, int]
+    ticks: int
+    overruns: int
+    """Ticks that started more than one period late."""
+    state_messages: int
+    camera_messages: int
+    rejected_state_messages: int
+    rejected_camera_messages: int
+    transport: dict[str, Any]
+    ee_start: list[float]
+    ee_end: list[float]
+    ee_path_length_m: float
+    tracking_offset_mean_m: float
+    """Mean distance between the commanded equilibrium and the measured end effector."""
+    plan_time_median_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        d = dataclasses.asdict(self)
+        d["exit_reason"] = self.exit_reason.value
+        return d
+
+
+class _Stop:
+    """Set by the SIGINT/SIGTERM handler; the loop checks it every tick."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.reason: ExitReason | None = None
+
+    def request(self, reason: ExitReason) -> None:
+        self.reason = reason
+        self.event.set()
+
+
+_LOG_COLUMNS = ["t", "held", "ee_x", "ee_y", "ee_z", "target_x", "target_y", "target_z",
+                "cmd_x", "cmd_y", "cmd_z", "ball_x", "ball_y", "ball_z", "state_age_s",
+                "camera_age_s", "plan_time_s"]
+
+
+class _Run:
+    def __init__(self, task: str, options: DeployOptions, duration: float | None,
+                 planner: Planner | None, status: TextIO | None):
+        if task not in TASKS:
+            raise HardwareValueError(f"unknown deploy task {task!r}; available: {list(TASKS)}")
+        self.task = task
+        self.o = options
+        self.duration = duration
+        self.planner: Planner = planner or CirclePlanner(options.planner)
+        self.status = status
+        self.stop = _Stop()
+        self.safety = SafetyLayer(options.safety, nominal_period=1.0 / options.rate_hz)
+        self.rows: list[list[float]] = []
+        self.commands = 0
+        self.holds = 0
+        self.ticks = 0
+        self.overruns = 0
+        self.plan_times: list[float] = []
+        self.offsets: list[float] = []
+        self.path = 0.0
+        self.ee_start: np.ndarray | None = None
+        self.ee_last: np.ndarray | None = None
+        self.message = ""
+        self._last_status = -math.inf
+        self._t0 = time.monotonic()
+
+    # -- helpers ------------------------------------------------------------------------
+    def _status_line(self, now: float, st: RobotState, ball: BallState | None, held: bool,
+                     state_age: float, cam_age: float, final: bool = False) -> None:
+        if self.status is None or (not final and now - self._last_status < self.o.status_interval):
+            return
+        self._last_status = now
+        el = now - self._t0
+        rate = self.ticks / el if el > 0.05 else self.o.rate_hz
+        p = st.position
+        ball_s = "-" if ball is None else f"({ball.position[0]:.3f},{ball.position[1]:.3f})"
+        line = (f"[deploy {self.task}] t={el:6.2f}s {'HOLD' if held else 'RUN '} "
+                f"rate={rate:5.1f}Hz cmds={self.commands} ee=({p[0]:.3f},{p[1]:.3f},{p[2]:.3f}) "
+                f"ball={ball_s} age state/cam={state_age * 1e3:4.0f}/{cam_age * 1e3:4.0f}ms "
+                f"interventions={self.safety.interventions} trips={self.safety.watchdog_trips}")
+        tty = getattr(self.status, "isatty", lambda: False)()
+        self.status.write(("\r" + line + "\x1b[K") if tty else (line + "\n"))
+        if final and tty:
+            self.status.write("\n")
+        self.status.flush()
+
+    def _track(self, st: RobotState) -> None:
+        if self.ee_start is None:
+            self.ee_start = st.position.copy()
+        if self.ee_last is not None:
+            self.path += float(np.linalg.norm(st.position - self.ee_last))
+        self.ee_last = st.position.copy()
+
+    # -- the loop -----------------------------------------------------------------------
+    def run(self) -> tuple[ExitReason, RosBridgeTransport | None, FrankaAdapter | None,
+                           BallDetectionAdapter | None]:
+        o = self.o
+        tr = RosBridgeTransport(o.bridge)
+        try:
+            tr.connect()
+        except BridgeConnectionError as e:
+            self.message = str(e)
+            return ExitReason.CONNECT_FAILED, None, None, None
+        franka = FrankaAdapter(tr, o.franka)
+        camera = BallDetectionAdapter(tr, o.camera)
+        deadline = time.monotonic() + o.startup_timeout
+        while (franka.state() is None or (o.require_camera and camera.state() is None)):
+            if self.stop.event.wait(0.01):
+                self.message = "interrupted while waiting for data"
+                return self.stop.reason or ExitReason.INTERRUPTED, tr, franka, camera
+            if time.monotonic() > deadline:
+                missing = [n for n, s in (("robot state", franka.state()),
+                                          ("camera", camera.state() if o.require_camera else 1))
+                           if s is None]
+                self.message = (f"no {' or '.join(missing)} within {o.startup_timeout} s "
+                                f"(topics {o.franka.state_topic}, {o.camera.topic})")
+                return ExitReason.STARTUP_TIMEOUT, tr, franka, camera
+        period = 1.0 / o.rate_hz
+        self._t0 = t_start = time.monotonic()
+        st0 = franka.state()
+        assert st0 is not None
+        self.safety.reset(st0.position, t_start)
+        held = False
+        stale_since = 0.0
+        k = 0
+        reason = ExitReason.COMPLETED
+        while True:
+            now = time.monotonic()
+            if self.stop.reason is not None:
+                reason = self.stop.reason
+                self.message = "interrupted by the operator (SIGINT)"
+                break
+            if self.duration is not None and now - t_start >= self.duration:
+                self.message = f"ran for the requested {self.duration} s"
+                break
+            st = franka.state()
+            ball = camera.state()
+            assert st is not None
+            self._track(st)
+            state_age = now - st.t_receive
+            cam_age = (now - ball.t_receive) if (o.require_camera and ball is not None) else (
+                math.inf if o.require_camera else 0.0)
+            row_target = [math.nan] * 3
+            row_cmd = [math.nan] * 3
+            plan_time = math.nan
+            if self.safety.watchdog(now, state_age, cam_age):
+                if not held:
+                    franka.hold(st, stamp=time.time())
+                    self.holds += 1
+                    held = True
+                    stale_since = now
+                    row_cmd = list(st.position)
+                elif now - stale_since > o.max_stale_time:
+                    reason = ExitReason.DATA_LOST
+                    self.message = (f"robot state / camera stale for more than "
+                                    f"{o.max_stale_time} s (state {state_age:.2f} s, camera "
+                                    f"{cam_age:.2f} s old; bridge connected: "
+                                    f"{tr.is_connected}); holding and exiting")
+                    break
+            else:
+                if held:
+                    held = False
+                    self.safety.reset(st.position, now)
+                t_plan = time.perf_counter()
+                target = self.planner.plan(st, ball, now)
+                plan_time = time.perf_counter() - t_plan
+                self.plan_times.append(plan_time)
+                cmd = self.safety.filter(target, st.position, now)
+                franka.command(cmd.position, cmd.quaternion, cmd.force, cmd.torque,
+                               stamp=time.time())
+                self.commands += 1
+                self.offsets.append(float(np.linalg.norm(cmd.position - st.position)))
+                row_target = list(np.asarray(target.position, dtype=float)[:3])
+                row_cmd = list(cmd.position)
+            bpos = list(ball.position) if ball is not None else [math.nan] * 3
+            self.rows.append([now - t_start, float(held), *st.position, *row_target, *row_cmd,
+                              *bpos, state_age, cam_age, plan_time])
+            self.ticks += 1
+            self._status_line(now, st, ball, held, state_age, cam_age)
+            k += 1
+            nxt = t_start + k * period
+            late = time.monotonic() - nxt
+            if late > period:  # skip the missed ticks instead of bunching them
+                self.overruns += 1
+                k += int(late // period)
+                nxt = t_start + k * period
+            self.stop.event.wait(max(0.0, nxt - time.monotonic()))
+        # Final hold at the newest measured pose.
+        st = franka.state()
+        if st is not None:
+            franka.hold(st, stamp=time.time())
+            self.holds += 1
+            self.safety.record(time.monotonic(), InterventionKind.SHUTDOWN,
+                               f"final hold ({reason.value})", (), st.position)
+            self._status_line(time.monotonic(), st, camera.state(), True,
+                              time.monotonic() - st.t_receive,
+                              (time.monotonic() - camera.state().t_receive)
+                              if camera.state() is not None else math.inf, final=True)
+        return reason, tr, franka, camera
+
+
+def run_deploy(task: str, options: DeployOptions | None = None, *,
+               duration: float | None = None, report_dir: str | Path | None = None,
+               planner: Planner | None = None, status: TextIO | None = sys.stderr,
+               handle_signals: bool = True) -> DeploySummary:
+    """Run the deploy loop until ``duration`` [s] elapsed, SIGINT, or data loss.
+
+    Args:
+        task: Task name (one of :data:`TASKS`).
+        options: Loop, bridge, topic, safety and planner settings.
+        duration: Seconds to run (None: until interrupted).
+        report_dir: Directory for summary.json, interventions.json and log.csv.
+        planner: Controller to use (default: :class:`CirclePlanner` from ``options.planner``).
+        status: Stream for the live status line (None: silent).
+        handle_signals: Install SIGINT/SIGTERM handlers (main thread only) for a clean stop.
+
+    Returns:
+        The run's :class:`DeploySummary` (also written to ``report_dir/summary.json``).
+    """
+    o = options or DeployOptions()
+    if duration is not None and not duration > 0:
+        raise HardwareValueError(f"duration must be > 0 [s], got {duration!r}")
+    run = _Run(task, o, duration, planner, status)
+    old: dict[int, Any] = {}
+    if handle_signals and threading.current_thread() is threading.main_thread():
+        for sig, why in ((signal.SIGINT, ExitReason.INTERRUPTED),
+                         (signal.SIGTERM, ExitReason.INTERRUPTED)):
+            old[sig] = signal.signal(sig, lambda *_a, w=why: run.stop.request(w))
+    t_begin = time.monotonic()
+    tr = franka = camera = None
+    try:
+        reason, tr, franka, camera = run.run()
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        if tr is not None:
+            tr.close(flush_timeout=1.0)
+    elapsed = time.monotonic() - t_begin
+    stats = tr.stats() if tr is not None else None
+    by_kind: dict[str, int] = {}
+    for r in run.safety.records:
+        by_kind[r.kind.name.lower()] = by_kind.get(r.kind.name.lower(), 0) + 1
+    loop_time = run.rows[-1][0] if run.rows else 0.0
+    summary = DeploySummary(
+        task=task, url=o.bridge.url, exit_reason=reason, message=run.message,
+        duration_s=elapsed, rate_hz=o.rate_hz,
+        achieved_rate_hz=(run.ticks - 1) / loop_time if loop_time > 0 else 0.0,
+        commands_sent=run.commands, holds_sent=run.holds,
+        safety_interventions=run.safety.interventions,
+        watchdog_trips=run.safety.watchdog_trips, interventions_by_kind=by_kind,
+        ticks=run.ticks, overruns=run.overruns,
+        state_messages=franka._sub.count if franka is not None else 0,
+        camera_messages=camera._sub.count if camera is not None else 0,
+        rejected_state_messages=franka.rejected if franka is not None else 0,
+        rejected_camera_messages=camera.rejected if camera is not None else 0,
+        transport=({"connects": stats.connects, "disconnects": stats.disconnects,
+                    "flow_pauses": stats.flow_pauses,
+                    "publishers": [dataclasses.asdict(p) for p in stats.publishers]}
+                   if stats is not None else {}),
+        ee_start=[] if run.ee_start is None else run.ee_start.tolist(),
+        ee_end=[] if run.ee_last is None else run.ee_last.tolist(),
+        ee_path_length_m=run.path,
+        tracking_offset_mean_m=float(np.mean(run.offsets)) if run.offsets else math.nan,
+        plan_time_median_s=float(np.median(run.plan_times)) if run.plan_times else math.nan,
+    )
+    LOGGER.info("deploy ended: %s (%s)", reason.value, run.message)
+    if report_dir is not None:
+        _write_report(Path(report_dir), summary, run, o)
+    return summary
+
+
+def _write_report(out: Path, summary: DeploySummary, run: _Run, options: DeployOptions) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    data = summary.to_dict()
+    data["options"] = options_to_dict(options)
+    data["machine"] = {"platform": platform.platform(), "python": platform.python_version()}
+    (out / "summary.json").write_text(json.dumps(_jsonable(data), indent=2))
+    (out / "interventions.json").write_text(json.dumps(
+        [_jsonable(r.to_dict()) for r in run.safety.records], indent=2))
+    with open(out / "log.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(_LOG_COLUMNS)
+        w.writerows([[f"{v:.6g}" for v in row] for row in run.rows])
+
+
+def _jsonable(x: Any) -> Any:
+    """NaN/inf become None so the file is strict JSON."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return x
+
+
+def deploy_command(args: Any) -> int:
+    """Implementation of ``c3mpc deploy`` (argparse namespace in, exit status out)."""
+    if args.config:
+        options = DeployOptions.from_file(args.config)
+    else:
+        options = DeployOptions()
+    options = dataclasses.replace(options, bridge=dataclasses.replace(options.bridge,
+                                                                      url=args.bridge))
+    if getattr(args, "rate", None):
+        options = dataclasses.replace(options, rate_hz=args.rate)
+    if not getattr(args, "quiet", False):
+        logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    print(f"c3mpc deploy {args.task}: bridge {options.bridge.url}, {options.rate_hz:g} Hz, "
+          f"watchdog {options.safety.stale_after * 1e3:.0f} ms, "
+          f"duration {'until Ctrl-C' if args.duration is None else f'{args.duration} s'}",
+          flush=True)
+    summary = run_deploy(args.task, options, duration=args.duration, report_dir=args.report,
+                         status=None if getattr(args, "quiet", False) else sys.stderr)
+    print(f"  exit: {summary.exit_reason.value} ({summary.message})")
+    print(f"  commands sent {summary.commands_sent} at {summary.achieved_rate_hz:.1f} Hz, "
+          f"holds {summary.holds_sent}, safety interventions {summary.safety_interventions}, "
+          f"watchdog trips {summary.watchdog_trips}")
+    if args.report:
+        print(f"  report written to {args.report}/ (summary.json, interventions.json, log.csv)")
+    return summary.exit_reason.exit_code

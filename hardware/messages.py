@@ -1,0 +1,186 @@
+"""ROS message dicts (rosbridge JSON) for poses, wrenches, points and franka_ros robot state,
+with strict parsing: every parser raises :class:`~hardware.errors.MessageError` on a missing
+field, a non-finite number, a wrong frame or a non-unit quaternion instead of returning junk.
+
+Conventions: positions in [m], quaternions ``(x, y, z, w)`` as in ROS, homogeneous transforms
+``T`` (4, 4) mapping the end-effector frame to the base frame (``O_T_EE`` in franka_ros, stored
+column-major as 16 numbers).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from .errors import MessageError
+
+__all__ = [
+    "header",
+    "stamp_to_seconds",
+    "pose_stamped",
+    "parse_pose_stamped",
+    "wrench_stamped",
+    "parse_wrench_stamped",
+    "point_stamped",
+    "parse_point_stamped",
+    "franka_state",
+    "parse_franka_state",
+    "transform_from_pose",
+    "pose_from_transform",
+]
+
+_QUAT_TOL = 0.05  # accepted |‖q‖ - 1| before normalising; beyond it the message is rejected
+
+
+def header(t: float, frame_id: str, seq: int = 0) -> dict[str, Any]:
+    """A ``std_msgs/Header`` with ``stamp`` from ``t`` [s]."""
+    secs = math.floor(t)
+    return {"seq": int(seq), "stamp": {"secs": int(secs), "nsecs": int((t - secs) * 1e9)},
+            "frame_id": frame_id}
+
+
+def stamp_to_seconds(stamp: Any, topic: str = "") -> float:
+    """``{"secs", "nsecs"}`` (ROS 1) or ``{"sec", "nanosec"}`` (ROS 2) to seconds."""
+    try:
+        secs = stamp["secs"] if "secs" in stamp else stamp["sec"]
+        nsecs = stamp["nsecs"] if "nsecs" in stamp else stamp["nanosec"]
+        return float(secs) + 1e-9 * float(nsecs)
+    except (KeyError, TypeError, ValueError) as e:
+        raise MessageError(topic, f"bad header stamp {stamp!r}") from e
+
+
+def _vec(msg: Any, keys: tuple[str, ...], topic: str, what: str) -> np.ndarray:
+    try:
+        v = np.array([float(msg[k]) for k in keys])
+    except (KeyError, TypeError, ValueError) as e:
+        raise MessageError(topic, f"{what}: missing or non-numeric field ({e})", msg) from e
+    if not np.all(np.isfinite(v)):
+        raise MessageError(topic, f"{what}: non-finite value {v.tolist()}", msg)
+    return v
+
+
+def _header(msg: Any, topic: str, frame_id: str | None) -> float:
+    if not isinstance(msg, dict) or not isinstance(msg.get("header"), dict):
+        raise MessageError(topic, "missing header", msg)
+    h = msg["header"]
+    if frame_id is not None and h.get("frame_id") != frame_id:
+        raise MessageError(topic, f"frame_id {h.get('frame_id')!r}, expected {frame_id!r}", msg)
+    return stamp_to_seconds(h.get("stamp"), topic)
+
+
+def _unit_quaternion(q: np.ndarray, topic: str, msg: Any) -> np.ndarray:
+    n = float(np.linalg.norm(q))
+    if abs(n - 1.0) > _QUAT_TOL:
+        raise MessageError(topic, f"quaternion norm {n:.3f} is not 1", msg)
+    return q / n
+
+
+def pose_stamped(position: np.ndarray, quaternion: np.ndarray, frame_id: str, t: float,
+                 seq: int = 0) -> dict[str, Any]:
+    """A ``geometry_msgs/PoseStamped``; ``quaternion`` is (x, y, z, w)."""
+    p = [float(v) for v in position]
+    q = [float(v) for v in quaternion]
+    return {"header": header(t, frame_id, seq),
+            "pose": {"position": {"x": p[0], "y": p[1], "z": p[2]},
+                     "orientation": {"x": q[0], "y": q[1], "z": q[2], "w": q[3]}}}
+
+
+def parse_pose_stamped(msg: Any, topic: str = "",
+                       frame_id: str | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(position (3,), quaternion (4,) xyzw normalised, stamp [s])`` of a PoseStamped."""
+    t = _header(msg, topic, frame_id)
+    pose = msg.get("pose")
+    if not isinstance(pose, dict):
+        raise MessageError(topic, "missing pose", msg)
+    p = _vec(pose.get("position"), ("x", "y", "z"), topic, "position")
+    q = _vec(pose.get("orientation"), ("x", "y", "z", "w"), topic, "orientation")
+    return p, _unit_quaternion(q, topic, msg), t
+
+
+def wrench_stamped(force: np.ndarray, torque: np.ndarray, frame_id: str, t: float,
+                   seq: int = 0) -> dict[str, Any]:
+    """A ``geometry_msgs/WrenchStamped`` (force [N], torque [N m])."""
+    f = [float(v) for v in force]
+    m = [float(v) for v in torque]
+    return {"header": header(t, frame_id, seq),
+            "wrench": {"force": {"x": f[0], "y": f[1], "z": f[2]},
+                       "torque": {"x": m[0], "y": m[1], "z": m[2]}}}
+
+
+def parse_wrench_stamped(msg: Any, topic: str = "",
+                         frame_id: str | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(force (3,), torque (3,), stamp [s])`` of a WrenchStamped."""
+    t = _header(msg, topic, frame_id)
+    w = msg.get("wrench")
+    if not isinstance(w, dict):
+        raise MessageError(topic, "missing wrench", msg)
+    return (_vec(w.get("force"), ("x", "y", "z"), topic, "force"),
+            _vec(w.get("torque"), ("x", "y", "z"), topic, "torque"), t)
+
+
+def point_stamped(point: np.ndarray, frame_id: str, t: float, seq: int = 0) -> dict[str, Any]:
+    """A ``geometry_msgs/PointStamped`` [m]."""
+    p = [float(v) for v in point]
+    return {"header": header(t, frame_id, seq), "point": {"x": p[0], "y": p[1], "z": p[2]}}
+
+
+def parse_point_stamped(msg: Any, topic: str = "",
+                        frame_id: str | None = None) -> tuple[np.ndarray, float]:
+    """``(point (3,), stamp [s])`` of a PointStamped."""
+    t = _header(msg, topic, frame_id)
+    return _vec(msg.get("point"), ("x", "y", "z"), topic, "point"), t
+
+
+def transform_from_pose(position: np.ndarray, quaternion: np.ndarray) -> np.ndarray:
+    """Homogeneous transform (4, 4) from a position and an (x, y, z, w) quaternion."""
+    T = np.eye(4)
+    T[:3, :3] = Rotation.from_quat(quaternion).as_matrix()
+    T[:3, 3] = position
+    return T
+
+
+def pose_from_transform(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(position (3,), quaternion (4,) xyzw)`` of a homogeneous transform."""
+    return T[:3, 3].copy(), Rotation.from_matrix(T[:3, :3]).as_quat()
+
+
+def franka_state(T_base_ee: np.ndarray, t: float, seq: int = 0, *,
+                 T_base_ee_desired: np.ndarray | None = None,
+                 external_wrench: np.ndarray | None = None,
+                 robot_mode: int = 2) -> dict[str, Any]:
+    """The fields of ``franka_msgs/FrankaState`` the adapter reads (others are omitted).
+
+    ``O_T_EE`` is the measured end-effector pose, column-major as in libfranka;
+    ``O_T_EE_d`` the last commanded (equilibrium) pose; ``O_F_ext_hat_K`` the estimated
+    external wrench [N, N m]; ``robot_mode`` 2 is ``ROBOT_MODE_MOVE``.
+    """
+    msg: dict[str, Any] = {"header": header(t, "", seq),
+                           "O_T_EE": T_base_ee.flatten(order="F").tolist(),
+                           "robot_mode": int(robot_mode)}
+    if T_base_ee_desired is not None:
+        msg["O_T_EE_d"] = T_base_ee_desired.flatten(order="F").tolist()
+    if external_wrench is not None:
+        msg["O_F_ext_hat_K"] = [float(v) for v in external_wrench]
+    return msg
+
+
+def parse_franka_state(msg: Any, topic: str = "") -> tuple[np.ndarray, float]:
+    """``(O_T_EE (4, 4), stamp [s])`` of a FrankaState, checking it is a rigid transform."""
+    t = _header(msg, topic, None)
+    raw = msg.get("O_T_EE")
+    if not isinstance(raw, list) or len(raw) != 16:
+        raise MessageError(topic, "O_T_EE must be 16 numbers (column-major 4x4)", msg)
+    try:
+        T = np.array(raw, dtype=float).reshape(4, 4, order="F")
+    except (TypeError, ValueError) as e:
+        raise MessageError(topic, f"O_T_EE is not numeric ({e})", msg) from e
+    if not np.all(np.isfinite(T)):
+        raise MessageError(topic, "O_T_EE has non-finite entries", msg)
+    R = T[:3, :3]
+    if (np.abs(R.T @ R - np.eye(3)).max() > 1e-3 or abs(np.linalg.det(R) - 1) > 1e-3
+            or np.abs(T[3] - [0, 0, 0, 1]).max() > 1e-9):
+        raise MessageError(topic, "O_T_EE is not a rigid transform", msg)
+    return T, t
