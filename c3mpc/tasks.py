@@ -98,6 +98,13 @@ def _pivot_success(log: ClosedLoopLog) -> bool:
     return bool(abs(x_end[0]) <= 0.1 and abs(x_end[4] - np.pi / 4) <= 0.1)
 
 
+def _cube_pivot_success(log: ClosedLoopLog) -> bool:
+    # The multibody cube (plants/models/cube_pivoting.py): cube angle x[2] ends within 0.02 rad
+    # of the 0.785 rad goal and stayed within 0.05 rad over the last 0.5 s (50 steps).
+    theta = log.x[:, 2]
+    return bool(abs(theta[-1] - 0.785) <= 0.02 and np.all(np.abs(theta[-51:] - 0.785) <= 0.05))
+
+
 def _finger_start(rng: np.random.Generator) -> np.ndarray:
     from plants import FingerGaiting
 
@@ -115,6 +122,10 @@ TASKS: dict[str, Task] = {
     "pivoting": Task(
         "pivoting", 3.0, _pivot_success,
         "final |x| <= 0.1 m and |θ − π/4| <= 0.1 rad"),
+    "cube-pivoting": Task(
+        "cube-pivoting", 5.0, _cube_pivot_success,
+        "multibody LCS rebuilt every step; final |θ − 0.785| <= 0.02 rad and within 0.05 rad "
+        "over the last 0.5 s"),
 }
 
 

@@ -18,12 +18,20 @@ import numpy as np
 from ..paper.base import ControlDefaults
 from ..registry import register_plant
 from ._assets import asset_path
-from .base import MultibodyModelPlant, check_contact_model, check_positive, make_params
+from .base import (
+    MultibodyModelPlant,
+    check_contact_model,
+    check_positive,
+    make_params,
+    urdf_plant,
+)
 
 __all__ = ["CubePivotingParams", "CubePivoting"]
 
 CUBE_HALF = 0.5
 FINGER_RADIUS = 0.1
+#: Finger force limit [N] (ours; see :attr:`CubePivoting.defaults`).
+FORCE_LIMIT = 15.0
 
 
 @dataclass(frozen=True)
@@ -77,23 +85,28 @@ class CubePivoting(MultibodyModelPlant):
         super().__init__(make_params(CubePivotingParams, self.name, params))
 
     def _build_multibody(self) -> Any:
-        from ..multibody import ContactPair, MultibodyPlant
+        from ..multibody import ContactPair
 
         mu = self.params.mu
         plane = (0.0, 1.0, 0.0)
         pairs = [ContactPair("cube", "left_finger", mu, 1, planar_normal=plane),
                  ContactPair("cube", "right_finger", mu, 1, planar_normal=plane),
                  ContactPair("cube", "platform", mu, 1, planar_normal=plane)]
-        return MultibodyPlant.from_urdf(
-            str(asset_path("cube_pivoting.urdf")), pairs,
-            actuated_joints=["left_finger_x", "left_finger_z", "right_finger_x",
-                             "right_finger_z"], name=self.name)
+        return urdf_plant(asset_path("cube_pivoting.urdf"), pairs,
+                          actuated_joints=["left_finger_x", "left_finger_z", "right_finger_x",
+                                           "right_finger_z"],
+                          name=self.name, halfspaces=("platform_0",))
 
     @cached_property
     def defaults(self) -> ControlDefaults:
         """The authors' settings (c3_controller_pivoting_options.yaml): MIQP, N = 10, s = 5,
         ρ_s = 1.1, G = 0.02·I, U = diag(1000·I_14, I_12, I_4), Q = diag(500×3, 1×11),
         R = 0.01·I, QN = Q.
+
+        Bounds: the finger positions are kept on their sides of the cube (the authors bound
+        them likewise; ours: left x in [-1, 0.2], right x in [0.5, 1.5], both z in
+        [0.1, 1.3]/[0.1, 1.0] m) and the finger forces to ±15 N (ours: unbounded, the first
+        plan asks for > 100 N and flings the cube; the cube weighs 9.81 N).
 
         The start and goal are ours (the authors' SDF is not public): the cube rests flat at
         the origin, the left finger 1 cm off its left face at z = 0.8 m, the right finger 1 cm
@@ -114,13 +127,17 @@ class CubePivoting(MultibodyModelPlant):
         # side-face centres pushed out by the finger radius along the rotated face normals
         goal[:7] = [cx, cz, th, cx - r * c, cz + r * s, cx + r * c, cz - r * s]
         Q = np.diag([500.0] * 3 + [1.0] * 11)
+        x_lower = np.full(14, -np.inf)
+        x_upper = np.full(14, np.inf)
+        # finger workspaces (the authors bound the finger positions the same way)
+        x_lower[3:7] = [-1.0, 0.1, 0.5, 0.1]
+        x_upper[3:7] = [0.2, 1.3, 1.5, 1.0]
         n_z = 14 + 12 + 4
         U = np.diag([1000.0] * 14 + [1.0] * 12 + [1.0] * 4)
-        inf = np.full(14, np.inf)
         return ControlDefaults(
             N=10, dt=self.params.dt, Q=Q, R=0.01 * np.eye(4), QN=Q.copy(),
             G=0.02 * np.eye(n_z), U=U, admm_iter=5, rho=1.0, rho_scale=1.1,
-            projection="miqp", x0=x0, x_goal=goal, x_lower=-inf, x_upper=inf,
-            u_lower=np.full(4, -np.inf), u_upper=np.full(4, np.inf),
+            projection="miqp", x0=x0, x_goal=goal, x_lower=x_lower, x_upper=x_upper,
+            u_lower=np.full(4, -FORCE_LIMIT), u_upper=np.full(4, FORCE_LIMIT),
             notes="Authors' cube_pivoting example (LCSFactory, MIQP); start/goal are ours.",
         )

@@ -26,7 +26,13 @@ import numpy as np
 from ..paper.base import ControlDefaults
 from ..registry import register_plant
 from ._assets import asset_path
-from .base import MultibodyModelPlant, check_contact_model, check_positive, make_params
+from .base import (
+    MultibodyModelPlant,
+    check_contact_model,
+    check_positive,
+    make_params,
+    urdf_plant,
+)
 
 __all__ = ["FrankaBallParams", "FrankaBall", "BALL_RADIUS", "EE_RADIUS", "EE_MASS",
            "circle_target"]
@@ -97,14 +103,14 @@ class FrankaBall(_AccelerationInput, MultibodyModelPlant):
         super().__init__(make_params(FrankaBallParams, self.name, params))
 
     def _build_multibody(self) -> Any:
-        from ..multibody import ContactPair, MultibodyPlant
+        from ..multibody import ContactPair
 
         p = self.params
         d = p.num_friction_directions
         pairs = [ContactPair("ee", "ball", p.mu, d), ContactPair("ball", "table", p.mu, d)]
-        return MultibodyPlant.from_urdf(str(asset_path("franka_ball.urdf")), pairs,
-                                        actuated_joints=["ee_x", "ee_y", "ee_z"],
-                                        name=self.name)
+        return urdf_plant(asset_path("franka_ball.urdf"), pairs,
+                          actuated_joints=["ee_x", "ee_y", "ee_z"], name=self.name,
+                          halfspaces=("table_0",))
 
     @cached_property
     def defaults(self) -> ControlDefaults:

@@ -76,10 +76,10 @@ class FrankaPanda(MultibodyModelPlant):
         super().__init__(make_params(FrankaPandaParams, self.name, params))
 
     def _build_multibody(self) -> Any:
+        import coal
         import pinocchio as pin
 
         from ..multibody import ContactPair, MultibodyPlant, Sphere
-        from ..multibody.builder import Box
         from ..multibody.resources import default_package_dirs, example_robot_data_path
 
         p = self.params
@@ -107,9 +107,9 @@ class FrankaPanda(MultibodyModelPlant):
             fid = model.addBodyFrame("ball", jid, pin.SE3.Identity(), jf)
             geom.addGeometryObject(pin.GeometryObject(
                 "ball", jid, fid, pin.SE3.Identity(), Sphere(BALL_RADIUS).coal()))
-            table = pin.SE3(np.eye(3), np.array([0.5, 0.0, -0.05]))
+            table = pin.SE3(np.eye(3), np.array([0.0, 0.0, -0.05]))  # half-space z <= 0
             geom.addGeometryObject(pin.GeometryObject(
-                "table", 0, 0, table, Box(2.0, 2.0, 0.1).coal()))
+                "table", 0, 0, table, coal.Halfspace(np.array([0.0, 0.0, 1.0]), 0.05)))
             pairs = [ContactPair("ee_sphere", "ball", p.mu, 2),
                      ContactPair("ball", "table", p.mu, 2)]
         arm = [f"panda_joint{i}" for i in range(1, 8)]
