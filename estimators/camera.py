@@ -103,28 +103,49 @@ class CameraIntrinsics:
         return cls(K, width, height)
 
     # -------------------------------------------------------------- normalised <-> pixels
+    def _distort(self, xy: np.ndarray) -> np.ndarray:
+        """OpenCV's distortion model (plumb_bob / rational) on normalised coordinates (N, 2)."""
+        k = np.zeros(8)
+        k[: self.distortion.size] = self.distortion
+        k1, k2, p1, p2, k3, k4, k5, k6 = k
+        x, y = xy[:, 0], xy[:, 1]
+        r2 = x * x + y * y
+        radial = (1 + r2 * (k1 + r2 * (k2 + r2 * k3))) / (1 + r2 * (k4 + r2 * (k5 + r2 * k6)))
+        xd = x * radial + 2 * p1 * x * y + p2 * (r2 + 2 * x * x)
+        yd = y * radial + p1 * (r2 + 2 * y * y) + 2 * p2 * x * y
+        return np.column_stack([xd, yd])
+
     def distort_normalized(self, xy: np.ndarray) -> np.ndarray:
         """Pixels (N, 2) of undistorted normalised coordinates (N, 2) (x/z, y/z)."""
         xy = np.asarray(xy, dtype=float).reshape(-1, 2)
-        if self.distortion is None:
-            return xy @ self.K[:2, :2].T + self.K[:2, 2]
-        import cv2
-
-        pts = np.column_stack([xy, np.ones(len(xy))]).reshape(-1, 1, 3)
-        px, _ = cv2.projectPoints(pts, np.zeros(3), np.zeros(3), self.K, self.distortion)
-        return px.reshape(-1, 2)
+        if self.distortion is not None:
+            xy = self._distort(xy)
+        return xy @ self.K[:2, :2].T + self.K[:2, 2]
 
     def undistort_pixels(self, pixels: np.ndarray) -> np.ndarray:
-        """Undistorted normalised coordinates (N, 2) of pixels (N, 2) (inverse of the above)."""
-        px = np.asarray(pixels, dtype=float).reshape(-1, 2)
-        if self.distortion is None:
-            return (px - self.K[:2, 2]) @ np.linalg.inv(self.K[:2, :2]).T
-        import cv2
+        """Undistorted normalised coordinates (N, 2) of pixels (N, 2) (inverse of the above).
 
-        crit = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 50, 1e-12)
-        out = cv2.undistortPointsIter(px.reshape(-1, 1, 2), self.K, self.distortion, None, None,
-                                      crit)
-        return out.reshape(-1, 2)
+        With distortion: Gauss-Newton on the distortion model (numeric 2x2 Jacobians), from
+        the distorted coordinates; converges to ~1e-12 for the distortions of real lenses
+        inside the image.
+        """
+        px = np.asarray(pixels, dtype=float).reshape(-1, 2)
+        xd = (px - self.K[:2, 2]) @ np.linalg.inv(self.K[:2, :2]).T
+        if self.distortion is None:
+            return xd
+        x = xd.copy()
+        h = 1e-7
+        for _ in range(30):
+            f = self._distort(x) - xd
+            if np.max(np.abs(f)) < 1e-13:
+                break
+            jx = (self._distort(x + [h, 0.0]) - self._distort(x)) / h
+            jy = (self._distort(x + [0.0, h]) - self._distort(x)) / h
+            det = jx[:, 0] * jy[:, 1] - jy[:, 0] * jx[:, 1]
+            dx = (jy[:, 1] * f[:, 0] - jy[:, 0] * f[:, 1]) / det
+            dy = (-jx[:, 1] * f[:, 0] + jx[:, 0] * f[:, 1]) / det
+            x -= np.column_stack([dx, dy])
+        return x
 
     def to_dict(self) -> dict[str, Any]:
         """YAML-ready mapping (see :func:`load_cameras`)."""

@@ -57,8 +57,10 @@ class BallTrackerOptions:
     velocity_cutoff_hz: float | None = 10.0
     """Cut-off of a low-pass on the finite-difference velocity [Hz] (None: raw differences)."""
 
-    kalman_accel_std: float = 3.0
-    """Kalman process noise: white acceleration standard deviation [m/s^2]."""
+    kalman_accel_std: float = 1.0
+    """Kalman process noise: white acceleration standard deviation [m/s^2] (larger: faster
+    response to pushes, noisier velocity; 1.0 gives ~15 mm/s median velocity error at 80 Hz
+    with 0.5 mm position noise)."""
 
     kalman_measurement_std: float = 0.0005
     """Kalman measurement noise standard deviation [m] (per axis, fused position)."""

@@ -31,6 +31,7 @@ from .errors import EstimatorValueError
 from .transforms import invert_transform
 
 __all__ = ["Table", "RenderBall", "RenderTag", "Scene", "render", "tag_texture",
+           "camera_ring",
            "APRILTAG_DICTIONARIES"]
 
 #: AprilTag families -> OpenCV aruco dictionary names.
@@ -140,8 +141,25 @@ def tag_texture(tag_id: int, family: str = "36h11", cell_px: int = 16) -> np.nda
     return out
 
 
+_RAY_CACHE: dict[bytes, np.ndarray] = {}
+
+
 def _pixel_rays(camera: Camera) -> np.ndarray:
-    """(H, W, 3) unnormalised camera-frame rays [x, y, 1] of every pixel centre."""
+    """(H, W, 3) unnormalised camera-frame rays [x, y, 1] of every pixel centre (cached per
+    intrinsics; read-only)."""
+    intr = camera.intrinsics
+    key = intr.K.tobytes() + np.array([intr.width, intr.height]).tobytes() + (
+        b"" if intr.distortion is None else intr.distortion.tobytes())
+    if key not in _RAY_CACHE:
+        if len(_RAY_CACHE) >= 8:
+            _RAY_CACHE.pop(next(iter(_RAY_CACHE)))
+        rays = _compute_pixel_rays(camera)
+        rays.setflags(write=False)
+        _RAY_CACHE[key] = rays
+    return _RAY_CACHE[key]
+
+
+def _compute_pixel_rays(camera: Camera) -> np.ndarray:
     h, w = camera.height, camera.width
     u, v = np.meshgrid(np.arange(w, dtype=float), np.arange(h, dtype=float))
     xy = camera.intrinsics.undistort_pixels(np.column_stack([u.ravel(), v.ravel()]))
@@ -300,3 +318,30 @@ def render(camera: Camera, scene: Scene, noise_std: float = 0.0,
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         img = img + gen.normal(0.0, noise_std, img.shape)
     return np.clip(np.rint(img), 0, 255).astype(np.uint8)
+
+
+def camera_ring(n_cameras: int = 3, target: tuple[float, float, float] = (0.55, 0.0, 0.0),
+                distance: float = 0.6, height: float = 0.45, start_angle_deg: float = 180.0,
+                intrinsics: "CameraIntrinsics | None" = None) -> list[Camera]:
+    """Cameras evenly spaced on a horizontal circle around ``target``, looking at it.
+
+    Args:
+        n_cameras: how many (named cam0, cam1, ...).
+        target: the point they look at [m] (default: the paper's circle centre on the table).
+        distance: horizontal distance from the target [m].
+        height: height above the target [m].
+        start_angle_deg: azimuth of cam0 about the target (180: behind it, on the -x side).
+        intrinsics: default 640x480 with a 60° horizontal field of view.
+    """
+    from .camera import CameraIntrinsics
+    from .transforms import look_at
+
+    if intrinsics is None:
+        intrinsics = CameraIntrinsics.from_fov(640, 480, 60.0)
+    tgt = np.asarray(target, dtype=float)
+    cams = []
+    for i in range(n_cameras):
+        a = np.radians(start_angle_deg) + 2 * np.pi * i / n_cameras
+        eye = tgt + np.array([distance * np.cos(a), distance * np.sin(a), height])
+        cams.append(Camera(intrinsics, look_at(eye, tgt), f"cam{i}"))
+    return cams
