@@ -181,6 +181,28 @@ def _transform(M) -> Any:
     return coal.Transform3s(M.rotation, M.translation)
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise a x b for (n, 3) arrays (explicit: np.cross is slow on small arrays)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
+    out[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
+    out[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    return out
+
+
+def _point_jacobians(J: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Linear-velocity Jacobians (n, 3, n_v) of world points ``p`` (n, 3) fixed in bodies whose
+    WORLD-frame joint Jacobians are ``J`` (n, 6, n_v): v_p = v_o + w x p = (J_lin - [p]x J_ang) v.
+    """
+    lin, ang = J[:, :3], J[:, 3:]
+    px, py, pz = p[:, 0, None], p[:, 1, None], p[:, 2, None]
+    out = lin.copy()
+    out[:, 0] += ang[:, 1] * pz - ang[:, 2] * py
+    out[:, 1] += ang[:, 2] * px - ang[:, 0] * pz
+    out[:, 2] += ang[:, 0] * py - ang[:, 1] * px
+    return out
+
+
 def _tangent_frames(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Orthonormal (t1, t2) per row of ``normal`` (n, 3) with (t1, t2, n) right-handed."""
     n = normal
@@ -189,9 +211,9 @@ def _tangent_frames(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     helper = np.zeros_like(n)
     helper[~use_y, 0] = 1.0
     helper[use_y, 1] = 1.0
-    t2 = np.cross(n, helper)
+    t2 = _cross(n, helper)
     t2 /= np.linalg.norm(t2, axis=1, keepdims=True)
-    t1 = np.cross(t2, n)
+    t1 = _cross(t2, n)
     return t1, t2
 
 
@@ -262,7 +284,6 @@ class ContactGeometry:
         self._all_kept = all(p.num_closest is None for p in pairs)
 
         # coal objects for the candidate pairs
-        self._requests = []
         import coal
 
         self._coal = coal
@@ -281,6 +302,29 @@ class ContactGeometry:
                                         np.zeros((0, nv)), np.zeros(0), zi, zi, zi, zi)
         self.n_c = sum(len(g) if p.num_closest is None else p.num_closest
                        for p, g in zip(pairs, self._groups))
+        # The selected contacts are always ordered pair by pair with a fixed count per pair,
+        # so the per-contact pair index and the per-edge tables are configuration-independent.
+        counts = [len(g) if p.num_closest is None else p.num_closest
+                  for p, g in zip(pairs, self._groups)]
+        pair = np.repeat(np.arange(len(pairs)), counts).astype(int)
+        d = self._d_pair[pair]
+        ne = 2 * d
+        owner = np.repeat(np.arange(len(pair)), ne)
+        start = np.concatenate(([0], np.cumsum(ne)[:-1])).astype(int) if len(ne) else \
+            np.zeros(0, int)
+        k = np.arange(owner.shape[0]) - np.repeat(start, ne)  # edge index within its contact
+        theta = np.pi * k / np.repeat(d, ne) if len(ne) else np.zeros(0)
+        self._pair = pair
+        self._owner = owner
+        self._cos = np.cos(theta)[:, None]
+        self._sin = np.sin(theta)[:, None]
+        self._planar = d == 1
+        self._any_planar = bool(np.any(self._planar))
+        self._planar_normals = self._planar_pair[pair[self._planar]]
+        self._mu = self._mu_pair[pair]
+        self._num_edges = ne
+        # joints whose WORLD Jacobians may be needed (0 = universe, zero Jacobian)
+        self._zero_J = np.zeros((6, nv))
 
     # ------------------------------------------------------------------ resolution
     def _body_names(self) -> list[str]:
@@ -355,20 +399,15 @@ class ContactGeometry:
         n /= norms[:, None]
         return phi, pa, pb, n
 
-    def select(self, geom_data) -> np.ndarray:
-        """Indices of the active candidate pairs (all, or the ``num_closest`` closest per pair).
-
-        ``geom_data`` placements must be up to date.
-        """
-        if self._all_kept:
-            return np.arange(len(self._cand_a))
+    def _select(self, phi_all: np.ndarray) -> np.ndarray:
+        """Indices of the kept candidate pairs given all candidates' signed distances: every
+        candidate, or per configured pair its ``num_closest`` closest (in candidate order)."""
         keep = []
         for p, group in zip(self.pairs, self._groups):
             if p.num_closest is None or p.num_closest == len(group):
                 keep.append(group)
                 continue
-            phi, _, _, _ = self._distances(geom_data, group)
-            order = np.argsort(phi, kind="stable")[: p.num_closest]
+            order = np.argsort(phi_all[group], kind="stable")[: p.num_closest]
             keep.append(group[np.sort(order)])
         return np.concatenate(keep)
 
@@ -383,54 +422,43 @@ class ContactGeometry:
             return self._empty
         pin.computeJointJacobians(model, data, q)  # also runs forward kinematics
         pin.updateGeometryPlacements(model, data, self.collision_model, geom_data)
-        idx = self.select(geom_data)
+        idx = np.arange(len(self._cand_a))
         phi, pa, pb, n = self._distances(geom_data, idx)
+        if not self._all_kept:
+            idx = self._select(phi)
+            phi, pa, pb, n = phi[idx], pa[idx], pb[idx], n[idx]
         ga = self._cand_a[idx]
         gb = self._cand_b[idx]
-        pair = self._cand_pair[idx]
         # world Jacobians of the joints involved (6 x n_v each, spatial velocity at origin)
-        joints = np.concatenate([self._geom_joint[ga], self._geom_joint[gb]])
-        uniq, inv = np.unique(joints, return_inverse=True)
-        Jj = np.stack([pin.getJointJacobian(model, data, int(j), pin.ReferenceFrame.WORLD)
-                       if j != 0 else np.zeros((6, model.nv)) for j in uniq])
-        nc = len(idx)
-        Ja = Jj[inv[:nc]]
-        Jb = Jj[inv[nc:]]
-        # material-point velocity: v_p = v_lin(origin) + w x p = J_lin v - [p]x J_ang v
-        Jpa = Ja[:, :3] + np.cross(Ja[:, 3:], pa[:, :, None], axisa=1, axisb=1, axisc=1)
-        Jpb = Jb[:, :3] + np.cross(Jb[:, 3:], pb[:, :, None], axisa=1, axisb=1, axisc=1)
-        Jrel = Jpa - Jpb  # (n_c, 3, n_v)
+        ja = self._geom_joint[ga]
+        jb = self._geom_joint[gb]
+        cache: dict[int, np.ndarray] = {}
+        for j in np.concatenate([ja, jb]).tolist():
+            if j not in cache:
+                cache[j] = (pin.getJointJacobian(model, data, j, pin.ReferenceFrame.WORLD)
+                            if j != 0 else self._zero_J)
+        Ja = np.array([cache[j] for j in ja.tolist()])
+        Jb = np.array([cache[j] for j in jb.tolist()])
+        Jrel = _point_jacobians(Ja, pa) - _point_jacobians(Jb, pb)  # (n_c, 3, n_v)
         J_n = np.einsum("ci,civ->cv", n, Jrel)
-        edges, owner = self.edges(n, pair)
-        J_t = np.einsum("ei,eiv->ev", edges, Jrel[owner])
-        mu = self._mu_pair[pair]
-        num_edges = 2 * self._d_pair[pair]
-        return ContactKinematics(phi, pa, pb, n, edges, J_n, J_t, mu, num_edges, pair, ga, gb)
+        edges = self.edges(n)
+        J_t = np.einsum("ei,eiv->ev", edges, Jrel[self._owner])
+        return ContactKinematics(phi, pa, pb, n, edges, J_n, J_t, self._mu, self._num_edges,
+                                 self._pair, ga, gb)
 
-    def edges(self, normal: np.ndarray, pair: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Friction-polytope edges (n_e, 3) and their owning contact (n_e,), vectorized."""
-        d = self._d_pair[pair]
-        ne = 2 * d
-        owner = np.repeat(np.arange(len(pair)), ne)
-        start = np.concatenate(([0], np.cumsum(ne)[:-1])) if len(ne) else np.zeros(0, int)
-        k = np.arange(owner.shape[0]) - np.repeat(start, ne)  # edge index within its contact
-        theta = np.pi * k / np.repeat(d, ne)
+    def edges(self, normal: np.ndarray) -> np.ndarray:
+        """Friction-polytope edges (n_e, 3) of the contacts with normals ``normal`` (n_c, 3)."""
         t1, t2 = _tangent_frames(normal)
-        planar = d == 1
-        if np.any(planar):
-            p = self._planar_pair[pair[planar]]
-            t = np.cross(normal[planar], p)
+        if self._any_planar:
+            t = _cross(normal[self._planar], self._planar_normals)
             tn = np.linalg.norm(t, axis=1, keepdims=True)
             if np.any(tn < 1e-9):
                 raise MultibodyValueError("a planar contact's normal is parallel to its "
                                           "planar_normal: the contact normal must lie in the "
                                           "plane of motion")
-            t1 = t1.copy()
-            t1[planar] = t / tn
-        c = np.cos(theta)[:, None]
-        s = np.sin(theta)[:, None]
-        edges = c * t1[owner] + s * t2[owner]
-        return edges, owner
+            t1[self._planar] = t / tn
+        owner = self._owner
+        return self._cos * t1[owner] + self._sin * t2[owner]
 
     def geometry_name(self, index: int) -> str:
         """Name of collision geometry ``index``."""

@@ -9,6 +9,7 @@ numpy factory :func:`lcs.factory.build_lcs`. See ``docs/lcs-factory.md`` for the
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, Sequence
@@ -103,6 +104,7 @@ class MultibodyPlant:
         self._vector_space = self.n_q == self.n_v and all(k in _VECTOR_SPACE_JOINTS
                                                           for k in kinds)
         self._eye_v = np.eye(self.n_v)
+        self._lower = np.tril_indices(self.n_v, -1)
         self._eye_v.setflags(write=False)
 
     # ------------------------------------------------------------------ constructors
@@ -196,7 +198,10 @@ class MultibodyPlant:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"MJCF file not found: {path}")
-        model, collision, _visual = pin.buildModelsFromMJCF(str(path))
+        parsed = pin.buildModelsFromMJCF(str(path), geometry_types=[pin.GeometryType.COLLISION])
+        # Pinocchio versions differ in whether constraint models come back: pick by type
+        model = next(m for m in parsed if isinstance(m, pin.Model))
+        collision = next(m for m in parsed if isinstance(m, pin.GeometryModel))
         B = cls.actuation_for_joints(model, actuated_joints)
         return cls(model, collision, contact_pairs, actuation=B, name=name or path.stem)
 
@@ -242,7 +247,7 @@ class MultibodyPlant:
             dt = float(dt)
         except (TypeError, ValueError) as e:
             raise MultibodyTypeError(f"dt must be a positive number of seconds, got {dt!r}") from e
-        if not (dt > 0 and np.isfinite(dt)):
+        if not (dt > 0 and math.isfinite(dt)):
             raise MultibodyValueError(f"dt must be a positive time step in [s], got {dt}")
         return dt
 
@@ -336,7 +341,8 @@ class MultibodyPlant:
         pin = _pin()
         model, data = self.model, self._data
         ddq_dq, ddq_dv, Minv = pin.computeABADerivatives(model, data, q, v, self.B @ u)
-        Minv = np.triu(Minv) + np.triu(Minv, 1).T  # Pinocchio may fill only the upper triangle
+        Minv = np.array(Minv)
+        Minv[self._lower] = Minv.T[self._lower]  # Pinocchio may fill only the upper triangle
         a = data.ddq.copy()
         Jf_v = np.array(ddq_dv)
         Jf_u = Minv @ self.B
@@ -349,7 +355,7 @@ class MultibodyPlant:
             q_c = np.zeros(self.n_q)
         else:
             N = pin.tangentMap(model, q)
-            N_plus = np.linalg.pinv(N)
+            N_plus = np.linalg.solve(N.T @ N, N.T)  # left inverse (N has full column rank)
             Jf_q = ddq_dq @ N_plus
             dq = dt * vplus
             q_next = pin.integrate(model, q, dq)
@@ -429,8 +435,8 @@ class MultibodyPlant:
         model_name = self._model_name(contact_model)
         pin = _pin()
         a = pin.aba(self.model, self._data, q, v, self.B @ u).copy()
-        Minv = pin.computeMinverse(self.model, self._data, q)
-        Minv = np.triu(Minv) + np.triu(Minv, 1).T
+        Minv = np.array(pin.computeMinverse(self.model, self._data, q))
+        Minv[self._lower] = Minv.T[self._lower]
         ck = self._contacts.evaluate(self._data, self._geom_data, q)
         v_free = v + dt * a
         nc = ck.n_c
