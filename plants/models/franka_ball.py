@@ -5,9 +5,10 @@ rigid ball (free-flyer) on a table. Two contacts, end effector-ball and ball-tab
 friction directions: with Stewart-Trinkle n_x = 19 (n_q = 10 with the ball quaternion,
 n_v = 9), n_λ = 2·2 + 2·4 = 12, n_u = 3, the paper's dimensions.
 
-State order (Pinocchio's joint order): ``q = [ball position (3), ball quaternion (x, y, z, w),
-ee position (3)]``, ``v = [ball linear velocity (3), ball angular velocity (3) — both in the
-ball frame, Pinocchio's free-flyer convention —, ee velocity (3)]``.
+State order: ``q = [ee position (3), ball position (3), ball quaternion (x, y, z, w)]``,
+``v = [ee velocity (3), ball velocity (3, world frame), ball angular velocity (3, ball
+frame)]``. The ball is a translation joint plus a spherical joint (:func:`.base.add_ball`), not
+a free-flyer, so that its world-frame translation does not couple to its spin.
 
 Input: the end-effector acceleration command ``a`` [m/s²] (world frame). The multibody model
 is force-actuated; the plant maps ``tau = m_ee (a + g e_z)`` (gravity compensated, so with no
@@ -35,11 +36,12 @@ from .base import (
 )
 
 __all__ = ["FrankaBallParams", "FrankaBall", "BALL_RADIUS", "EE_RADIUS", "EE_MASS",
-           "circle_target"]
+           "BALL_MASS", "circle_target"]
 
 BALL_RADIUS = 0.0315
 EE_RADIUS = 0.0195
 EE_MASS = 0.01
+BALL_MASS = 0.132
 GRAVITY = 9.81
 
 
@@ -110,7 +112,7 @@ class FrankaBall(_AccelerationInput, MultibodyModelPlant):
         pairs = [ContactPair("ee", "ball", p.mu, d), ContactPair("ball", "table", p.mu, d)]
         return urdf_plant(asset_path("franka_ball.urdf"), pairs,
                           actuated_joints=["ee_x", "ee_y", "ee_z"], name=self.name,
-                          halfspaces=("table_0",))
+                          halfspaces=("table_0",), balls=(("ball", BALL_RADIUS, BALL_MASS),))
 
     @cached_property
     def defaults(self) -> ControlDefaults:
@@ -126,18 +128,18 @@ class FrankaBall(_AccelerationInput, MultibodyModelPlant):
         r, re = BALL_RADIUS, EE_RADIUS
         ball0 = np.array([0.55, 0.1])
         x0 = np.zeros(19)
-        x0[0:3] = [ball0[0], ball0[1], r]
-        x0[6] = 1.0  # quaternion w (x, y, z, w order)
-        x0[7:10] = [ball0[0], ball0[1], 2 * r + re + 0.005]
+        x0[0:3] = [ball0[0], ball0[1], 2 * r + re + 0.005]
+        x0[3:6] = [ball0[0], ball0[1], r]
+        x0[9] = 1.0  # quaternion w (x, y, z, w order)
         tgt = circle_target(ball0)
         goal = x0.copy()
         goal[0:2] = tgt
-        goal[7:9] = tgt
+        goal[3:5] = tgt
         q = np.zeros(19)
-        q[0:2] = 10000.0
-        q[7:10] = 500.0
-        q[10:16] = 0.1
-        q[16:19] = 10.0
+        q[0:3] = 500.0
+        q[3:5] = 10000.0
+        q[10:13] = 10.0
+        q[13:19] = 0.1
         n_z = 19 + 12 + 3
         U = np.diag([10.0] * 19 + [1.0] * 15)
         inf = np.full(19, np.inf)

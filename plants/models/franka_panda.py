@@ -11,8 +11,10 @@ z = 0 (the robot base plane) are added, with contacts ee_sphere-ball and ball-ta
 d = 2). The link meshes stay in the collision model (for the simulator); the LCS uses only the
 configured pairs.
 
-State: ``q = [panda_joint1..7, (ball position (3), quaternion (x, y, z, w))]``, v alike
-(n_x = 14 without the ball, 27 with it); input: the 7 joint torques [N m].
+State: ``q = [panda_joint1..7, (ball position (3), quaternion (x, y, z, w))]``,
+``v = [joint velocities (7), (ball velocity (3, world), angular velocity (3, ball frame))]``
+(n_x = 14 without the ball, 27 with it; the ball as in :func:`.base.add_ball`); input: the
+7 joint torques [N m].
 """
 
 from __future__ import annotations
@@ -25,14 +27,19 @@ import numpy as np
 
 from ..paper.base import ControlDefaults
 from ..registry import register_plant
-from .base import MultibodyModelPlant, check_contact_model, check_positive, make_params
-from .franka_ball import BALL_RADIUS, EE_RADIUS
+from .base import (
+    MultibodyModelPlant,
+    add_ball,
+    check_contact_model,
+    check_positive,
+    make_params,
+)
+from .franka_ball import BALL_MASS, BALL_RADIUS, EE_RADIUS
 
 __all__ = ["FrankaPandaParams", "FrankaPanda", "PANDA_HOME"]
 
 #: The authors' nominal arm configuration (dairlib ball-rolling ``q_init_franka``) [rad].
 PANDA_HOME = (0.0, 0.36, 0.0, -2.39, 0.0, 2.748, 0.0)
-_BALL_MASS = 0.132
 
 
 @dataclass(frozen=True)
@@ -100,13 +107,7 @@ class FrankaPanda(MultibodyModelPlant):
             "ee_sphere", f.parentJoint, tcp, f.placement, Sphere(p.ee_radius).coal()))
         pairs = []
         if p.with_ball:
-            jid = model.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "ball_free")
-            model.appendBodyToJoint(jid, Sphere(BALL_RADIUS).inertia(_BALL_MASS),
-                                    pin.SE3.Identity())
-            jf = model.addJointFrame(jid, 0)
-            fid = model.addBodyFrame("ball", jid, pin.SE3.Identity(), jf)
-            geom.addGeometryObject(pin.GeometryObject(
-                "ball", jid, fid, pin.SE3.Identity(), Sphere(BALL_RADIUS).coal()))
+            add_ball(model, geom, "ball", BALL_RADIUS, BALL_MASS)
             table = pin.SE3(np.eye(3), np.array([0.0, 0.0, -0.05]))  # half-space z <= 0
             geom.addGeometryObject(pin.GeometryObject(
                 "table", 0, 0, table, coal.Halfspace(np.array([0.0, 0.0, 1.0]), 0.05)))
