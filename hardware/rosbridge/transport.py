@@ -278,6 +278,7 @@ class RosBridgeTransport:
         self._flow_pauses = 0
         self._in_flight = 0
         self._sender: threading.Thread | None = None
+        self._proto: Any = None
 
     # -- connection ---------------------------------------------------------------------
     def connect(self) -> None:
@@ -302,6 +303,11 @@ class RosBridgeTransport:
         f.factor = o.reconnect_factor
         ros.on("ready", self._on_ready)
         ros.on("close", self._on_close)
+        # Ros() starts connecting at once: if the handshake already finished before the
+        # listener above was registered, on_ready fires now (duplicates are ignored).
+        # (A distinct function: roslibpy keys listeners by function, and a one-shot listener
+        # keyed like the permanent one would replace it.)
+        f.on_ready(lambda proto: self._on_ready(proto))
         self._ros = ros
         try:
             ros.run(timeout=o.connect_timeout)
@@ -311,7 +317,10 @@ class RosBridgeTransport:
             raise BridgeConnectionError(f"no rosbridge server answered at {o.url} within "
                                         f"{o.connect_timeout} s", o.url,
                                         o.connect_timeout) from e
-        self._connected.wait(o.connect_timeout)
+        if not self._connected.wait(o.connect_timeout):  # pragma: no cover - defensive
+            self._stop_trying()
+            raise BridgeConnectionError(f"handshake with {o.url} did not complete", o.url,
+                                        o.connect_timeout)
         self._sender = threading.Thread(target=self._send_loop, name="rosbridge-sender",
                                         daemon=True)
         self._sender.start()
@@ -327,6 +336,10 @@ class RosBridgeTransport:
         return self._connected.wait(timeout)
 
     def _on_ready(self, proto: Any) -> None:  # reactor thread
+        with self._cond:
+            if proto is self._proto:
+                return
+            self._proto = proto
         try:
             proto.transport.bufferSize = self.options.write_buffer_bytes
             proto.registerProducer(_FlowControl(self), True)
@@ -344,6 +357,7 @@ class RosBridgeTransport:
         with self._cond:
             was = self._connected.is_set()
             self._connected.clear()
+            self._proto = None
             self._writable = True
             self._in_flight_reset()
             if was:
