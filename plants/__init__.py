@@ -15,6 +15,7 @@ from .errors import PlantError, UnknownPlantError
 from .paper import CartpoleSoftWalls, ControlDefaults, FingerGaiting, PaperLCSPlant, Pivoting
 from .registry import available_plants, load_plant, register_plant
 from .multibody import ContactPair, ModelBuilder, MultibodyPlant
+from .sim import available_scenes, load_scene  # the contact simulator's scenes
 
 __all__ = [
     "load_plant",
@@ -30,4 +31,6 @@ __all__ = [
     "MultibodyPlant",
     "ContactPair",
     "ModelBuilder",
+    "load_scene",
+    "available_scenes",
 ]

@@ -32,3 +32,24 @@ __all__ = [
     "project_cone_r",
     "sap_parameters",
 ]
+
+from .geometry import Box, ContactParams, HalfSpace, Sphere  # noqa: E402
+from .scene import JointSpring, Scene, SceneBuilder  # noqa: E402
+from .scenes import available_scenes, load_scene, register_scene  # noqa: E402
+from .stepper import SCHEMES, Simulator, Trajectory  # noqa: E402
+
+__all__ += [
+    "Box",
+    "ContactParams",
+    "HalfSpace",
+    "Sphere",
+    "JointSpring",
+    "Scene",
+    "SceneBuilder",
+    "available_scenes",
+    "load_scene",
+    "register_scene",
+    "SCHEMES",
+    "Simulator",
+    "Trajectory",
+]

@@ -1,0 +1,339 @@
+"""Collision geometry of a scene and contact detection (broad phase + narrow phase).
+
+Contacts are reported between geometry ``a`` and geometry ``b`` with the normal ``n`` pointing
+**from a towards b**, so that ``v_n = nᵀ(v_b − v_a) > 0`` means separating; ``φ < 0`` means
+overlap. The simulator places the contact point between the two witness points, weighted by
+stiffness (on the surface of the stiffer body; the midpoint for equal stiffness), as Drake does.
+
+* Broad phase: bounding spheres around each geometry (half-spaces: the plane itself), tested for
+  all allowed pairs at once with numpy; a pair is a candidate when the bounding volumes come
+  closer than ``margin``.
+* Narrow phase: closed-form, vectorized sphere–half-space, sphere–sphere and sphere–box
+  (the common cases: corner spheres, balls, walls); every other pair goes to coal's GJK/EPA
+  ``coal.distance`` (signed distance, witness points and normal).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Sphere",
+    "Box",
+    "HalfSpace",
+    "CoalShape",
+    "ContactParams",
+    "Geometry",
+    "Contacts",
+    "ContactDetector",
+    "detect_contacts",
+    "tangent_basis",
+]
+
+
+def _positive(name: str, value: float) -> float:
+    value = float(value)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be finite and > 0, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Sphere:
+    """Sphere of ``radius`` [m] centred at the geometry frame's origin."""
+
+    radius: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "radius", _positive("Sphere.radius", self.radius))
+
+    @property
+    def bounding_radius(self) -> float:
+        return self.radius
+
+    def coal(self) -> Any:
+        import coal
+
+        return coal.Sphere(self.radius)
+
+
+@dataclass(frozen=True)
+class Box:
+    """Box with half extents ``half`` (3,) [m], centred at the geometry frame's origin."""
+
+    half: tuple[float, float, float]
+
+    def __post_init__(self) -> None:
+        h = tuple(_positive("Box.half", x) for x in np.broadcast_to(np.asarray(self.half, float), 3))
+        object.__setattr__(self, "half", h)
+
+    @property
+    def bounding_radius(self) -> float:
+        return float(np.linalg.norm(self.half))
+
+    def coal(self) -> Any:
+        import coal
+
+        return coal.Box(*(2.0 * np.asarray(self.half)))
+
+
+@dataclass(frozen=True)
+class HalfSpace:
+    """The half-space ``z ≤ 0`` of the geometry frame (outward normal = frame's +z)."""
+
+    @property
+    def bounding_radius(self) -> float:
+        return float("inf")
+
+    def coal(self) -> Any:
+        import coal
+
+        return coal.Halfspace(np.array([0.0, 0.0, 1.0]), 0.0)
+
+
+@dataclass(frozen=True)
+class CoalShape:
+    """Any coal collision object (convex hull of a mesh, cylinder, ...), queried with GJK/EPA."""
+
+    shape: Any
+    bounding_radius: float
+
+    def coal(self) -> Any:
+        return self.shape
+
+
+@dataclass(frozen=True)
+class ContactParams:
+    """Per-geometry contact parameters (seed 001 §II).
+
+    Attributes:
+        stiffness: k in [N/m], > 0; ``inf`` = rigid (SAP then regularizes with β, eq. 29).
+        dissipation: τ_d in [s], >= 0.
+        mu: friction coefficient, >= 0.
+
+    Pairs combine as springs in series, k = k_a k_b/(k_a + k_b), with τ_d the stiffness-weighted
+    (k_b τ_a + k_a τ_b)/(k_a + k_b) (the softer side dominates; a rigid side leaves the other's
+    τ_d), and μ = 2 μ_a μ_b/(μ_a + μ_b) (as Drake).
+    """
+
+    stiffness: float = float("inf")
+    dissipation: float = 0.0
+    mu: float = 0.5
+
+    def __post_init__(self) -> None:
+        k, tau, mu = float(self.stiffness), float(self.dissipation), float(self.mu)
+        if np.isnan(k) or k <= 0:
+            raise ValueError(f"stiffness must be > 0 [N/m] (inf = rigid), got {self.stiffness}")
+        if not (np.isfinite(tau) and tau >= 0):
+            raise ValueError(f"dissipation must be a finite time scale >= 0 [s], got {self.dissipation}")
+        if not (np.isfinite(mu) and mu >= 0):
+            raise ValueError(f"mu must be finite and >= 0, got {self.mu}")
+        object.__setattr__(self, "stiffness", k)
+        object.__setattr__(self, "dissipation", tau)
+        object.__setattr__(self, "mu", mu)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """A collision geometry rigidly attached to a Pinocchio joint.
+
+    Attributes:
+        name: unique name.
+        shape: :class:`Sphere`, :class:`Box`, :class:`HalfSpace` or :class:`CoalShape`.
+        joint: Pinocchio joint index (0 = world).
+        rotation: (3, 3) orientation in the joint frame.
+        translation: (3,) position in the joint frame [m].
+        params: contact parameters.
+        group: collision group; pairs of groups listed in the scene's ``excluded_groups`` and
+            geometries on the same tree never collide.
+    """
+
+    name: str
+    shape: Any
+    joint: int
+    rotation: np.ndarray
+    translation: np.ndarray
+    params: ContactParams
+    group: str = "default"
+
+
+@dataclass(frozen=True)
+class Contacts:
+    """Contacts found at one configuration (n_c of them).
+
+    Attributes:
+        phi: (n_c,) signed distances [m].
+        normal: (n_c, 3) unit normals from a to b (world).
+        point_a, point_b: (n_c, 3) witness points on a and on b (world) [m];
+            ``point_b − point_a = φ n``.
+        a, b: (n_c,) geometry indices.
+    """
+
+    phi: np.ndarray
+    normal: np.ndarray
+    point_a: np.ndarray
+    point_b: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+
+    def point(self, weight_a: np.ndarray | float = 0.5) -> np.ndarray:
+        """(n_c, 3) contact points ``w p_a + (1 − w) p_b`` (default: the midpoint)."""
+        w = np.asarray(weight_a, float).reshape(-1, 1) if np.ndim(weight_a) else weight_a
+        return w * self.point_a + (1.0 - w) * self.point_b
+
+    @property
+    def n_c(self) -> int:
+        return int(self.phi.size)
+
+
+def _empty_contacts() -> Contacts:
+    z = np.zeros(0)
+    return Contacts(z, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int), np.zeros(0, int))
+
+
+_KIND = {Sphere: 0, Box: 1, HalfSpace: 2}
+
+
+class ContactDetector:
+    """Broad + narrow phase over a fixed list of geometries and allowed pairs."""
+
+    def __init__(self, geometries: list[Geometry], pairs: np.ndarray, margin: float):
+        import coal
+
+        self.geoms = geometries
+        self.margin = float(margin)
+        kind = np.array([_KIND.get(type(g.shape), 3) for g in geometries])
+        # order each pair so that (kind_a, kind_b) is canonical: halfspace/box/other first, sphere second
+        a, b = pairs[:, 0].copy(), pairs[:, 1].copy()
+        swap = (kind[a] == 0) & (kind[b] != 0)
+        a[swap], b[swap] = b[swap].copy(), a[swap].copy()
+        self.a, self.b = a, b
+        self.kind = kind
+        self.radius = np.array([g.shape.bounding_radius for g in geometries])
+        self.rad = np.array([g.shape.radius if kind[i] == 0 else 0.0 for i, g in enumerate(geometries)])
+        self.half = np.array([g.shape.half if kind[i] == 1 else (0.0, 0.0, 0.0) for i, g in enumerate(geometries)])
+        ka, kb = kind[a], kind[b]
+        self.sel_hs = np.flatnonzero((ka == 2) & (kb == 0))
+        self.sel_ss = np.flatnonzero((ka == 0) & (kb == 0))
+        self.sel_bs = np.flatnonzero((ka == 1) & (kb == 0))
+        special = np.zeros(len(a), bool)
+        special[np.concatenate([self.sel_hs, self.sel_ss, self.sel_bs])] = True
+        self.sel_generic = np.flatnonzero(~special)
+        self.hs_pairs = np.flatnonzero(ka == 2)  # pairs with a half-space (bounding test vs plane)
+        self._coal = [g.shape.coal() for g in geometries] if len(self.sel_generic) else None
+        self._req = coal.DistanceRequest()
+        self._req.enable_signed_distance = True
+
+    def detect(self, R: np.ndarray, p: np.ndarray) -> Contacts:
+        """Contacts at geometry poses ``R`` (n_g, 3, 3), ``p`` (n_g, 3) (world)."""
+        if self.a.size == 0:
+            return _empty_contacts()
+        a, b = self.a, self.b
+        m = self.margin
+        # ---- broad phase (bounding spheres; planes exactly)
+        is_hs = self.kind[a] == 2
+        nrm = R[a, :, 2]
+        d_plane = np.einsum("ij,ij->i", nrm, p[b] - p[a]) - self.radius[b]
+        d_sph = np.linalg.norm(p[b] - p[a], axis=1) - self.radius[a] - self.radius[b]
+        cand = np.where(is_hs, d_plane, np.where(self.kind[b] == 2, np.inf, d_sph)) < m
+        out = []
+        # ---- half-space / sphere
+        s = self.sel_hs[cand[self.sel_hs]]
+        if s.size:
+            n = R[a[s], :, 2]
+            c = p[b[s]]
+            r = self.rad[b[s]]
+            phi = np.einsum("ij,ij->i", n, c - p[a[s]]) - r
+            pb = c - r[:, None] * n
+            pa = pb - phi[:, None] * n
+            out.append((phi, n, pa, pb, a[s], b[s]))
+        # ---- sphere / sphere
+        s = self.sel_ss[cand[self.sel_ss]]
+        if s.size:
+            d = p[b[s]] - p[a[s]]
+            dist = np.linalg.norm(d, axis=1)
+            n = d / np.where(dist > 0, dist, 1.0)[:, None]
+            n[dist == 0] = (0.0, 0.0, 1.0)
+            ra, rb = self.rad[a[s]], self.rad[b[s]]
+            pa = p[a[s]] + ra[:, None] * n
+            pb = p[b[s]] - rb[:, None] * n
+            out.append((dist - ra - rb, n, pa, pb, a[s], b[s]))
+        # ---- box / sphere (closest point in the box frame)
+        s = self.sel_bs[cand[self.sel_bs]]
+        if s.size:
+            Rb = R[a[s]]
+            h = self.half[a[s]]
+            c_l = np.einsum("kji,kj->ki", Rb, p[b[s]] - p[a[s]])  # Rᵀ (c - p_box)
+            q = np.clip(c_l, -h, h)
+            diff = c_l - q
+            dist = np.linalg.norm(diff, axis=1)
+            outside = dist > 0
+            n_l = np.zeros_like(c_l)
+            n_l[outside] = diff[outside] / dist[outside, None]
+            depth = h - np.abs(c_l)
+            ax = np.argmin(depth, axis=1)
+            inside = ~outside
+            rows = np.flatnonzero(inside)
+            sgn = np.where(c_l[rows, ax[rows]] >= 0, 1.0, -1.0)
+            n_l[rows, ax[rows]] = sgn
+            q[rows, ax[rows]] = sgn * h[rows, ax[rows]]
+            signed = np.where(outside, dist, -depth[np.arange(len(s)), ax])
+            r = self.rad[b[s]]
+            n = np.einsum("kij,kj->ki", Rb, n_l)
+            pa = p[a[s]] + np.einsum("kij,kj->ki", Rb, q)
+            pb = p[b[s]] - r[:, None] * n
+            out.append((signed - r, n, pa, pb, a[s], b[s]))
+        # ---- everything else: coal GJK/EPA (one call per candidate pair)
+        s = self.sel_generic[cand[self.sel_generic]]
+        if s.size:
+            import coal
+
+            phi_l, n_l, pa_l, pb_l, keep = [], [], [], [], []
+            for k in s:
+                ia, ib = int(a[k]), int(b[k])
+                res = coal.DistanceResult()
+                d = coal.distance(
+                    self._coal[ia], coal.Transform3s(R[ia], p[ia]),
+                    self._coal[ib], coal.Transform3s(R[ib], p[ib]), self._req, res,
+                )
+                if d >= m:
+                    continue
+                p1, p2 = res.getNearestPoint1(), res.getNearestPoint2()
+                nv = np.asarray(res.normal, float)
+                if not np.isfinite(nv).all() or np.linalg.norm(nv) < 0.5:
+                    dd = p2 - p1
+                    nv = dd / max(np.linalg.norm(dd), 1e-300)
+                phi_l.append(d)
+                n_l.append(nv)
+                pa_l.append(p1)
+                pb_l.append(p2)
+                keep.append(k)
+            if keep:
+                keep = np.array(keep)
+                out.append((np.array(phi_l), np.array(n_l), np.array(pa_l), np.array(pb_l), a[keep], b[keep]))
+        if not out:
+            return _empty_contacts()
+        phi, n, pa, pb, ia, ib = (np.concatenate(x) for x in zip(*out))
+        active = phi < m
+        return Contacts(phi[active], n[active], pa[active], pb[active], ia[active], ib[active])
+
+
+def detect_contacts(detector: ContactDetector, R: np.ndarray, p: np.ndarray) -> Contacts:
+    """Functional alias of :meth:`ContactDetector.detect`."""
+    return detector.detect(R, p)
+
+
+def tangent_basis(n: np.ndarray) -> np.ndarray:
+    """(n_c, 3, 3) contact frames with rows (t1, t2, n): right-handed, normal last."""
+    n = np.asarray(n, float)
+    # pick the world axis least aligned with n to build t1
+    helper = np.zeros_like(n)
+    idx = np.argmin(np.abs(n), axis=1)
+    helper[np.arange(len(n)), idx] = 1.0
+    t1 = np.cross(helper, n)
+    t1 /= np.linalg.norm(t1, axis=1)[:, None]
+    t2 = np.cross(n, t1)
+    return np.stack([t1, t2, n], axis=1)

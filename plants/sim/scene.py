@@ -1,0 +1,431 @@
+"""Scene description: a Pinocchio model of several bodies (free bodies, planar bodies, URDF/MJCF
+robots) with collision geometries, per-geometry contact parameters and joint springs.
+
+``SceneBuilder`` assembles one ``pinocchio.Model`` whose joints form a forest of trees (a free
+body, or a whole robot, is one tree). Robots must be added before free bodies so that each tree
+owns contiguous velocity indices (the block structure :class:`ContactProblem` relies on).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import SceneError
+from .geometry import Box, CoalShape, ContactDetector, ContactParams, Geometry, HalfSpace, Sphere
+
+__all__ = ["SceneBuilder", "Scene", "JointSpring", "example_robot_data_dir"]
+
+
+def _pin():
+    import pinocchio as pin
+
+    return pin
+
+
+@lru_cache(maxsize=1)
+def example_robot_data_dir() -> Path:
+    """``share/example-robot-data`` of the installed example-robot-data (cmeel) package."""
+    try:
+        dist = metadata.distribution("example-robot-data")
+        for f in dist.files or ():
+            parts = Path(str(f)).parts
+            if "example-robot-data" in parts and "share" in parts:
+                i = parts.index("example-robot-data")
+                p = Path(str(dist.locate_file(Path(*parts[: i + 1])))).resolve()
+                if p.is_dir():
+                    return p
+    except metadata.PackageNotFoundError:
+        pass
+    for entry in sys.path:
+        for parent in [Path(entry), *Path(entry).parents]:
+            cand = parent / "share" / "example-robot-data"
+            if cand.is_dir():
+                return cand
+    raise FileNotFoundError("example-robot-data is not installed: pip install example-robot-data")
+
+
+@dataclass(frozen=True)
+class JointSpring:
+    """Linear spring-damper on one scalar dof: f = −stiffness (q − rest) − damping v.
+
+    ``stiffness`` [N/m or N·m/rad] and ``damping`` enter K and D of seed 001 eq. (15).
+    """
+
+    dof: int
+    stiffness: float
+    rest: float = 0.0
+    damping: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.stiffness < 0 or self.damping < 0 or not np.isfinite([self.stiffness, self.damping]).all():
+            raise ValueError("JointSpring stiffness and damping must be finite and >= 0 (K, D ⪰ 0)")
+
+
+def _rot(rotation: Any) -> np.ndarray:
+    R = np.eye(3) if rotation is None else np.asarray(rotation, float).reshape(3, 3)
+    return R
+
+
+def box_inertia(mass: float, half: Sequence[float]) -> np.ndarray:
+    """Rotational inertia (3, 3) of a solid box of half extents ``half``."""
+    a, b, c = (2.0 * np.asarray(half, float)) ** 2
+    return mass / 12.0 * np.diag([b + c, a + c, a + b])
+
+
+def sphere_inertia(mass: float, radius: float) -> np.ndarray:
+    """Rotational inertia (3, 3) of a solid sphere."""
+    return 0.4 * mass * radius**2 * np.eye(3)
+
+
+class SceneBuilder:
+    """Builds a :class:`Scene`.
+
+    Args:
+        gravity: (3,) in [m/s²].
+        margin: contact detection margin [m]: pairs closer than this become (speculative)
+            contacts of the step.
+        excluded_groups: pairs of collision-group names that never collide.
+    """
+
+    def __init__(
+        self,
+        gravity: Sequence[float] = (0.0, 0.0, -9.81),
+        margin: float = 0.01,
+        excluded_groups: Iterable[tuple[str, str]] = (),
+    ):
+        pin = _pin()
+        self.model = pin.Model()
+        self.model.gravity.linear = np.asarray(gravity, float)
+        self.margin = float(margin)
+        if not (np.isfinite(self.margin) and self.margin >= 0):
+            raise ValueError(f"margin must be >= 0 [m], got {margin}")
+        self.excluded = {frozenset(p) for p in excluded_groups}
+        self.geoms: list[Geometry] = []
+        self.q0: list[np.ndarray] = []
+        self.v0: list[np.ndarray] = []
+        self.springs: list[JointSpring] = []
+        self.bodies: dict[str, int] = {}  # name -> joint id of its root joint
+        self._has_free = False
+
+    # ------------------------------------------------------------------ content
+    def add_world_geometry(self, name: str, shape: Any, params: ContactParams, rotation=None, translation=(0, 0, 0), group: str = "world") -> None:
+        """Anchored geometry (ground half-space, walls)."""
+        self._add_geom(name, shape, 0, rotation, translation, params, group)
+
+    def add_ground(self, params: ContactParams, height: float = 0.0, name: str = "ground") -> None:
+        """The half-space z ≤ height."""
+        self.add_world_geometry(name, HalfSpace(), params, translation=(0, 0, height), group="ground")
+
+    def _add_geom(self, name, shape, joint, rotation, translation, params, group):
+        if not isinstance(params, ContactParams):
+            raise TypeError(f"params of geometry {name!r} must be ContactParams, got {type(params).__name__}")
+        if any(g.name == name for g in self.geoms):
+            raise ValueError(f"geometry name {name!r} is already used")
+        self.geoms.append(
+            Geometry(name, shape, int(joint), _rot(rotation), np.asarray(translation, float).reshape(3), params, group)
+        )
+
+    def add_free_body(
+        self,
+        name: str,
+        mass: float,
+        inertia: np.ndarray,
+        geometries: Sequence[tuple],
+        position: Sequence[float] = (0, 0, 0),
+        quaternion: Sequence[float] = (0, 0, 0, 1),
+        velocity: Sequence[float] = (0, 0, 0, 0, 0, 0),
+    ) -> int:
+        """A rigid body on a free-flyer joint (a tree of 6 dofs).
+
+        Args:
+            name: body name.
+            mass: [kg] > 0.
+            inertia: (3, 3) rotational inertia about the centre of mass (body frame).
+            geometries: tuples ``(name, shape, params[, translation[, rotation[, group]]])`` in the
+                body frame; at least one (a body without collision geometry is an error).
+            position, quaternion: initial pose, quaternion (x, y, z, w).
+            velocity: initial (linear, angular) velocity in the body frame (Pinocchio's convention).
+
+        Returns:
+            The Pinocchio joint index.
+        """
+        pin = _pin()
+        mass = float(mass)
+        if not (np.isfinite(mass) and mass > 0):
+            raise ValueError(f"mass of body {name!r} must be > 0 [kg], got {mass}")
+        if not geometries:
+            raise SceneError(f"body {name!r} has no collision geometry")
+        jid = self.model.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), name)
+        self.model.appendBodyToJoint(jid, pin.Inertia(mass, np.zeros(3), np.asarray(inertia, float)), pin.SE3.Identity())
+        self.model.addBodyFrame(name, jid, pin.SE3.Identity(), 0)
+        quat = np.asarray(quaternion, float)
+        quat = quat / np.linalg.norm(quat)
+        self.q0.append(np.concatenate([np.asarray(position, float), quat]))
+        self.v0.append(np.asarray(velocity, float).reshape(6))
+        self._add_body_geoms(name, jid, geometries)
+        self.bodies[name] = jid
+        self._has_free = True
+        return jid
+
+    def add_planar_body(
+        self,
+        name: str,
+        mass: float,
+        inertia_y: float,
+        geometries: Sequence[tuple],
+        x: float = 0.0,
+        z: float = 0.0,
+        angle: float = 0.0,
+        velocity: Sequence[float] = (0, 0, 0),
+    ) -> tuple[int, int, int]:
+        """A body moving in the x-z plane: prismatic x, prismatic z, revolute y (a tree of 3 dofs).
+
+        Returns the joint indices (x, z, angle); the dofs are consecutive.
+        """
+        pin = _pin()
+        if not geometries:
+            raise SceneError(f"body {name!r} has no collision geometry")
+        jx = self.model.addJoint(0, pin.JointModelPX(), pin.SE3.Identity(), name + "_x")
+        self.model.appendBodyToJoint(jx, pin.Inertia.Zero(), pin.SE3.Identity())
+        jz = self.model.addJoint(jx, pin.JointModelPZ(), pin.SE3.Identity(), name + "_z")
+        self.model.appendBodyToJoint(jz, pin.Inertia.Zero(), pin.SE3.Identity())
+        jr = self.model.addJoint(jz, pin.JointModelRY(), pin.SE3.Identity(), name + "_angle")
+        I = np.diag([inertia_y, inertia_y, inertia_y])
+        self.model.appendBodyToJoint(jr, pin.Inertia(float(mass), np.zeros(3), I), pin.SE3.Identity())
+        self.q0.append(np.array([x, z, angle], float))
+        self.v0.append(np.asarray(velocity, float).reshape(3))
+        self._add_body_geoms(name, jr, geometries)
+        self.bodies[name] = jx
+        self._has_free = True
+        return jx, jz, jr
+
+    def _add_body_geoms(self, body, jid, geometries):
+        for g in geometries:
+            gname, shape, params, *rest = g
+            translation = rest[0] if len(rest) > 0 else (0, 0, 0)
+            rotation = rest[1] if len(rest) > 1 else None
+            group = rest[2] if len(rest) > 2 else "default"
+            self._add_geom(f"{body}/{gname}", shape, jid, rotation, translation, params, group)
+
+    def add_urdf(
+        self,
+        path: str | Path,
+        params: ContactParams,
+        q0: Sequence[float] | None = None,
+        collision_links: Sequence[str] | None = None,
+        group: str = "robot",
+        package_dirs: Sequence[str] | None = None,
+    ) -> None:
+        """A fixed-base robot from URDF (or MJCF with a ``.xml`` suffix), with its collision geometry.
+
+        Collision meshes become their convex hulls (signed distances by GJK/EPA).
+
+        Args:
+            path: URDF/MJCF file.
+            params: contact parameters of every robot geometry.
+            q0: initial joint configuration (default: neutral).
+            collision_links: keep only geometries whose name starts with one of these (default: all).
+            group: collision group of the robot geometries.
+            package_dirs: folders for ``package://`` URIs (default: the file's ancestors and the
+                example-robot-data share folder).
+
+        Raises:
+            SceneError: robots added after free bodies, or no collision geometry found.
+        """
+        pin = _pin()
+        if self._has_free:
+            raise SceneError("add robots before free bodies (each tree must own contiguous dofs)")
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(path)
+        if package_dirs is None:
+            package_dirs = [str(p) for p in path.resolve().parents]
+            try:
+                package_dirs.append(str(example_robot_data_dir().parent))
+            except FileNotFoundError:
+                pass
+        if path.suffix == ".xml":
+            robot = pin.buildModelFromMJCF(str(path))
+            gm = pin.buildGeomFromMJCF(robot, str(path), pin.GeometryType.COLLISION)
+        else:
+            robot = pin.buildModelFromUrdf(str(path))
+            gm = pin.buildGeomFromUrdf(robot, str(path), pin.GeometryType.COLLISION, package_dirs=list(package_dirs))
+        offset = self.model.njoints - 1
+        if self.model.njoints > 1:
+            self.model = pin.appendModel(self.model, robot, 0, pin.SE3.Identity())
+        else:
+            g = self.model.gravity.linear.copy()
+            self.model = robot
+            self.model.gravity.linear = g
+        self.q0.append(pin.neutral(robot) if q0 is None else np.asarray(q0, float).reshape(robot.nq))
+        self.v0.append(np.zeros(robot.nv))
+        n_added = 0
+        for go in gm.geometryObjects:
+            if collision_links is not None and not any(go.name.startswith(s) for s in collision_links):
+                continue
+            shape = self._coal_shape(go)
+            if shape is None:
+                continue
+            M = go.placement
+            self._add_geom(go.name, shape, go.parentJoint + offset, M.rotation, M.translation, params, group)
+            n_added += 1
+        if n_added == 0:
+            raise SceneError(
+                f"{path.name}: no collision geometry"
+                + (f" on links {list(collision_links)}" if collision_links else "")
+                + " (a mesh-only visual model cannot make contact)"
+            )
+
+    @staticmethod
+    def _coal_shape(go) -> Any:
+        import coal
+
+        geom = go.geometry
+        if isinstance(geom, coal.Sphere):
+            return Sphere(geom.radius)
+        if isinstance(geom, coal.Box):
+            return Box(tuple(np.asarray(geom.halfSide, float)))
+        if isinstance(geom, coal.BVHModelBase):
+            scale = np.asarray(go.meshScale, float)
+            verts = np.asarray(geom.vertices(), float) * scale if hasattr(geom, "vertices") else None
+            geom.buildConvexRepresentation(False)
+            cvx = geom.convex
+            if verts is None or not len(verts):
+                return None
+            return CoalShape(cvx, float(np.linalg.norm(verts, axis=1).max()))
+        # other primitives (cylinder, capsule): bounding radius from the AABB
+        geom.computeLocalAABB()
+        bb = geom.aabb_local
+        r = float(max(np.linalg.norm(bb.min_), np.linalg.norm(bb.max_)))
+        return CoalShape(geom, r)
+
+    def add_spring(self, spring: JointSpring) -> None:
+        """A spring-damper on a scalar dof (enters K, D of eq. 15)."""
+        self.springs.append(spring)
+
+    # ------------------------------------------------------------------ build
+    def build(self) -> "Scene":
+        """The finished scene (validates trees, geometry and springs)."""
+        if not self.geoms:
+            raise SceneError("the scene has no collision geometry")
+        return Scene(self.model, self.geoms, np.concatenate(self.q0), np.concatenate(self.v0), self.springs, self.margin, self.excluded)
+
+
+class Scene:
+    """A built scene: Pinocchio model + collision geometries + springs (see :class:`SceneBuilder`).
+
+    Attributes:
+        model, data: Pinocchio model and data.
+        geometries: list of :class:`Geometry`.
+        q0, v0: initial state.
+        tree_starts: (n_trees + 1,) velocity offsets of the trees.
+        tree_of_joint: (n_joints,) tree index of each joint (−1 for the world joint 0).
+        K, D, q_rest: (n_v,) diagonal joint stiffness/damping and spring rest positions.
+    """
+
+    def __init__(self, model, geometries, q0, v0, springs, margin, excluded):
+        pin = _pin()
+        self.model = model
+        self.data = model.createData()
+        self.geometries = list(geometries)
+        self.q0 = np.asarray(q0, float)
+        self.v0 = np.asarray(v0, float)
+        if self.q0.shape != (model.nq,) or self.v0.shape != (model.nv,):
+            raise SceneError(f"initial state sizes {self.q0.shape}, {self.v0.shape} != ({model.nq},), ({model.nv},)")
+        parents = np.array(model.parents)
+        root = np.zeros(model.njoints, dtype=np.int64)
+        for j in range(1, model.njoints):
+            root[j] = j if parents[j] == 0 else root[parents[j]]
+        roots = sorted(set(root[1:].tolist()))
+        tree_of_root = {r: i for i, r in enumerate(roots)}
+        self.tree_of_joint = np.array([-1] + [tree_of_root[root[j]] for j in range(1, model.njoints)])
+        dof_tree = np.empty(model.nv, dtype=np.int64)
+        for j in range(1, model.njoints):
+            jm = model.joints[j]
+            dof_tree[jm.idx_v : jm.idx_v + jm.nv] = self.tree_of_joint[j]
+        if (np.diff(dof_tree) < 0).any() or (np.diff(dof_tree) > 1).any():
+            raise SceneError("trees must own contiguous dofs (add robots before free bodies)")
+        self.tree_starts = np.concatenate([[0], np.flatnonzero(np.diff(dof_tree)) + 1, [model.nv]])
+        # springs
+        self.K = np.zeros(model.nv)
+        self.D = np.zeros(model.nv)
+        self.q_rest = np.zeros(model.nv)
+        self.spring_q_index = np.zeros(model.nv, dtype=np.int64)
+        self.has_springs = bool(springs)
+        for s in springs:
+            j = next((j for j in range(1, model.njoints) if model.joints[j].idx_v <= s.dof < model.joints[j].idx_v + model.joints[j].nv), None)
+            if j is None or model.joints[j].nq != 1 or model.joints[j].nv != 1:
+                raise SceneError(f"spring on dof {s.dof}: springs need a scalar (1-dof) joint")
+            self.K[s.dof] += s.stiffness
+            self.D[s.dof] += s.damping
+            self.q_rest[s.dof] = s.rest
+            self.spring_q_index[s.dof] = model.joints[j].idx_q
+        # geometry arrays
+        self.geom_joint = np.array([g.joint for g in geometries], dtype=np.int64)
+        self.geom_R = np.array([g.rotation for g in geometries])
+        self.geom_p = np.array([g.translation for g in geometries])
+        self.geom_k = np.array([g.params.stiffness for g in geometries])
+        self.geom_tau = np.array([g.params.dissipation for g in geometries])
+        self.geom_mu = np.array([g.params.mu for g in geometries])
+        geom_tree = self.tree_of_joint[self.geom_joint]
+        groups = [g.group for g in geometries]
+        n_g = len(geometries)
+        ia, ib = np.triu_indices(n_g, 1)
+        ok = (geom_tree[ia] != geom_tree[ib])  # same tree (or both world): never
+        if excluded:
+            ex = np.array([frozenset((groups[i], groups[j])) in excluded for i, j in zip(ia[ok], ib[ok])])
+            idx = np.flatnonzero(ok)
+            ok[idx[ex]] = False
+        pairs = np.stack([ia[ok], ib[ok]], axis=1)
+        self.detector = ContactDetector(self.geometries, pairs, margin)
+        self.margin = margin
+        self.n_pairs = len(pairs)
+        _ = pin
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_q(self) -> int:
+        return self.model.nq
+
+    @property
+    def n_v(self) -> int:
+        return self.model.nv
+
+    @property
+    def n_trees(self) -> int:
+        return self.tree_starts.size - 1
+
+    # ------------------------------------------------------------------ kinematics helpers
+    def geometry_poses(self, data) -> tuple[np.ndarray, np.ndarray]:
+        """World poses (R (n_g,3,3), p (n_g,3)) of the geometries from ``data.oMi`` (forwardKinematics done)."""
+        n_j = self.model.njoints
+        Rj = np.empty((n_j, 3, 3))
+        pj = np.empty((n_j, 3))
+        for j in range(n_j):
+            M = data.oMi[j]
+            Rj[j] = M.rotation
+            pj[j] = M.translation
+        Rg = Rj[self.geom_joint]
+        return Rg @ self.geom_R, np.einsum("kij,kj->ki", Rg, self.geom_p) + pj[self.geom_joint]
+
+    def spring_forces(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Generalized spring-damper forces (n_v,)."""
+        if not self.has_springs:
+            return np.zeros(self.n_v)
+        return -self.K * (q[self.spring_q_index] - self.q_rest) - self.D * v
+
+    def energy(self, q: np.ndarray, v: np.ndarray) -> float:
+        """Kinetic + gravitational + spring potential energy [J]."""
+        pin = _pin()
+        data = self.data
+        kin = pin.computeKineticEnergy(self.model, data, q, v)
+        pot = pin.computePotentialEnergy(self.model, data, q)
+        spr = 0.5 * float(np.sum(self.K * (q[self.spring_q_index] - self.q_rest) ** 2)) if self.has_springs else 0.0
+        return float(kin + pot + spr)

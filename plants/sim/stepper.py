@@ -1,0 +1,294 @@
+"""Time stepping of a :class:`~plants.sim.scene.Scene`: the two-stage θ-method of seed 001 §III.
+
+Per step (Algorithm 1), from (q₀, v₀) at time t:
+
+1. free motion: solve m(v*) = M(q^θ)(v* − v₀) − δt k(q^θ, v^θ) = 0 (eqs. 7, 13); explicit in v*
+   for θ = 0 (one mass-matrix solve), else by Newton iterations with the SPD approximation
+   A = M + δt² θ θ_vq K + δt θ D of ∂m/∂v (eq. 15);
+2. contact: detect contacts at q₀ (coal + closed forms), build the solver-neutral
+   :class:`ContactProblem` (A, v*, J(q₀), φ₀, k, τ_d, μ, trees) and solve it (SAP by default);
+3. positions: q = q₀ ⊕ δt v^{θ_vq}, v^{θ_vq} = θ_vq v + (1 − θ_vq) v₀ (eq. 12; ⊕ is
+   ``pinocchio.integrate``, exact on the free-flyer Lie group).
+
+The non-contact forces are k = τ(t, q, v) − C(q, v)v − g(q) + spring-dampers, with τ from an
+optional controller (the actuation hook), held constant over the step.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+from ..errors import ContactSolveError
+from .contact_problem import ContactProblem, ContactSolver, ContactSolverResult, make_contact_solver
+from .geometry import tangent_basis
+from .scene import Scene
+
+__all__ = ["SCHEMES", "Simulator", "Trajectory"]
+
+SCHEMES: dict[str, tuple[float, float]] = {
+    "explicit_euler": (0.0, 0.0),
+    "symplectic_euler": (0.0, 1.0),
+    "implicit_euler": (1.0, 1.0),
+    "midpoint": (0.5, 0.5),
+}
+"""θ-method parameters (θ, θ_vq) of seed 001 §III (table after eq. 12)."""
+
+STAT_FIELDS = (
+    "status",
+    "iterations",
+    "line_search_iterations",
+    "n_contacts",
+    "residual",
+    "momentum_error",
+    "cost",
+    "min_phi",
+    "free_motion_iterations",
+    "solve_time",
+    "step_time",
+)
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """A simulated trajectory.
+
+    Attributes:
+        t: (N+1,) times [s].
+        q: (N+1, n_q) configurations.
+        v: (N+1, n_v) generalized velocities.
+        stats: per-step arrays (N,) keyed by :data:`STAT_FIELDS`: solver ``status``, Newton
+            ``iterations``, ``line_search_iterations``, ``n_contacts``, ``residual`` (eq. 26 left
+            side), ``momentum_error`` (eq. 32), ``cost``, ``min_phi`` (smallest signed distance
+            at the step's start [m]), ``free_motion_iterations``, ``solve_time`` and ``step_time`` [s].
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    stats: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.t.size - 1)
+
+
+class Simulator:
+    """Steps a scene with a registered contact solver.
+
+    Args:
+        scene: the :class:`Scene`.
+        solver: a registered solver name ("sap", ...) or a :class:`ContactSolver` instance.
+        dt: time step δt [s] > 0.
+        scheme: one of :data:`SCHEMES` ("symplectic_euler" by default, as Drake's discrete SAP).
+        controller: optional ``controller(t, q, v) -> tau`` returning generalized forces (n_v,)
+            applied during the step (zero on unactuated dofs).
+        solver_options: keyword options for the solver when ``solver`` is a name.
+        free_motion_tol: relative tolerance of the implicit free-motion Newton solve.
+    """
+
+    def __init__(
+        self,
+        scene: Scene,
+        solver: str | ContactSolver = "sap",
+        dt: float = 1e-3,
+        scheme: str = "symplectic_euler",
+        controller: Callable[[float, np.ndarray, np.ndarray], np.ndarray] | None = None,
+        solver_options: dict[str, Any] | None = None,
+        free_motion_tol: float = 1e-12,
+        free_motion_max_iterations: int = 30,
+    ):
+        import pinocchio as pin
+
+        self._pin = pin
+        if not isinstance(scene, Scene):
+            raise TypeError(f"scene must be a Scene, got {type(scene).__name__}")
+        try:
+            dt = float(dt)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"dt must be a float, got {type(dt).__name__}") from err
+        if not (np.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt must be a finite time step > 0 [s], got {dt}")
+        if scheme not in SCHEMES:
+            raise ValueError(f"scheme must be one of {sorted(SCHEMES)}, got {scheme!r}")
+        if controller is not None and not callable(controller):
+            raise TypeError("controller must be callable(t, q, v) -> tau")
+        self.scene = scene
+        self.dt = dt
+        self.scheme = scheme
+        self.theta, self.theta_vq = SCHEMES[scheme]
+        self.solver = make_contact_solver(solver, **(solver_options or {})) if isinstance(solver, str) else solver
+        if not isinstance(self.solver, ContactSolver):
+            raise TypeError(f"solver must be a name or a ContactSolver, got {type(solver).__name__}")
+        self.controller = controller
+        self.free_motion_tol = float(free_motion_tol)
+        self.free_motion_max_iterations = int(free_motion_max_iterations)
+        self.model = scene.model
+        self.data = scene.model.createData()
+        self.set_state(scene.q0, scene.v0, 0.0)
+        self.last_problem: ContactProblem | None = None
+        self.last_result: ContactSolverResult | None = None
+        self._fm_iterations = 0
+
+    # ------------------------------------------------------------------ state
+    def set_state(self, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> None:
+        """Set (q, v, t); ValueError on wrong sizes or non-finite values."""
+        q = np.array(q, dtype=float).reshape(-1)
+        v = np.array(v, dtype=float).reshape(-1)
+        if q.shape != (self.model.nq,):
+            raise ValueError(f"q must have shape ({self.model.nq},), got {q.shape}")
+        if v.shape != (self.model.nv,):
+            raise ValueError(f"v must have shape ({self.model.nv},), got {v.shape}")
+        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+            raise ValueError("state (q, v) contains NaN or Inf")
+        self.q, self.v, self.t = q, v, float(t)
+        self.step_index = 0
+
+    # ------------------------------------------------------------------ dynamics pieces
+    def _mass(self, q: np.ndarray) -> np.ndarray:
+        M = self._pin.crba(self.model, self.data, q)
+        return np.triu(M) + np.triu(M, 1).T
+
+    def _forces(self, q, v, tau) -> np.ndarray:
+        return tau - self._pin.nonLinearEffects(self.model, self.data, q, v) + self.scene.spring_forces(q, v)
+
+    def _actuation(self, t, q, v) -> np.ndarray:
+        if self.controller is None:
+            return np.zeros(self.model.nv)
+        tau = np.asarray(self.controller(t, q.copy(), v.copy()), dtype=float).reshape(-1)
+        if tau.shape != (self.model.nv,) or not np.isfinite(tau).all():
+            raise ValueError(f"controller must return finite generalized forces of shape ({self.model.nv},), got {tau.shape}")
+        return tau
+
+    def free_motion(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(v*, A) of stage 1 (eqs. 13 and 15)."""
+        dt, th, tvq = self.dt, self.theta, self.theta_vq
+        M0 = self._mass(q0)
+        k0 = self._forces(q0, v0, tau)
+        v = v0 + dt * cho_solve(cho_factor(M0), k0)
+        self._fm_iterations = 0
+        if th == 0.0:
+            return v, M0
+        Kd = dt * dt * th * tvq * self.scene.K + dt * th * self.scene.D
+        pin = self._pin
+        for it in range(1, self.free_motion_max_iterations + 1):
+            vq = tvq * v + (1.0 - tvq) * v0
+            q_th = pin.integrate(self.model, q0, th * dt * vq)
+            v_th = th * v + (1.0 - th) * v0
+            M = self._mass(q_th)
+            k = self._forces(q_th, v_th, tau)
+            m = M @ (v - v0) - dt * k
+            A = M + np.diag(Kd)
+            self._fm_iterations = it
+            if np.linalg.norm(m) <= self.free_motion_tol * (np.linalg.norm(M @ v) + dt * np.linalg.norm(k) + 1e-300):
+                return v, A
+            v = v - cho_solve(cho_factor(A), m)
+        return v, A
+
+    def contact_problem(self) -> tuple[ContactProblem, dict[str, Any]]:
+        """The contact problem of the current step (also runs the free motion)."""
+        pin = self._pin
+        q0, v0 = self.q, self.v
+        tau = self._actuation(self.t, q0, v0)
+        v_star, A = self.free_motion(q0, v0, tau)
+        model, data, scene = self.model, self.data, self.scene
+        pin.computeJointJacobians(model, data, q0)  # also forward kinematics at q0
+        Rg, pg = scene.geometry_poses(data)
+        c = scene.detector.detect(Rg, pg)
+        n_c = c.n_c
+        if n_c:
+            ja = scene.geom_joint[c.a]
+            jb = scene.geom_joint[c.b]
+            joints = np.unique(np.concatenate([ja, jb]))
+            Jall = np.zeros((model.njoints, 6, model.nv))
+            for j in joints[joints > 0]:
+                Jall[j] = pin.getJointJacobian(model, data, int(j), pin.ReferenceFrame.WORLD)
+            ka, kb = scene.geom_k[c.a], scene.geom_k[c.b]
+            with np.errstate(invalid="ignore"):
+                w_a = np.where(np.isinf(ka) & np.isinf(kb), 0.5,
+                               np.where(np.isinf(ka), 1.0, np.where(np.isinf(kb), 0.0, ka / (ka + kb))))
+            point = c.point(w_a)  # on the stiffer surface (k_a/(k_a+k_b) weighting)
+            lin = Jall[jb, :3] - Jall[ja, :3]
+            ang = Jall[jb, 3:] - Jall[ja, 3:]
+            # velocity of the material points at p: v_o + ω × p  =>  J_p = J_lin − [p]× J_ang
+            Jrel = lin - np.cross(point[:, None, :], ang.transpose(0, 2, 1)).transpose(0, 2, 1)
+            frames = tangent_basis(c.normal)
+            J = np.einsum("cij,cjk->cik", frames, Jrel).reshape(3 * n_c, model.nv)
+            ta, tb = scene.geom_tau[c.a], scene.geom_tau[c.b]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                k = np.where(np.isinf(ka), kb, np.where(np.isinf(kb), ka, ka * kb / (ka + kb)))
+                tau_d = np.where(
+                    np.isinf(ka) & np.isinf(kb), np.maximum(ta, tb),
+                    np.where(np.isinf(ka), tb, np.where(np.isinf(kb), ta, (kb * ta + ka * tb) / (ka + kb))),
+                )
+                ma, mb = scene.geom_mu[c.a], scene.geom_mu[c.b]
+                mu = np.where(ma + mb > 0, 2 * ma * mb / np.where(ma + mb > 0, ma + mb, 1.0), 0.0)
+            trees = np.stack([scene.tree_of_joint[ja], scene.tree_of_joint[jb]], axis=1)
+        else:
+            J = np.zeros((0, model.nv))
+            k = tau_d = mu = np.zeros(0)
+            trees = np.zeros((0, 2), dtype=np.int64)
+        problem = ContactProblem(
+            A=A, v_star=v_star, J=J, phi0=c.phi, mu=mu, stiffness=k, dissipation=tau_d, dt=self.dt,
+            tree_starts=scene.tree_starts, contact_trees=trees, v0=v0,
+        )
+        return problem, {"contacts": c, "tau": tau}
+
+    # ------------------------------------------------------------------ stepping
+    def step(self) -> ContactSolverResult:
+        """Advance one step; raises :class:`plants.errors.ContactSolveError` if the solver fails
+        (the state is then left unchanged and the error carries the step's problem)."""
+        problem, info = self.contact_problem()
+        result = self.solver.solve(problem)
+        self.last_problem, self.last_result = problem, result
+        self._last_contacts = info["contacts"]
+        if not result.ok:
+            raise ContactSolveError(
+                f"contact solver {result.solver or type(self.solver).__name__} failed at step "
+                f"{self.step_index} (t = {self.t:.6g} s): {result.status.name} {result.message}",
+                problem, result, self.step_index, self.t,
+            )
+        v = result.v
+        vq = self.theta_vq * v + (1.0 - self.theta_vq) * self.v
+        self.q = self._pin.integrate(self.model, self.q, self.dt * vq)
+        self.v = v
+        self.t += self.dt
+        self.step_index += 1
+        return result
+
+    def run(self, duration: float) -> Trajectory:
+        """Simulate ``duration`` seconds (rounded to whole steps) from the current state."""
+        duration = float(duration)
+        if not (np.isfinite(duration) and duration >= 0):
+            raise ValueError(f"duration must be >= 0 [s], got {duration}")
+        n = int(round(duration / self.dt))
+        t = np.empty(n + 1)
+        q = np.empty((n + 1, self.model.nq))
+        v = np.empty((n + 1, self.model.nv))
+        stats = {f: np.zeros(n, dtype=np.int64 if f in ("status", "iterations", "line_search_iterations", "n_contacts", "free_motion_iterations") else float) for f in STAT_FIELDS}
+        t[0], q[0], v[0] = self.t, self.q, self.v
+        for i in range(n):
+            t0 = time.perf_counter()
+            r = self.step()
+            stats["step_time"][i] = time.perf_counter() - t0
+            stats["status"][i] = int(r.status)
+            stats["iterations"][i] = r.iterations
+            stats["line_search_iterations"][i] = r.line_search_iterations
+            c = self._last_contacts
+            stats["n_contacts"][i] = c.n_c
+            stats["min_phi"][i] = c.phi.min() if c.n_c else np.inf
+            stats["residual"][i] = r.residual
+            stats["momentum_error"][i] = r.momentum_error
+            stats["cost"][i] = r.cost
+            stats["solve_time"][i] = r.solve_time
+            stats["free_motion_iterations"][i] = self._fm_iterations
+            t[i + 1], q[i + 1], v[i + 1] = self.t, self.q, self.v
+        return Trajectory(t=t, q=q, v=v, stats=stats)
+
+    def energy(self, traj: Trajectory) -> np.ndarray:
+        """(N+1,) total mechanical energy along ``traj`` [J]."""
+        return np.array([self.scene.energy(qi, vi) for qi, vi in zip(traj.q, traj.v)])
