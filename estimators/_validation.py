@@ -11,7 +11,8 @@ from .errors import EstimatorTypeError, EstimatorValueError
 
 def as_float_array(name: str, value: Any, shape: tuple[int | None, ...] | None = None,
                    finite: bool = True) -> np.ndarray:
-    """``value`` as a float64 array; checks the shape (None = any size on that axis) and finiteness."""
+    """``value`` as a float64 array; checks the shape (None: any size on that axis) and
+    finiteness."""
     if isinstance(value, (str, bytes)) or value is None:
         raise EstimatorTypeError(f"{name} must be an array of numbers, got {type(value).__name__}")
     try:

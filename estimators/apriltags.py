@@ -22,7 +22,8 @@ from .camera import Camera
 from .errors import CalibrationError, EstimatorValueError
 from .transforms import invert_transform, make_transform, rotation_from_rotvec
 
-__all__ = ["refine_tag_corners", "TagDetection", "TagPose", "TagDetector", "tag_corners_in_tag_frame",
+__all__ = ["refine_tag_corners", "TagDetection", "TagPose", "TagDetector",
+           "tag_corners_in_tag_frame",
            "estimate_tag_pose", "calibrate_extrinsics", "ObjectPoseEstimate",
            "estimate_object_pose"]
 
@@ -223,7 +224,8 @@ def _refine_pnp(camera: Camera, obj: np.ndarray, px: np.ndarray, T0: np.ndarray)
 
 
 def calibrate_extrinsics(camera: Camera, image: np.ndarray,
-                         tags_to_world: Mapping[int, np.ndarray], tag_size: float | Mapping[int, float],
+                         tags_to_world: Mapping[int, np.ndarray],
+                         tag_size: float | Mapping[int, float],
                          detector: TagDetector | None = None) -> tuple[np.ndarray, float]:
     """transform_world_to_camera from tags of known world pose seen in ``image``.
 

@@ -97,7 +97,8 @@ class CameraIntrinsics:
 
     @classmethod
     def from_fov(cls, width: int, height: int, horizontal_fov_deg: float) -> "CameraIntrinsics":
-        """Square pixels, principal point at the image centre, the given horizontal field of view."""
+        """Square pixels, principal point at the image centre, the given horizontal field of
+        view [deg]."""
         f = 0.5 * width / np.tan(np.radians(horizontal_fov_deg) / 2)
         K = np.array([[f, 0.0, (width - 1) / 2], [0.0, f, (height - 1) / 2], [0.0, 0.0, 1.0]])
         return cls(K, width, height)

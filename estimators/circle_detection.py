@@ -178,7 +178,8 @@ def refine_circle(channel: np.ndarray, center: np.ndarray, radius: float,
     off = options.edge_width_px / 2 + 1.0  # where the local levels are read, from the crossing
     result = None
     for _ in range(options.refine_iterations):
-        theta, rho, prof, in_img = _sample_profiles(channel, center, radius, half + 2 * off, n_angles,
+        theta, rho, prof, in_img = _sample_profiles(channel, center, radius, half + 2 * off,
+                                                    n_angles,
                                                     step)
         # coarse: mid-level between the profile's ends
         k = max(2, int(round(1.0 / step)))

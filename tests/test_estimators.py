@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from estimators import (BallFilter, BallState, BallStatus, BallTracker, BallTrackerOptions,
                         Camera, CameraIntrinsics, EstimatorError, ball_center_from_outline,
-                        fit_sphere_cone, load_cameras, look_at, make_transform, save_cameras)
+                        fit_sphere_cone, load_cameras, look_at, save_cameras)
 from estimators.synthetic import RenderBall, camera_ring
 from estimators.transforms import (invert_transform, quaternion_from_rotvec,
                                    rotation_angle_between, rotation_from_quaternion,
@@ -88,7 +88,8 @@ def test_camera_yaml_round_trip_and_ros_camera_info(tmp_path):
         "distortion_model: plumb_bob\n"
         "distortion_coefficients: {rows: 1, cols: 5, data: [-0.1, 0.01, 0, 0, 0]}\n"
         "rectification_matrix: {rows: 3, cols: 3, data: [1, 0, 0, 0, 1, 0, 0, 0, 1]}\n"
-        "projection_matrix: {rows: 3, cols: 4, data: [600, 0, 319.5, 0, 0, 600, 239.5, 0, 0, 0, 1, 0]}\n")
+        "projection_matrix: {rows: 3, cols: 4,\n"
+        "  data: [600, 0, 319.5, 0, 0, 600, 239.5, 0, 0, 0, 1, 0]}\n")
     left = load_cameras(ros)["left"]
     assert left.K[0, 0] == 600 and left.intrinsics.distortion[0] == -0.1
     bad = tmp_path / "bad.yaml"

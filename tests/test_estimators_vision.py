@@ -174,7 +174,8 @@ def test_calibrated_cameras_track_the_ball_within_2mm():
         T, _ = calibrate_extrinsics(cam, img, {3: T1, 7: T2}, 0.08)
         cal.append(cam.with_extrinsics(T))
     c = np.array([0.6, -0.05, R])
-    imgs = [render(cam, Scene(table=TABLE, balls=(RenderBall(c, R),)), 1.0, 1) for cam in truth_cams]
+    imgs = [render(cam, Scene(table=TABLE, balls=(RenderBall(c, R),)), 1.0, 1)
+            for cam in truth_cams]
     s = BallTracker(cal, BallTrackerOptions(radius=R), TABLE.corners).step(imgs, 0.0)
     print(f"\nball with calibrated cameras: {np.linalg.norm(s.position - c) * 1e3:.3f} mm")
     assert np.linalg.norm(s.position - c) <= 2e-3
