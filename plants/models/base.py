@@ -190,8 +190,19 @@ class MultibodyModelPlant(ABC):
     @property
     def n_u(self) -> int:
         """Input dimension of the LCS (columns of B)."""
-        S, _ = self._input_map()
-        return int(S.shape[1])
+        return int(self._imap[0].shape[1])
+
+    @cached_property
+    def _imap(self) -> tuple[np.ndarray, np.ndarray, bool]:
+        """``(S, s0, is_identity)`` of :meth:`_input_map`, computed once (read-only)."""
+        S, s0 = self._input_map()
+        S = np.array(S, dtype=float)
+        s0 = np.array(s0, dtype=float)
+        S.setflags(write=False)
+        s0.setflags(write=False)
+        ident = S.shape[0] == S.shape[1] and np.array_equal(S, np.eye(S.shape[0])) \
+            and not s0.any()
+        return S, s0, bool(ident)
 
     @property
     def dt(self) -> float:
@@ -230,7 +241,7 @@ class MultibodyModelPlant(ABC):
 
     def actuation(self, u: Any) -> np.ndarray:
         """The multibody actuation ``tau = S u + s0`` for LCS input ``u``."""
-        S, s0 = self._input_map()
+        S, s0, _ = self._imap
         return S @ self._input(u) + s0
 
     # ------------------------------------------------------------------ validation
@@ -281,16 +292,17 @@ class MultibodyModelPlant(ABC):
         u = self._input(u)
         cm = check_contact_model(self.contact_model if contact_model is None else contact_model)
         dt = self._dt(dt)
-        S, s0 = self._input_map()
-        lcs = self.multibody.lcs(x, S @ u + s0, contact_model=cm, dt=dt, **self._lcs_options())
-        return self._map_input(lcs, S, s0)
+        S, s0, identity = self._imap
+        mb = self.multibody
+        if identity:
+            return mb.lcs(x, u, contact_model=cm, dt=dt, **self._lcs_options())
+        # tau = S u + s0: f = ... + Jf_u tau + d_v = ... + (Jf_u S) u + (d_v + Jf_u s0), so the
+        # factory builds the LCS directly in u (one LCS construction, no post-hoc rewrite)
+        from lcs.factory import build_lcs
 
-    @staticmethod
-    def _map_input(lcs: LCS, S: np.ndarray, s0: np.ndarray) -> LCS:
-        """The LCS in the plant input ``u`` when the multibody input is ``tau = S u + s0``."""
-        if S.shape[0] == S.shape[1] and np.array_equal(S, np.eye(S.shape[0])) and not s0.any():
-            return lcs
-        return lcs.replace(B=lcs.B @ S, d=lcs.d + lcs.B @ s0, H=lcs.H @ S, c=lcs.c + lcs.H @ s0)
+        lin = mb.linearize(x, S @ u + s0, dt=dt)
+        lin = dataclasses.replace(lin, Jf_u=lin.Jf_u @ S, d_v=lin.d_v + lin.Jf_u @ s0)
+        return build_lcs(lin, mb.contact_data(x), cm, dt, check=False, **self._lcs_options())
 
     def forward_dynamics(self, x: Any, u: Any = None) -> np.ndarray:
         """Smooth dynamics without contact: ``xdot = [qdot; vdot]`` (n_x,) at (x, u)."""
