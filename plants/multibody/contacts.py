@@ -174,13 +174,6 @@ class ContactDescription:
     edges: np.ndarray
 
 
-def _transform(M) -> Any:
-    """coal Transform3s of a Pinocchio SE3."""
-    import coal
-
-    return coal.Transform3s(M.rotation, M.translation)
-
-
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise a x b for (n, 3) arrays (explicit: np.cross is slow on small arrays)."""
     out = np.empty(np.broadcast_shapes(a.shape, b.shape))
@@ -203,18 +196,24 @@ def _point_jacobians(J: np.ndarray, p: np.ndarray) -> np.ndarray:
     return out
 
 
-def _tangent_frames(normal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Orthonormal (t1, t2) per row of ``normal`` (n, 3) with (t1, t2, n) right-handed."""
-    n = normal
-    # helper axis: world x unless the normal is close to it, then world y (vectorized choice)
-    use_y = np.abs(n[:, 0]) > 0.9
-    helper = np.zeros_like(n)
-    helper[~use_y, 0] = 1.0
-    helper[use_y, 1] = 1.0
-    t2 = _cross(n, helper)
-    t2 /= np.linalg.norm(t2, axis=1, keepdims=True)
-    t1 = _cross(t2, n)
-    return t1, t2
+def _tangent_frames(normal: np.ndarray) -> np.ndarray:
+    """(n, 2, 3) orthonormal tangents (t1, t2) per unit normal, (t1, t2, n) right-handed.
+
+    Branchless construction of Duff et al., "Building an orthonormal basis, revisited" (JCGT
+    2017), continuous except across n_z = 0 where the sign flips.
+    """
+    nx, ny, nz = normal[:, 0], normal[:, 1], normal[:, 2]
+    s = np.copysign(1.0, nz)
+    a = -1.0 / (s + nz)
+    b = nx * ny * a
+    T = np.empty((normal.shape[0], 2, 3))
+    T[:, 0, 0] = 1.0 + s * nx * nx * a
+    T[:, 0, 1] = s * b
+    T[:, 0, 2] = -s * nx
+    T[:, 1, 0] = b
+    T[:, 1, 1] = s + ny * ny * a
+    T[:, 1, 2] = -ny
+    return T
 
 
 class ContactGeometry:
@@ -283,13 +282,25 @@ class ContactGeometry:
         self._cand_pair = np.array(cand_pair, dtype=int)
         self._all_kept = all(p.num_closest is None for p in pairs)
 
-        # coal objects for the candidate pairs
-        import coal
-
-        self._coal = coal
-        self._request = coal.DistanceRequest()
-        self._result = coal.DistanceResult()
-        self._shapes = [g.geometry for g in geoms]
+        # A private copy of the collision model whose collision pairs are exactly the
+        # candidates, in order: one pin.computeDistances call (a C++ loop) evaluates them all.
+        self._gmodel = collision_model.copy()
+        self._gmodel.removeAllCollisionPairs()
+        for a, b in zip(cand_a, cand_b):
+            self._gmodel.addCollisionPair(pin.CollisionPair(int(a), int(b)))
+        self._gdata = pin.GeometryData(self._gmodel)
+        for req in self._gdata.distanceRequests:
+            req.enable_signed_distance = True
+        # support mask of each joint: which velocity columns move it (WORLD joint Jacobian
+        # = data.J restricted to the joint's support); row 0 (universe) is all zeros
+        nv = model.nv
+        self._support = np.zeros((model.njoints, nv))
+        for j in range(1, model.njoints):
+            for i in model.supports[j]:
+                if i == 0:
+                    continue
+                jm = model.joints[i]
+                self._support[j, jm.idx_v:jm.idx_v + jm.nv] = 1.0
         self._mu_pair = np.array([p.mu for p in pairs], dtype=float)
         self._d_pair = np.array([p.num_friction_directions for p in pairs], dtype=int)
         self._planar_pair = np.array(
@@ -316,15 +327,12 @@ class ContactGeometry:
         theta = np.pi * k / np.repeat(d, ne) if len(ne) else np.zeros(0)
         self._pair = pair
         self._owner = owner
-        self._cos = np.cos(theta)[:, None]
-        self._sin = np.sin(theta)[:, None]
+        self._cs = np.stack([np.cos(theta), np.sin(theta)], axis=1)  # (n_e, 2)
         self._planar = d == 1
         self._any_planar = bool(np.any(self._planar))
         self._planar_normals = self._planar_pair[pair[self._planar]]
         self._mu = self._mu_pair[pair]
         self._num_edges = ne
-        # joints whose WORLD Jacobians may be needed (0 = universe, zero Jacobian)
-        self._zero_J = np.zeros((6, nv))
 
     # ------------------------------------------------------------------ resolution
     def _body_names(self) -> list[str]:
@@ -361,41 +369,33 @@ class ContactGeometry:
         return hits
 
     # ------------------------------------------------------------------ queries
-    def _distances(self, geom_data, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray,
-                                                              np.ndarray, np.ndarray]:
-        """phi, p_a, p_b, n_BA for the candidate pairs ``idx`` (placements already updated)."""
-        coal = self._coal
-        m = len(idx)
+    def _distances(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """phi, p_a, p_b, n_BA for all candidate pairs (geometry placements up to date)."""
+        self._pin.computeDistances(self._gmodel, self._gdata)
+        results = self._gdata.distanceResults
+        m = len(self._cand_a)
         phi = np.empty(m)
-        pa = np.empty((m, 3))
-        pb = np.empty((m, 3))
-        nrm = np.empty((m, 3))
-        oMg = geom_data.oMg
-        req = self._request
-        res = self._result
-        shapes = self._shapes
-        for r, i in enumerate(idx):  # one coal call per candidate pair (unavoidable)
-            a = int(self._cand_a[i])
-            b = int(self._cand_b[i])
-            res.clear()
-            phi[r] = coal.distance(shapes[a], _transform(oMg[a]), shapes[b], _transform(oMg[b]),
-                                   req, res)
-            pa[r] = res.getNearestPoint1()
-            pb[r] = res.getNearestPoint2()
-            nrm[r] = res.normal
+        pts = np.empty((m, 3, 3))  # p_a, p_b, coal normal (a -> b)
+        for r in range(m):  # read back the C++ results (no computation here)
+            res = results[r]
+            phi[r] = res.min_distance
+            pts[r, 0] = res.getNearestPoint1()
+            pts[r, 1] = res.getNearestPoint2()
+            pts[r, 2] = res.normal
+        pa, pb = pts[:, 0], pts[:, 1]
         # coal's normal points from a to b; we use n_BA = -normal. Where coal gives a
         # degenerate normal, fall back to the witness-point direction.
-        n = -nrm
-        norms = np.linalg.norm(n, axis=1)
+        n = -pts[:, 2]
+        norms = np.sqrt(np.einsum("ij,ij->i", n, n))
         bad = ~(norms > 0.5)
-        if np.any(bad):
+        if bad.any():
             diff = pa[bad] - pb[bad]
             dn = np.linalg.norm(diff, axis=1, keepdims=True)
             if np.any(dn < 1e-12):
                 raise MultibodyValueError("coal returned no contact normal for touching "
                                           "geometries; use shapes with a defined normal")
-            n[bad] = diff / dn * np.sign(phi[bad])[:, None].clip(min=-1, max=1)
-            norms = np.linalg.norm(n, axis=1)
+            n[bad] = diff / dn * np.where(phi[bad] < 0, -1.0, 1.0)[:, None]
+            norms = np.sqrt(np.einsum("ij,ij->i", n, n))
         n /= norms[:, None]
         return phi, pa, pb, n
 
@@ -411,34 +411,29 @@ class ContactGeometry:
             keep.append(group[np.sort(order)])
         return np.concatenate(keep)
 
-    def evaluate(self, data, geom_data, q: np.ndarray) -> ContactKinematics:
+    def evaluate(self, data, q: np.ndarray) -> ContactKinematics:
         """Contacts at configuration ``q``.
 
-        Updates ``data`` (forward kinematics, joint Jacobians) and ``geom_data`` placements.
+        Updates ``data`` (forward kinematics, joint Jacobians in ``data.J``).
         """
         pin = self._pin
         model = self.model
         if len(self._cand_a) == 0:
             return self._empty
         pin.computeJointJacobians(model, data, q)  # also runs forward kinematics
-        pin.updateGeometryPlacements(model, data, self.collision_model, geom_data)
-        idx = np.arange(len(self._cand_a))
-        phi, pa, pb, n = self._distances(geom_data, idx)
-        if not self._all_kept:
+        pin.updateGeometryPlacements(model, data, self._gmodel, self._gdata)
+        phi, pa, pb, n = self._distances()
+        if self._all_kept:
+            ga, gb = self._cand_a, self._cand_b
+        else:
             idx = self._select(phi)
             phi, pa, pb, n = phi[idx], pa[idx], pb[idx], n[idx]
-        ga = self._cand_a[idx]
-        gb = self._cand_b[idx]
-        # world Jacobians of the joints involved (6 x n_v each, spatial velocity at origin)
-        ja = self._geom_joint[ga]
-        jb = self._geom_joint[gb]
-        cache: dict[int, np.ndarray] = {}
-        for j in np.concatenate([ja, jb]).tolist():
-            if j not in cache:
-                cache[j] = (pin.getJointJacobian(model, data, j, pin.ReferenceFrame.WORLD)
-                            if j != 0 else self._zero_J)
-        Ja = np.array([cache[j] for j in ja.tolist()])
-        Jb = np.array([cache[j] for j in jb.tolist()])
+            ga, gb = self._cand_a[idx], self._cand_b[idx]
+        # WORLD joint Jacobians (6 x n_v, spatial velocity at the world origin) of the joints
+        # carrying a and b: data.J masked by each joint's support
+        J = data.J
+        Ja = J[None] * self._support[self._geom_joint[ga]][:, None, :]
+        Jb = J[None] * self._support[self._geom_joint[gb]][:, None, :]
         Jrel = _point_jacobians(Ja, pa) - _point_jacobians(Jb, pb)  # (n_c, 3, n_v)
         J_n = np.einsum("ci,civ->cv", n, Jrel)
         edges = self.edges(n)
@@ -448,7 +443,7 @@ class ContactGeometry:
 
     def edges(self, normal: np.ndarray) -> np.ndarray:
         """Friction-polytope edges (n_e, 3) of the contacts with normals ``normal`` (n_c, 3)."""
-        t1, t2 = _tangent_frames(normal)
+        T = _tangent_frames(normal)
         if self._any_planar:
             t = _cross(normal[self._planar], self._planar_normals)
             tn = np.linalg.norm(t, axis=1, keepdims=True)
@@ -456,9 +451,8 @@ class ContactGeometry:
                 raise MultibodyValueError("a planar contact's normal is parallel to its "
                                           "planar_normal: the contact normal must lie in the "
                                           "plane of motion")
-            t1[self._planar] = t / tn
-        owner = self._owner
-        return self._cos * t1[owner] + self._sin * t2[owner]
+            T[self._planar, 0] = t / tn
+        return np.einsum("ek,ekj->ej", self._cs, T[self._owner])
 
     def geometry_name(self, index: int) -> str:
         """Name of collision geometry ``index``."""

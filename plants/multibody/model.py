@@ -80,7 +80,6 @@ class MultibodyPlant:
         self.collision_model = collision_model
         self.name = str(name)
         self._data = model.createData()
-        self._geom_data = pin.GeometryData(collision_model)
         self._contacts = ContactGeometry(model, collision_model, contact_pairs)
         self.contact_pairs: tuple[ContactPair, ...] = self._contacts.pairs
         self.n_q = int(model.nq)
@@ -104,6 +103,15 @@ class MultibodyPlant:
         self._vector_space = self.n_q == self.n_v and all(k in _VECTOR_SPACE_JOINTS
                                                           for k in kinds)
         self._eye_v = np.eye(self.n_v)
+        # For the usual joints (free flyer, planar, spherical, unbounded revolute) the tangent
+        # map has orthogonal columns, so its left inverse is a column scaling; check once.
+        self._orthogonal_tangent_map = True
+        if not self._vector_space:
+            N = pin.tangentMap(model, pin.randomConfiguration(
+                model, -np.ones(self.n_q), np.ones(self.n_q)))
+            G = N.T @ N
+            self._orthogonal_tangent_map = bool(
+                np.abs(G - np.diag(np.diag(G))).max() <= 1e-12 * np.abs(G).max())
         self._lower = np.tril_indices(self.n_v, -1)
         self._eye_v.setflags(write=False)
 
@@ -292,7 +300,7 @@ class MultibodyPlant:
     def contact_kinematics(self, x: Any) -> ContactKinematics:
         """Signed distances, witness points, normals and Jacobians at the state's q."""
         q, _ = self._split(x)
-        return self._contacts.evaluate(self._data, self._geom_data, q)
+        return self._contacts.evaluate(self._data, q)
 
     def contact_descriptions(self, x: Any) -> tuple[ContactDescription, ...]:
         """Per-contact description at ``x``: pair, geometry names, φ, witness points, normal."""
@@ -355,7 +363,10 @@ class MultibodyPlant:
             q_c = np.zeros(self.n_q)
         else:
             N = pin.tangentMap(model, q)
-            N_plus = np.linalg.solve(N.T @ N, N.T)  # left inverse (N has full column rank)
+            if self._orthogonal_tangent_map:  # N^T N diagonal: N+ = diag(N^T N)^-1 N^T
+                N_plus = N.T / np.einsum("ij,ij->j", N, N)[:, None]
+            else:  # left inverse (N has full column rank)
+                N_plus = np.linalg.solve(N.T @ N, N.T)
             Jf_q = ddq_dq @ N_plus
             dq = dt * vplus
             q_next = pin.integrate(model, q, dq)
@@ -394,7 +405,7 @@ class MultibodyPlant:
         dt = self._dt(dt)
         model_name = self._model_name(contact_model)
         lin = self._linearize(q, v, u, dt)
-        ck = self._contacts.evaluate(self._data, self._geom_data, q)
+        ck = self._contacts.evaluate(self._data, q)
         contacts = ContactData(ck.phi, ck.J_n, ck.J_t, ck.mu, ck.num_edges)
         return build_lcs(lin, contacts, model_name, dt, spring_stiffness=spring_stiffness, N=N,
                          check=False)
@@ -437,7 +448,7 @@ class MultibodyPlant:
         a = pin.aba(self.model, self._data, q, v, self.B @ u).copy()
         Minv = np.array(pin.computeMinverse(self.model, self._data, q))
         Minv[self._lower] = Minv.T[self._lower]
-        ck = self._contacts.evaluate(self._data, self._geom_data, q)
+        ck = self._contacts.evaluate(self._data, q)
         v_free = v + dt * a
         nc = ck.n_c
         if nc == 0:
