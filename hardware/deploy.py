@@ -294,9 +294,12 @@ class _Run:
                                     f"{tr.is_connected}); holding and exiting")
                     break
             else:
-                if held:
+                if held:  # resume from the measured pose
                     held = False
                     self.safety.reset(st.position, now)
+                    reset = getattr(self.planner, "reset", None)
+                    if callable(reset):
+                        reset()
                 t_plan = time.perf_counter()
                 target = self.planner.plan(st, ball, now)
                 plan_time = time.perf_counter() - t_plan

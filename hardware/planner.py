@@ -22,7 +22,7 @@ from .errors import HardwareValueError
 from .franka import RobotState
 from .safety import Target
 
-__all__ = ["Planner", "CirclePlannerOptions", "CirclePlanner"]
+__all__ = ["Planner", "ResettablePlanner", "CirclePlannerOptions", "CirclePlanner"]
 
 
 class Planner(Protocol):
@@ -36,6 +36,14 @@ class Planner(Protocol):
             ball: Newest valid ball state (None when the loop runs without a camera).
             t: time.monotonic() [s].
         """
+        ...
+
+
+class ResettablePlanner(Planner, Protocol):
+    """A planner with internal state to forget after a hold (optional for planners)."""
+
+    def reset(self) -> None:
+        """Start over from the measured state at the next :meth:`plan` call."""
         ...
 
 
@@ -96,6 +104,10 @@ class CirclePlanner:
         self._q: np.ndarray | None = None
         self._prev: np.ndarray | None = None
         self._prev_t = 0.0
+
+    def reset(self) -> None:
+        """After a hold: the next target starts at the end effector again and ramps up."""
+        self._prev = None
 
     def target_on_circle(self, position: np.ndarray) -> np.ndarray:
         """(2,) point on the circle ``lead_angle`` ahead of ``position``'s angle [m]."""

@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import collections
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,16 +152,20 @@ class SimulatedFranka:
         self._kr, self._br = imp.rotational_stiffness, imp.rotational_damping
         self.p = np.array(o.initial_position, dtype=float)
         self.v = np.zeros(3)
-        self.R = Rotation.from_quat(o.initial_quaternion)
+        self.R = Rotation.from_quat(o.initial_quaternion).as_matrix()  # (3, 3) EE -> base
         self.w = np.zeros(3)
         self.p_d = self.p.copy()
-        self.R_d = self.R
+        self.R_d = self.R.copy()
         self.f_d = np.zeros(3)
         self.tau_d = np.zeros(3)
         zb = o.table_height + o.ball_radius
         self.ball = np.array([o.ball_initial[0], o.ball_initial[1], zb])
         self.ball_v = np.zeros(3)
         self.f_contact = np.zeros(3)  # force of the ball on the end effector [N]
+        # Skip work that cannot change anything (numpy calls on 3-vectors dominate the step).
+        self._had_contact = False
+        self._rotating = False
+        self._ball_moving = False
         self.t = 0.0  # simulated time [s]
         self.state_paused = False
         self.camera_paused = False
@@ -203,7 +208,10 @@ class SimulatedFranka:
                          f" m from the end effector")
             return
         self.p_d = p
-        self.R_d = Rotation.from_quat(q)
+        R_d = Rotation.from_quat(q).as_matrix()
+        if not np.array_equal(R_d, self.R_d):
+            self.R_d = R_d
+            self._rotating = True
         self.commands.append(CommandRecord(t, p, self.p.copy()))
 
     def _on_wrench(self, msg: dict[str, Any], t: float) -> None:
@@ -214,6 +222,8 @@ class SimulatedFranka:
             self._reject(str(e))
             return
         self.f_d, self.tau_d = force, torque
+        if torque.any():
+            self._rotating = True
         self.wrenches += 1
 
     # -- physics ------------------------------------------------------------------------
@@ -222,28 +232,40 @@ class SimulatedFranka:
         o = self.options
         # Contact between the spherical end effector and the ball.
         d = self.ball - self.p
-        dist = float(np.linalg.norm(d))
-        pen = o.ee_radius + o.ball_radius - dist
-        f_ball = np.zeros(3)
-        if pen > 0 and dist > 1e-9:
+        reach = o.ee_radius + o.ball_radius
+        dist2 = float(d @ d)
+        in_contact = 1e-18 < dist2 < reach * reach
+        if in_contact:
+            dist = math.sqrt(dist2)
             n = d / dist
             closing = float((self.v - self.ball_v) @ n)
-            fn = max(0.0, o.contact_stiffness * pen + o.contact_damping * closing)
-            f_ball = fn * n
-        self.f_contact = -f_ball
+            fn = max(0.0, o.contact_stiffness * (reach - dist) + o.contact_damping * closing)
+            self.f_contact = -fn * n
+        elif self._had_contact:
+            self.f_contact = np.zeros(3)
+        self._had_contact = in_contact
         a = (self._kt * (self.p_d - self.p) - self._bt * self.v
-             + (self.f_d + self.f_contact) / o.ee_mass)
-        e_r = (self.R_d * self.R.inv()).as_rotvec()
-        alpha = self._kr * e_r - self._br * self.w + self.tau_d / o.ee_inertia
-        self.v = self.v + dt * a
-        self.p = self.p + dt * self.v
-        self.w = self.w + dt * alpha
-        self.R = Rotation.from_rotvec(self.w * dt) * self.R
+             + (self.f_d + self.f_contact) * (1.0 / o.ee_mass))
+        self.v += dt * a
+        self.p += dt * self.v
+        if self._rotating:
+            e_r = _log_so3(self.R_d @ self.R.T)
+            alpha = self._kr * e_r - self._br * self.w + self.tau_d / o.ee_inertia
+            self.w = self.w + dt * alpha
+            self.R = _exp_so3(self.w * dt) @ self.R
+            if (max(abs(e_r).max(), abs(self.w).max()) < 1e-10
+                    and not self.tau_d.any()):  # settled: snap to rest, skip until commanded
+                self.R, self.w, self._rotating = self.R_d.copy(), np.zeros(3), False
         # Ball: horizontal rolling (the table takes the vertical force).
-        a_b = np.zeros(3)
-        a_b[:2] = f_ball[:2] / (1.4 * o.ball_mass) - o.rolling_damping * self.ball_v[:2]
-        self.ball_v = self.ball_v + dt * a_b
-        self.ball = self.ball + dt * self.ball_v
+        if in_contact or self._ball_moving:
+            a_b = np.zeros(3)
+            a_b[:2] = (-self.f_contact[:2] / (1.4 * o.ball_mass)
+                       - o.rolling_damping * self.ball_v[:2])
+            self.ball_v += dt * a_b
+            self.ball += dt * self.ball_v
+            self._ball_moving = in_contact or abs(self.ball_v).max() > 1e-9
+            if not self._ball_moving:
+                self.ball_v = np.zeros(3)
         self.t += dt
 
     def advance_to(self, t_target: float) -> None:
@@ -254,19 +276,23 @@ class SimulatedFranka:
 
     # -- publishing ---------------------------------------------------------------------
     def _T(self) -> np.ndarray:
-        return messages.transform_from_pose(self.p, self.R.as_quat())
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = self.R, self.p
+        return T
 
     def publish_state(self, stamp: float) -> None:
         """Publish the robot state (FrankaState or PoseStamped per the options)."""
         f = self.options.franka
         self._seq_state += 1
         if f.state_type == "franka_msgs/FrankaState":
-            Td = messages.transform_from_pose(self.p_d, self.R_d.as_quat())
+            Td = np.eye(4)
+            Td[:3, :3], Td[:3, 3] = self.R_d, self.p_d
             wrench = np.concatenate([self.f_contact, np.zeros(3)])
             msg = messages.franka_state(self._T(), stamp, self._seq_state, T_base_ee_desired=Td,
                                         external_wrench=wrench)
         else:
-            msg = messages.pose_stamped(self.p, self.R.as_quat(), f.base_frame, stamp,
+            msg = messages.pose_stamped(self.p, Rotation.from_matrix(self.R).as_quat(),
+                                        f.base_frame, stamp,
                                         self._seq_state)
         self.server.publish(f.state_topic, msg)
         self.last_state_publish = time.monotonic()
@@ -305,6 +331,34 @@ class SimulatedFranka:
                 if next_cam < now:
                     next_cam = now + 1.0 / o.camera_rate_hz
             await asyncio.sleep(max(0.0, min(next_state, next_cam) - time.monotonic()))
+
+
+def _exp_so3(phi: np.ndarray) -> np.ndarray:
+    """Rotation matrix of the rotation vector ``phi`` (Rodrigues)."""
+    th = math.sqrt(float(phi @ phi))
+    if th < 1e-12:
+        return np.eye(3)
+    k = phi / th
+    Kx = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + math.sin(th) * Kx + (1.0 - math.cos(th)) * (Kx @ Kx)
+
+
+def _log_so3(R: np.ndarray) -> np.ndarray:
+    """Rotation vector of the rotation matrix ``R`` (angle in [0, π])."""
+    c = max(-1.0, min(1.0, 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)))
+    th = math.acos(c)
+    v = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    if th < 1e-9:
+        return 0.5 * v
+    s = math.sin(th)
+    if s > 1e-6:
+        return v * (th / (2.0 * s))
+    # th ≈ π: axis from the diagonal of R = 2 k kᵀ - I
+    k = np.sqrt(np.maximum((np.diag(R) + 1.0) / 2.0, 0.0))
+    i = int(np.argmax(k))
+    k[(i + 1) % 3] = math.copysign(k[(i + 1) % 3], R[i, (i + 1) % 3] + R[(i + 1) % 3, i])
+    k[(i + 2) % 3] = math.copysign(k[(i + 2) % 3], R[i, (i + 2) % 3] + R[(i + 2) % 3, i])
+    return th * k / np.linalg.norm(k)
 
 
 def start_sim_robot(port: int = 0, options: SimRobotOptions | None = None,
