@@ -436,3 +436,18 @@ def test_bad_state_and_input(panda):
         MultibodyPlant(panda.model, panda.collision_model, [], actuation=np.eye(3))
     with pytest.raises(TypeError, match="ContactPair"):
         MultibodyPlant(panda.model, panda.collision_model, [("a", "b", 0.5)])
+
+
+def test_tangent_frames_orthonormal_right_handed_and_stable_on_floors():
+    from plants.multibody.contacts import _tangent_frames
+
+    rng = np.random.default_rng(0)
+    n = rng.normal(size=(200, 3))
+    n[:4] = [[0, 0, 1], [1, 0, 0], [-1, 0, 0], [0, 0.9, 0.1]]
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    T = _tangent_frames(n)
+    R = np.stack([T[:, 0], T[:, 1], n], axis=1)  # rows t1, t2, n
+    np.testing.assert_allclose(R @ R.transpose(0, 2, 1), np.broadcast_to(np.eye(3), R.shape),
+                               atol=1e-14)
+    np.testing.assert_allclose(np.linalg.det(R), 1.0, atol=1e-14)
+    np.testing.assert_allclose(T[0], [[1, 0, 0], [0, 1, 0]], atol=1e-15)  # floor: edge 0 = +x

@@ -199,20 +199,20 @@ def _point_jacobians(J: np.ndarray, p: np.ndarray) -> np.ndarray:
 def _tangent_frames(normal: np.ndarray) -> np.ndarray:
     """(n, 2, 3) orthonormal tangents (t1, t2) per unit normal, (t1, t2, n) right-handed.
 
-    Branchless construction of Duff et al., "Building an orthonormal basis, revisited" (JCGT
-    2017), continuous except across n_z = 0 where the sign flips.
+    ``t2 = normalize(n x h)``, ``t1 = t2 x n`` with the helper axis ``h`` = world x, or world y
+    when ``|n_x| > 0.9``. The frame is continuous except where that choice switches, which
+    avoids the axis-aligned normals of floors and walls (a floor's edge 0 is world +x), so the
+    edge order of such contacts is stable from one linearization to the next.
     """
     nx, ny, nz = normal[:, 0], normal[:, 1], normal[:, 2]
-    s = np.copysign(1.0, nz)
-    a = -1.0 / (s + nz)
-    b = nx * ny * a
+    use_y = np.abs(nx) > 0.9
     T = np.empty((normal.shape[0], 2, 3))
-    T[:, 0, 0] = 1.0 + s * nx * nx * a
-    T[:, 0, 1] = s * b
-    T[:, 0, 2] = -s * nx
-    T[:, 1, 0] = b
-    T[:, 1, 1] = s + ny * ny * a
-    T[:, 1, 2] = -ny
+    t2 = T[:, 1]
+    t2[:, 0] = np.where(use_y, -nz, 0.0)  # n x e_y = (-n_z, 0, n_x); n x e_x = (0, n_z, -n_y)
+    t2[:, 1] = np.where(use_y, 0.0, nz)
+    t2[:, 2] = np.where(use_y, nx, -ny)
+    t2 /= np.sqrt(np.einsum("ij,ij->i", t2, t2))[:, None]
+    T[:, 0] = _cross(t2, normal)
     return T
 
 
