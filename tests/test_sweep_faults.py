@@ -51,7 +51,7 @@ sampler: {name: grid, seed: 3}
 objectives: accumulated_cost
 seeds: 1
 duration: 0.5
-timeout: 8.0
+timeout: 6.0
 """
 
 
@@ -63,7 +63,7 @@ def direct_cost(admm_iter: int) -> float:
 
 
 def test_failing_and_hanging_trials_are_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
-    monkeypatch.setattr(execution, "hard_limit", lambda timeout: timeout + 3.0)
+    monkeypatch.setattr(execution, "hard_limit", lambda timeout: timeout + 1.0)
     path = tmp_path / "faults.yaml"
     path.write_text(STUDY)
     t0 = time.perf_counter()

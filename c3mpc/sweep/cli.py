@@ -29,7 +29,7 @@ def sweep_command(args: argparse.Namespace) -> int:
 
 def _print_summary(s: SweepSummary, metrics: list[str]) -> None:
     resumed = (f", resumed from {s.resumed_from}" if s.resumed_from else "") + (
-        f", {s.zombies} interrupted trial(s) re-queued" if s.zombies else "")
+        f", {s.zombies} trial(s) of a killed run marked interrupted" if s.zombies else "")
     print(f"c3mpc sweep {s.study_name}: {s.counted}/{s.budget} trials ({s.complete} complete, "
           f"{s.failed} failed; {s.ran} run now{resumed}) in {s.elapsed:.1f} s -> {s.out_dir}/")
     for b in s.best:

@@ -18,8 +18,8 @@ Fault handling: a trial that raises or runs out of time comes back as a failed o
 told FAIL with ``user_attrs["error"]``; a future that does not return within the hard limit
 (``1.5 × timeout + 10 s``: code that never reaches a deadline check) is told FAIL and abandoned
 (local workers still running it are killed when the sweep ends); a future whose worker died is
-told FAIL with the executor's error. Ctrl-C marks in-flight trials interrupted (re-queued on the
-next run) and returns; ``trials.csv`` is rewritten after every finished trial.
+told FAIL with the executor's error. Ctrl-C marks in-flight trials interrupted (not counted; a
+grid re-queues their points on the next run) and returns; ``trials.csv`` is rewritten after every finished trial.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import C3ValueError
-from .storage import (INTERRUPTED_ERROR, RunFolder, counted_trials, is_interrupted, open_study,
-                      recover_interrupted, write_trials_csv)
+from .storage import (RunFolder, counted_trials, enqueue_grid, is_interrupted, mark_interrupted,
+                      open_study, recover_interrupted, write_trials_csv)
 from .study import Study
 from .worker import TrialOutcome, TrialSpec, evaluate_trial
 
@@ -60,10 +60,10 @@ class SweepSummary:
         counted: trials counted against the budget after this run (complete + failed).
         complete: trials that completed.
         failed: trials that failed (raised / timed out), interruptions excluded.
-        interrupted: trials cut off by a stopped driver (this or an earlier run).
+        interrupted: trials cut off by a stopped driver (this or an earlier run; not counted).
         ran: trials finished by this call.
         resumed_from: counted trials found in the folder at the start.
-        zombies: RUNNING trials of a killed earlier run marked failed at the start.
+        zombies: RUNNING trials of a killed earlier run marked interrupted at the start.
         stopped_by_user: Ctrl-C ended the run early.
         best: best trials (one, or the Pareto front): ``{number, values, params}`` each.
         elapsed: wall time [s].
@@ -260,7 +260,8 @@ def run_sweep(study: Study, out: str | Path, *, trials: int | None = None,
         ostudy, storage = open_study(study, folder)
         if Path(study.source).is_file() and not folder.study_copy.exists():
             shutil.copyfile(study.source, folder.study_copy)
-        zombies, _ = recover_interrupted(ostudy, storage)
+        zombies = recover_interrupted(ostudy, storage)
+        enqueue_grid(ostudy, study)
         resumed_from = counted_trials(ostudy)
         write_trials_csv(ostudy, folder.trials_csv, study.metrics)
         bar = _Progress(study, stream, progress)
@@ -333,12 +334,8 @@ def _drive(study: Study, ostudy: Any, storage: Any, folder: RunFolder, bar: _Pro
                                                     else "done"))
     except KeyboardInterrupt:
         stopped = True
-        from optuna.trial import TrialState
-
         for run in inflight.values():
-            storage.set_trial_user_attr(run.trial._trial_id, "interrupted", True)
-            storage.set_trial_user_attr(run.trial._trial_id, "error", INTERRUPTED_ERROR)
-            storage.set_trial_state_values(run.trial._trial_id, TrialState.FAIL)
+            mark_interrupted(storage, run.trial._trial_id)
         write_trials_csv(ostudy, folder.trials_csv, study.metrics)
     finally:
         bar.close()

@@ -114,7 +114,7 @@ def write_report(run_dir: str | Path) -> Report:
 
     lines = [f"# Sweep `{ostudy.study_name}`", "",
              f"{len(complete)} complete, {len(failed)} failed, {len(interrupted)} interrupted "
-             f"(re-queued) trials. Objectives: " + ", ".join(
+             f"(not counted) trials. Objectives: " + ", ".join(
                  f"{m} ({d.name.lower()})" for m, d in zip(metrics, ostudy.directions)) + ".", "",
              "## Best trials" + (" (Pareto front marked *)" if multi else ""), "", table, ""]
     if failed:

@@ -15,9 +15,13 @@ Recovery on (re)start:
 * a stale journal lock file left by a killed writer is removed (we hold the folder lock, so no
   other writer exists);
 * trials still RUNNING are zombies of a killed driver: they are marked FAIL with
-  ``user_attrs["interrupted"] = True`` and an error message, are not counted against the trial
-  budget, and their parameters are enqueued again (``user_attrs["retry_of"]``) so that a grid
-  loses no point.
+  ``user_attrs["interrupted"] = True`` and an error message and are not counted against the
+  trial budget (the sampler proposes the remaining trials);
+* for the grid sampler every grid point is an enqueued trial (``Study.enqueue_trial``, in a
+  seeded random order): at every start, each point not held by a COMPLETE, FAILED (not
+  interrupted) or waiting trial is enqueued (again), so a kill loses no point and runs none
+  twice. An enqueued trial keeps its whole point in ``system_attrs["fixed_params"]`` from the
+  moment it exists, even if the driver dies halfway through ``ask``.
 """
 
 from __future__ import annotations
@@ -34,10 +38,11 @@ from ..errors import C3ValueError
 from .study import Study
 
 __all__ = ["RunFolder", "SweepLockedError", "open_study", "recover_interrupted",
-           "counted_trials", "write_trials_csv", "is_interrupted", "INTERRUPTED_ERROR"]
+           "enqueue_grid", "counted_trials", "write_trials_csv", "is_interrupted",
+           "INTERRUPTED_ERROR"]
 
-INTERRUPTED_ERROR = ("interrupted: the sweep process stopped before this trial finished; it was "
-                     "re-queued and does not count against the budget")
+INTERRUPTED_ERROR = ("interrupted: the sweep process stopped before this trial finished; it does "
+                     "not count against the budget")
 
 
 class SweepLockedError(C3ValueError):
@@ -116,9 +121,6 @@ def _repair_journal(path: Path) -> None:
         if data.endswith(b"\n"):
             return
         f.truncate(data.rfind(b"\n") + 1)
-    stale = Path(str(path) + ".lock")
-    if stale.exists():
-        stale.unlink()
 
 
 def open_study(study: Study, folder: RunFolder) -> tuple[Any, Any]:
@@ -174,30 +176,50 @@ def counted_trials(ostudy: Any) -> int:
                or (t.state == TrialState.FAIL and not is_interrupted(t)))
 
 
-def recover_interrupted(ostudy: Any, storage: Any) -> tuple[int, int]:
-    """Mark zombie RUNNING trials failed and re-queue every interrupted trial not yet re-queued.
-
-    Returns:
-        ``(zombies_marked, trials_requeued)``.
-    """
+def recover_interrupted(ostudy: Any, storage: Any) -> int:
+    """Mark the zombie RUNNING trials of a killed driver FAIL + interrupted; return how many."""
     from optuna.trial import TrialState
 
-    trials = ostudy.get_trials(deepcopy=False)
     zombies = 0
-    for t in trials:
-        if t.state == TrialState.RUNNING:
-            storage.set_trial_user_attr(t._trial_id, "interrupted", True)
-            storage.set_trial_user_attr(t._trial_id, "error", INTERRUPTED_ERROR)
-            storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-            zombies += 1
-    trials = ostudy.get_trials(deepcopy=False)
-    requeued = {t.user_attrs.get("retry_of") for t in trials}
+    for t in ostudy.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        mark_interrupted(storage, t._trial_id)
+        zombies += 1
+    return zombies
+
+
+def mark_interrupted(storage: Any, trial_id: int) -> None:
+    """Record a trial as FAIL, interrupted (not counted against the budget)."""
+    from optuna.trial import TrialState
+
+    storage.set_trial_user_attr(trial_id, "interrupted", True)
+    storage.set_trial_user_attr(trial_id, "error", INTERRUPTED_ERROR)
+    storage.set_trial_state_values(trial_id, TrialState.FAIL)
+
+
+def enqueue_grid(ostudy: Any, study: Study) -> int:
+    """Enqueue every grid point not yet held by a trial (grid sampler only); return how many."""
+    import itertools
+
+    import numpy as np
+    from optuna.trial import TrialState
+
+    if study.sampler.name != "grid":
+        return 0
+    names = [p.name for p in study.search_space]
+    points = list(itertools.product(*(p.grid_values() for p in study.search_space)))
+    order = np.random.default_rng(study.sampler.seed).permutation(len(points))
+    held = set()
+    for t in ostudy.get_trials(deepcopy=False):
+        if t.state == TrialState.FAIL and is_interrupted(t):
+            continue
+        params = t.system_attrs.get("fixed_params") or t.params
+        held.add(tuple(params.get(n) for n in names))
     n = 0
-    for t in trials:
-        if is_interrupted(t) and t.number not in requeued and t.params:
-            ostudy.enqueue_trial(dict(t.params), user_attrs={"retry_of": t.number})
+    for i in order:
+        if points[i] not in held:
+            ostudy.enqueue_trial(dict(zip(names, points[i])), user_attrs={"grid_point": int(i)})
             n += 1
-    return zombies, n
+    return n
 
 
 def _rows(ostudy: Any, metrics: list[str]) -> Iterator[dict[str, Any]]:
@@ -214,7 +236,6 @@ def _rows(ostudy: Any, metrics: list[str]) -> Iterator[dict[str, Any]]:
         ua = t.user_attrs
         row["error"] = ua.get("error", "")
         row["interrupted"] = bool(ua.get("interrupted", False))
-        row["retry_of"] = ua.get("retry_of", "")
         row["wall_time_s"] = (f"{ua['wall_time']:.3f}" if "wall_time" in ua else "")
         row["metrics"] = json.dumps(ua.get("metrics", {}), sort_keys=True)
         row["worker"] = ua.get("worker", "")
@@ -225,7 +246,7 @@ def write_trials_csv(ostudy: Any, path: Path, metrics: list[str]) -> int:
     """Rewrite ``path`` atomically (temp file + ``os.replace``): one row per finished trial.
 
     Columns: number, state, value_<metric> per objective, param_<name> per parameter, error,
-    interrupted, retry_of, wall_time_s, metrics (JSON of every metric), worker.
+    interrupted, wall_time_s, metrics (JSON of every metric), worker.
 
     Returns:
         The number of rows written.

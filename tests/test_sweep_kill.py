@@ -1,0 +1,108 @@
+"""SIGKILL mid-sweep loses no finished trial; re-running the command resumes (issue 9).
+
+The sweep runs as its own process (``python -m c3mpc.cli sweep``, local pool of 2 workers) in a
+new session; once some trials have finished the whole session is SIGKILLed (driver and pool
+workers, as a killed job would be). The same command is then run again to completion.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from optuna.trial import TrialState
+
+from c3mpc.sweep.report import load_run
+
+STUDY = """\
+name: kill-resume
+task: cartpole-softwalls
+options: {projection: lcp}
+search_space:
+  admm_iter: {low: 2, high: 6}
+  G_scale: [0.5, 2.0]
+sampler: grid
+objectives:
+  - accumulated_cost
+  - success_rate
+seeds: 1
+duration: 1.0
+start_perturbation: 0.1
+timeout: 60
+"""
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def key(row: dict[str, str]) -> tuple[str, ...]:
+    return (row["number"], row["state"], row["value_accumulated_cost"],
+            row["value_success_rate"], row["param_admm_iter"], row["param_G_scale"])
+
+
+def test_sigkill_then_rerun_keeps_every_finished_trial(tmp_path):
+    study = tmp_path / "study.yaml"
+    study.write_text(STUDY)
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "c3mpc.cli", "sweep", str(study), "--out", str(out),
+           "--workers", "2", "--quiet"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(read_rows(out / "trials.csv")) < 3:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no trial finished in 120 s"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the session we started: driver + pool workers
+        proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL
+
+    before = read_rows(out / "trials.csv")
+    ostudy, _ = load_run(out)
+    stored = ostudy.get_trials(deepcopy=False)
+    finished_before = {t.number for t in stored if t.state.is_finished()}
+    zombies = {t.number: dict(t.params) for t in stored if t.state == TrialState.RUNNING}
+    assert {int(r["number"]) for r in before} <= finished_before  # csv never ahead of storage
+    assert len(before) < 10
+
+    rerun = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    after = read_rows(out / "trials.csv")
+
+    # nothing finished before the kill is lost or changed; nothing is duplicated
+    after_by_number = {r["number"]: r for r in after}
+    assert len(after_by_number) == len(after)
+    for r in before:
+        assert key(after_by_number[r["number"]]) == key(r)
+    ostudy, _ = load_run(out)
+    stored = ostudy.get_trials(deepcopy=False)
+    assert len(stored) == len(after) and all(t.state.is_finished() for t in stored)
+    assert finished_before <= {t.number for t in stored}
+    # the budget counts finished trials; the killed run's RUNNING trials are failed as
+    # interrupted and not counted; every grid point ran exactly once to completion
+    assert {r["number"] for r in after if r["interrupted"] == "True"} == \
+        {str(n) for n in zombies}
+    complete = [r for r in after if r["state"] == "COMPLETE"]
+    assert len(complete) == 10 == len(after) - len(zombies)
+    assert sorted((int(r["param_admm_iter"]), float(r["param_G_scale"])) for r in complete) == \
+        sorted((s, g) for s in range(2, 7) for g in (0.5, 2.0))
+    n_before = sum(r["state"] == "COMPLETE" for r in before)
+    assert f"resumed from {n_before}" in rerun.stdout
+    assert f"{len(zombies)} trial(s) of a killed run marked interrupted" in rerun.stdout or \
+        not zombies
+    # the report of the resumed study is written at the end
+    report = (out / "report" / "results.md").read_text()
+    assert f"10 complete, 0 failed, {len(zombies)} interrupted" in report
+    assert (out / "report" / "pareto.png").exists()
