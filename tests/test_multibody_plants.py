@@ -227,6 +227,7 @@ def test_franka_panda_locates_example_robot_data_and_adds_the_sphere(plants):
     ("franka-ball", {"num_friction_directions": 1}, "num_friction_directions"),
     ("franka-balls-3", {"mu": float("nan")}, "mu"),
     ("franka-panda", {"finger_opening": 0.1}, "finger_opening"),
+    ("franka-balls-2", {"ee_mass": 0.0}, "ee_mass"),
     ("franka-panda", {"with_ball": 1}, "with_ball"),
 ])
 def test_bad_parameters_are_rejected(name, params, match):

@@ -61,8 +61,8 @@ def add_ball(model: Any, geom: Any, name: str, radius: float, mass: float) -> No
 
 
 def urdf_plant(path: Any, contact_pairs: Any, *, actuated_joints: Any, name: str,
-               halfspaces: tuple[str, ...] = (), balls: tuple[tuple[str, float, float], ...] = ()
-               ) -> Any:
+               halfspaces: tuple[str, ...] = (), balls: tuple[tuple[str, float, float], ...] = (),
+               sphere_masses: dict[str, tuple[float, float]] | None = None) -> Any:
     """A :class:`plants.multibody.MultibodyPlant` from a URDF, with some boxes made half-spaces.
 
     URDF has no half-space shape, so grounds and tables are written as thin boxes; each
@@ -71,7 +71,9 @@ def urdf_plant(path: Any, contact_pairs: Any, *, actuated_joints: Any, name: str
     shape, this makes the distance query exact: coal's box-box GJK/EPA returned a signed
     distance of -1.61 m for a cube touching the platform along an edge at 0.784 rad (true
     value 8e-7 m); box-half-space and sphere-half-space distances are closed-form.
-    ``balls`` lists ``(name, radius, mass)`` of balls appended with :func:`add_ball`.
+    ``balls`` lists ``(name, radius, mass)`` of balls appended with :func:`add_ball`;
+    ``sphere_masses`` maps a joint name to ``(mass, radius)``: that joint's body becomes a solid
+    sphere of this mass (a parameter overriding the URDF's inertia).
     """
     import coal
     import pinocchio as pin
@@ -91,6 +93,11 @@ def urdf_plant(path: Any, contact_pairs: Any, *, actuated_joints: Any, name: str
             raise ValueError(f"{path}: geometry {gname!r} must be a box, got "
                              f"{type(box).__name__}")
         obj.geometry = coal.Halfspace(np.array([0.0, 0.0, 1.0]), float(box.halfSide[2]))
+    for joint, (mass, radius) in (sphere_masses or {}).items():
+        if not model.existJointName(joint):
+            raise ValueError(f"{path}: no joint {joint!r} to set the mass of")
+        model.inertias[model.getJointId(joint)] = pin.Inertia.FromSphere(float(mass),
+                                                                         float(radius))
     for ball in balls:
         add_ball(model, geom, *ball)
     B = MultibodyPlant.actuation_for_joints(model, actuated_joints)

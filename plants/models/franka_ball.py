@@ -12,8 +12,16 @@ a free-flyer, so that its world-frame translation does not couple to its spin.
 
 Input: the end-effector acceleration command ``a`` [m/s²] (world frame). The multibody model
 is force-actuated; the plant maps ``tau = m_ee (a + g e_z)`` (gravity compensated, so with no
-contact the end effector accelerates at exactly ``a``) and the LCS is expressed in ``a``
-(``B ← B m_ee``, ``d ← d + B m_ee g e_z``; same for ``H``, ``c``).
+contact the end effector accelerates at exactly ``a``) and the factory builds the LCS in ``a``
+(``J_{f,u} ← J_{f,u} m_ee``, ``d_v ← d_v + J_{f,u} m_ee g e_z``).
+
+End-effector mass ``m_ee`` (parameter ``ee_mass``, default 1 kg): the paper's model controls the
+end-effector acceleration, i.e. contact forces barely deflect it; we give it 1 kg, about the
+smallest apparent translational inertia of the Panda at :data:`.franka_panda.PANDA_HOME`
+(eigenvalues of (J M⁻¹ Jᵀ)⁻¹ at the hand TCP: 0.96, 2.3, 10.3 kg). The authors' simplified
+URDF has a 0.01 kg finger (with force inputs); with that mass the contact forces are 100 times
+more effective than here and C3 at the paper's settings (s = 2) plans with them as virtual
+inputs, so the end effector drifts away in closed loop.
 """
 
 from __future__ import annotations
@@ -40,9 +48,8 @@ __all__ = ["FrankaBallParams", "FrankaBall", "BALL_RADIUS", "EE_RADIUS", "EE_MAS
 
 BALL_RADIUS = 0.0315
 EE_RADIUS = 0.0195
-EE_MASS = 0.01
+EE_MASS = 1.0
 BALL_MASS = 0.132
-GRAVITY = 9.81
 
 
 def circle_target(ball_xy: Any, center: tuple[float, float] = (0.55, 0.0),
@@ -66,15 +73,17 @@ class FrankaBallParams:
         num_friction_directions: d (authors: 2).
         dt: LCS time step [s] (paper: Δt = 0.1).
         contact_model: default contact model.
+        ee_mass: end-effector mass [kg] (module docstring).
     """
 
     mu: float = 1.0
     num_friction_directions: int = 2
     dt: float = 0.1
     contact_model: str = "stewart_trinkle"
+    ee_mass: float = EE_MASS
 
     def __post_init__(self) -> None:
-        check_positive(self, "dt")
+        check_positive(self, "dt", "ee_mass")
         if not (np.isfinite(self.mu) and self.mu >= 0):
             raise ValueError(f"mu must be finite and >= 0, got {self.mu!r}")
         d = self.num_friction_directions
@@ -88,10 +97,10 @@ class _AccelerationInput:
     """Mixin: the LCS input is the end-effector acceleration (see module docstring)."""
 
     def _input_map(self) -> tuple[np.ndarray, np.ndarray]:
-        n = int(self.multibody.n_u)
-        S = EE_MASS * np.eye(n)
-        s0 = np.zeros(n)
-        s0[2] = EE_MASS * GRAVITY
+        m = float(self.params.ee_mass)
+        g = -float(self.multibody.model.gravity.linear[2])
+        S = m * np.eye(3)
+        s0 = np.array([0.0, 0.0, m * g])
         return S, s0
 
 
@@ -112,7 +121,8 @@ class FrankaBall(_AccelerationInput, MultibodyModelPlant):
         pairs = [ContactPair("ee", "ball", p.mu, d), ContactPair("ball", "table", p.mu, d)]
         return urdf_plant(asset_path("franka_ball.urdf"), pairs,
                           actuated_joints=["ee_x", "ee_y", "ee_z"], name=self.name,
-                          halfspaces=("table_0",), balls=(("ball", BALL_RADIUS, BALL_MASS),))
+                          halfspaces=("table_0",), balls=(("ball", BALL_RADIUS, BALL_MASS),),
+                          sphere_masses={"ee_z": (p.ee_mass, EE_RADIUS)})
 
     @cached_property
     def defaults(self) -> ControlDefaults:

@@ -30,8 +30,14 @@ import numpy as np
 from ..paper.base import ControlDefaults
 from ..registry import register_plant
 from ._assets import asset_path
-from .base import MultibodyModelPlant, check_contact_model, check_positive, make_params
-from .franka_ball import BALL_RADIUS, EE_RADIUS, _AccelerationInput
+from .base import (
+    MultibodyModelPlant,
+    check_contact_model,
+    check_positive,
+    make_params,
+    urdf_plant,
+)
+from .franka_ball import BALL_RADIUS, EE_MASS, EE_RADIUS, _AccelerationInput
 
 __all__ = ["FrankaBallsParams", "FrankaBalls", "FrankaBalls2", "FrankaBalls3"]
 
@@ -46,15 +52,17 @@ class FrankaBallsParams:
         contact_model: default contact model (2 balls: "stewart_trinkle", 3 balls: "anitescu",
             the models whose n_λ the paper reports).
         dy: desired translation of every ball along +y [m] per target update (§VII-B's d_y).
+        ee_mass: end-effector mass [kg] (see :mod:`.franka_ball`).
     """
 
     mu: float = 1.0
     dt: float = 0.1
     contact_model: str = "stewart_trinkle"
     dy: float = 0.1
+    ee_mass: float = EE_MASS
 
     def __post_init__(self) -> None:
-        check_positive(self, "dt")
+        check_positive(self, "dt", "ee_mass")
         if not (np.isfinite(self.mu) and self.mu >= 0):
             raise ValueError(f"mu must be finite and >= 0, got {self.mu!r}")
         if not np.isfinite(self.dy):
@@ -74,15 +82,15 @@ class FrankaBalls(_AccelerationInput, MultibodyModelPlant):
         super().__init__(make_params(FrankaBallsParams, self.name, params))
 
     def _build_multibody(self) -> Any:
-        from ..multibody import ContactPair, MultibodyPlant
+        from ..multibody import ContactPair
 
         k, mu = self.num_balls, self.params.mu
         balls = [f"ball{i}" for i in range(1, k + 1)]
         pairs = [ContactPair("ee", b, mu, 2) for b in balls]
         pairs += [ContactPair(a, b, mu, 2) for a, b in combinations(balls, 2)]
-        return MultibodyPlant.from_urdf(str(asset_path(f"franka_balls_{k}.urdf")), pairs,
-                                        actuated_joints=["ee_x", "ee_y", "ee_z"],
-                                        name=self.name)
+        return urdf_plant(asset_path(f"franka_balls_{k}.urdf"), pairs,
+                          actuated_joints=["ee_x", "ee_y", "ee_z"], name=self.name,
+                          sphere_masses={"ee_z": (self.params.ee_mass, EE_RADIUS)})
 
     @cached_property
     def defaults(self) -> ControlDefaults:
