@@ -119,8 +119,8 @@ def test_cartpole_urdf_lcs_agrees_with_the_paper_lcs(plants):
     """The factory's LCS of the URDF cart-pole vs the paper's analytic cart-pole LCS at the
     upright (x* = 0, u* = 0), where the models coincide.
 
-    Conventions: same state order [x, θ, ẋ, θ̇] and sign (tip x = x − l_p sin θ: the URDF hinge
-    axis is −y). The paper steps with explicit Euler (A = I + T_s A_c), the factory with
+    Conventions: same state order [x, θ, ẋ, θ̇] and sign (tip x = x − l_p sin θ: the URDF
+    hinge axis is −y). The paper steps with explicit Euler (A = I + T_s A_c), the factory with
     semi-implicit Euler, so the velocity rows of A, B, D are identical and the position rows
     are ``[I 0] + dt·(velocity rows)`` (positions advance with v⁺). The paper's contact rows
     are (E, F = I/k, c); the factory's spring rows are k times them (F = I), which has the same

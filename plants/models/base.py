@@ -327,8 +327,8 @@ class MultibodyModelPlant(ABC):
 
         The input is saturated at the actuator limits, the LCS is rebuilt at ``(x, u)`` with the
         plant's default contact model, its LCP solved, and the configuration integrated on the
-        linearised kinematic step, after which free-flyer quaternions are renormalised. This is the authors' LCS simulation; a stiff nonlinear simulator is
-        ``plants.sim``.
+        linearised kinematic step, after which free-flyer quaternions are renormalised. This is
+        the authors' LCS simulation; a stiff nonlinear simulator is ``plants.sim``.
         """
         x = self._state(x)
         u = self.saturate(u)

@@ -3,13 +3,16 @@
 The same system as the paper's analytic ``cartpole-softwalls`` (seed 003 §VI-C), here built by
 the LCS factory from Pinocchio + coal: the pole tip (a 1 cm sphere) against two walls, with the
 frictionless-spring contact model (wall stiffness ``k``). State
-``x = [cart_x, pole_theta, cart_xdot, pole_thetadot]`` with the paper's sign convention (tip x =
-cart_x − len_p sin θ), input the cart force [N], ``lambda = [right-wall force, left-wall force]``.
+``x = [cart_x, pole_theta, cart_xdot, pole_thetadot]`` with the paper's sign convention
+(tip x = cart_x − len_p sin θ), input the cart force [N],
+``lambda = [right-wall force, left-wall force]``.
 
-Where the models coincide (the paper linearised the pole about the upright, explicit Euler; the
-factory linearises at the current state, semi-implicit Euler, λ frozen over the horizon in the
-spring model): at the upright, the velocity rows of A, B and D equal the paper's to O(dt)
-exactly (``tests/test_multibody_plants.py`` checks this).
+Where the models coincide (at the upright, x* = 0, u* = 0): the velocity rows of A, B, D are
+the paper's exactly; the position rows differ by the time stepping (paper: explicit Euler,
+factory: semi-implicit, positions advance with v⁺); the factory's spring rows are the paper's
+(E, F = I/k, c) times k, the same complementarity. Away from the upright the factory uses the
+exact sin θ and the state-dependent linearisation. ``tests/test_multibody_plants.py`` checks
+all of this.
 """
 
 from __future__ import annotations

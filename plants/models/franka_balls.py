@@ -94,8 +94,8 @@ class FrankaBalls(_AccelerationInput, MultibodyModelPlant):
 
     @cached_property
     def defaults(self) -> ControlDefaults:
-        """Paper §VII-B: s = 2, ρ = 0.1 with G = I (G = 0.1·I, ρ = 1), ρ_s = 3, Δt = 0.1, N = 5;
-        projection "miqp" (2 balls) or "qp" (3 balls, the convex projection with Anitescu).
+        """Paper §VII-B: s = 2, ρ = 0.1 with G = I (G = 0.1·I, ρ = 1), ρ_s = 3, Δt = 0.1,
+        N = 5; projection "miqp" (2 balls) or "qp" (3 balls, the convex projection with Anitescu).
         Weights as the single-ball model: 10000 on ball positions, 500 on the end-effector
         position, 10 on its velocity, 0.1 on ball velocities; R = 0.01·I; U = 10 on x, 1 on λ
         and u.
