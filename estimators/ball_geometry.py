@@ -55,6 +55,13 @@ class OutlineFit:
     n_points: int
 
 
+def _solve_cone(U: np.ndarray) -> np.ndarray:
+    """Least-squares w of U w = 1 (eq. E1) by QR (U is nearly rank-deficient for small balls:
+    all rays point the same way, so normal equations would square its condition number)."""
+    Q, Rq = np.linalg.qr(U)
+    return np.linalg.solve(Rq, Q.sum(axis=0))
+
+
 def fit_sphere_cone(camera: Camera, edge_points_px: np.ndarray, trim_sigma: float = 3.0
                     ) -> OutlineFit | None:
     """Fit eq. (E1) to (M, 2) outline pixels; None if degenerate (M < 5 or cos α >= 1)."""
@@ -66,7 +73,7 @@ def fit_sphere_cone(camera: Camera, edge_points_px: np.ndarray, trim_sigma: floa
     U /= np.linalg.norm(U, axis=1, keepdims=True)
     keep = np.ones(len(U), bool)
     for _ in range(3):
-        w, *_ = np.linalg.lstsq(U[keep], np.ones(keep.sum()), rcond=None)
+        w = _solve_cone(U[keep])
         nw = float(np.linalg.norm(w))
         if nw <= 1.0:
             return None
@@ -77,7 +84,7 @@ def fit_sphere_cone(camera: Camera, edge_points_px: np.ndarray, trim_sigma: floa
         if new.sum() < 5 or new.sum() == keep.sum():
             break
         keep = new
-    w, *_ = np.linalg.lstsq(U[keep], np.ones(keep.sum()), rcond=None)
+    w = _solve_cone(U[keep])
     nw = float(np.linalg.norm(w))
     if nw <= 1.0:
         return None

@@ -118,8 +118,11 @@ class BallTracker:
                 prior = cam.project(pred)[0]
                 if not np.all(np.isfinite(prior)):
                     prior = None
-            det = detect_ball_circle(item, self.masks[camera_index],
-                                     self.radius_px_ranges[camera_index], o.detection, prior)
+            rr = self.radius_px_ranges[camera_index]
+            window = None if o.search_window_px is None or prior is None else \
+                (o.search_window_px if o.search_window_px > 0 else 2.5 * rr[1] + 20.0)
+            det = detect_ball_circle(item, self.masks[camera_index], rr, o.detection, prior,
+                                     window)
         elif isinstance(item, (np.ndarray, list, tuple)):
             p = np.asarray(item, dtype=float)
             if p.shape != (3,):

@@ -117,9 +117,11 @@ def fit_circle(points: np.ndarray) -> tuple[np.ndarray, float]:
     p = np.asarray(points, dtype=float)
     m = p.mean(axis=0)
     q = p - m  # centring improves conditioning
-    A = np.column_stack([q, np.ones(len(q))])
+    A = np.empty((len(q), 3))
+    A[:, :2] = q
+    A[:, 2] = 1.0
     b = (q ** 2).sum(axis=1)
-    sol, *_ = np.linalg.lstsq(A, b, rcond=None)
+    sol = np.linalg.solve(A.T @ A, A.T @ b)  # 3x3 normal equations: well conditioned (centred)
     c = sol[:2] / 2
     r = float(np.sqrt(max(sol[2] + c @ c, 0.0)))
     return c + m, r
@@ -232,7 +234,8 @@ def refine_circle(channel: np.ndarray, center: np.ndarray, radius: float,
 def detect_ball_circle(image: np.ndarray, mask: np.ndarray | None = None,
                        radius_px_range: tuple[float, float] = (4.0, 120.0),
                        options: CircleDetectionOptions = CircleDetectionOptions(),
-                       expected_center_px: np.ndarray | None = None) -> CircleDetection | None:
+                       expected_center_px: np.ndarray | None = None,
+                       search_half_width_px: float | None = None) -> CircleDetection | None:
     """Find the ball in one image.
 
     Args:
@@ -243,12 +246,13 @@ def detect_ball_circle(image: np.ndarray, mask: np.ndarray | None = None,
         options: :class:`CircleDetectionOptions`.
         expected_center_px: optional (2,) prior (e.g. the predicted ball position projected);
             candidates are verified nearest first.
+        search_half_width_px: with a prior, first search only the window of this half-width
+            around it (about 10x faster than the whole image at 640x480), then, if nothing is
+            found there, the whole image.
 
     Returns:
         The detection, or None when no candidate passes the checks.
     """
-    import cv2
-
     check_image("image", image)
     if mask is not None:
         mask = np.asarray(mask)
@@ -257,13 +261,35 @@ def detect_ball_circle(image: np.ndarray, mask: np.ndarray | None = None,
     rmin, rmax = (float(x) for x in radius_px_range)
     if not 0 < rmin < rmax:
         raise EstimatorValueError(f"radius_px_range must be 0 < min < max, got {radius_px_range}")
+    if expected_center_px is not None and search_half_width_px is not None:
+        e = np.asarray(expected_center_px, dtype=float)
+        h, w = image.shape[:2]
+        x0, y0 = (max(0, int(np.floor(e[k] - search_half_width_px))) for k in (0, 1))
+        x1 = min(w, int(np.ceil(e[0] + search_half_width_px)) + 1)
+        y1 = min(h, int(np.ceil(e[1] + search_half_width_px)) + 1)
+        if x1 - x0 > 2 * rmin + 4 and y1 - y0 > 2 * rmin + 4:
+            off = np.array([x0, y0], dtype=float)
+            det = _detect(image[y0:y1, x0:x1], None if mask is None else mask[y0:y1, x0:x1],
+                          rmin, rmax, options, e - off)
+            if det is not None:
+                return CircleDetection(det.center_px + off, det.radius_px,
+                                       det.edge_points + off, det.rms_px, det.edge_fraction)
+    return _detect(image, mask, rmin, rmax, options, expected_center_px)
+
+
+def _detect(image: np.ndarray, mask: np.ndarray | None, rmin: float, rmax: float,
+            options: CircleDetectionOptions, expected_center_px: np.ndarray | None
+            ) -> CircleDetection | None:
+    import cv2
+
     channel = detection_channel(image, options.channel_weights_bgr)
     ch8 = np.clip(channel, 0, 255)
     if mask is not None:
         inside = mask > 0
         if not inside.any():
             return None
-        ch8 = np.where(inside, ch8, np.median(ch8[inside]))
+        vals = ch8[inside]
+        ch8 = np.where(inside, ch8, np.median(vals[:: max(1, vals.size // 4096)]))
     ch8 = cv2.GaussianBlur(ch8.astype(np.uint8), (5, 5), 1.0)
     circles = cv2.HoughCircles(ch8, cv2.HOUGH_GRADIENT_ALT, dp=1.5, minDist=max(2 * rmin, 8.0),
                                param1=options.hough_canny_threshold,

@@ -72,6 +72,11 @@ class BallTrackerOptions:
     """Angular velocity from rolling without slipping (ω = n × v_t / r); False: zero ω, status
     unaffected (use when the ball is known not to roll)."""
 
+    search_window_px: float | None = 0.0
+    """While tracking, search each image first in a window of this half-width [px] around the
+    predicted ball (0: automatic, 2.5 x the largest apparent radius + 20 px; None: always the
+    whole image). The whole image is searched when the window has no ball."""
+
     detection: CircleDetectionOptions = field(default_factory=CircleDetectionOptions)
     """Circle detection settings (images only)."""
 
@@ -89,6 +94,9 @@ class BallTrackerOptions:
             positive(name)
         if self.velocity_cutoff_hz is not None:
             positive("velocity_cutoff_hz")
+        if self.search_window_px is not None and not (
+                np.isfinite(self.search_window_px) and self.search_window_px >= 0):
+            raise EstimatorValueError("BallTrackerOptions.search_window_px must be None or >= 0")
         if self.depth_method not in ("plane", "size"):
             raise EstimatorValueError(f"BallTrackerOptions.depth_method must be 'plane' or "
                                       f"'size', got {self.depth_method!r}")

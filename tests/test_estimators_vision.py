@@ -195,3 +195,19 @@ def test_object_pose_from_two_cameras():
     none = estimate_object_pose(cams, [render(c, Scene(table=TABLE)) for c in cams],
                                 {5: T_tag_obj}, 0.06)
     assert not none.valid and none.reprojection_error_px == float("inf")
+
+
+def test_search_window_matches_whole_image_and_falls_back():
+    cam = camera_ring(1)[0]
+    c = np.array([0.52, 0.04, R])
+    img = render(cam, Scene(table=TABLE, balls=(RenderBall(c, R),)), 2.0, 4)
+    mask = table_mask(cam, TABLE.corners, 3)
+    rr = apparent_radius_range(cam, R, TABLE.corners + [0, 0, R])
+    whole = detect_ball_circle(img, mask, rr)
+    true_px = cam.project(c)[0]
+    windowed = detect_ball_circle(img, mask, rr, expected_center_px=true_px,
+                                  search_half_width_px=80)
+    np.testing.assert_allclose(windowed.center_px, whole.center_px, atol=0.02)
+    wrong = detect_ball_circle(img, mask, rr, expected_center_px=true_px + [250, 0],
+                               search_half_width_px=60)  # window misses: whole image
+    np.testing.assert_allclose(wrong.center_px, whole.center_px, atol=0.02)
