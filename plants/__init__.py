@@ -12,9 +12,9 @@ Public API::
 from . import paper  # noqa: F401  (registers the paper plants)
 from . import models  # noqa: F401  (registers the multibody plants; models are built lazily)
 from .errors import PlantError, UnknownPlantError
+from .multibody import ContactPair, ModelBuilder, MultibodyPlant
 from .paper import CartpoleSoftWalls, ControlDefaults, FingerGaiting, PaperLCSPlant, Pivoting
 from .registry import available_plants, load_plant, register_plant
-from .multibody import ContactPair, ModelBuilder, MultibodyPlant
 from .sim import available_scenes, load_scene  # the contact simulator's scenes
 
 __all__ = [

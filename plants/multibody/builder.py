@@ -24,7 +24,8 @@ from .contacts import ContactPair
 from .errors import MultibodyTypeError, MultibodyValueError
 from .model import MultibodyPlant
 
-__all__ = ["ModelBuilder", "Sphere", "Box", "Cylinder", "HalfSpace", "Plane", "Shape", "JOINT_TYPES"]
+__all__ = ["ModelBuilder", "Sphere", "Box", "Cylinder", "HalfSpace", "Plane", "Shape",
+           "JOINT_TYPES"]
 
 
 def _positive(name: str, value: Any) -> float:
@@ -47,11 +48,13 @@ class Sphere:
         object.__setattr__(self, "radius", _positive("Sphere.radius", self.radius))
 
     def coal(self) -> Any:
+        """The coal collision geometry."""
         import coal
 
         return coal.Sphere(self.radius)
 
     def inertia(self, mass: float) -> Any:
+        """The solid's ``pin.Inertia`` for ``mass`` [kg] about its centre."""
         import pinocchio as pin
 
         return pin.Inertia.FromSphere(mass, self.radius)
@@ -70,11 +73,13 @@ class Box:
             object.__setattr__(self, n, _positive(f"Box.{n}", getattr(self, n)))
 
     def coal(self) -> Any:
+        """The coal collision geometry."""
         import coal
 
         return coal.Box(self.sx, self.sy, self.sz)
 
     def inertia(self, mass: float) -> Any:
+        """The solid's ``pin.Inertia`` for ``mass`` [kg] about its centre."""
         import pinocchio as pin
 
         return pin.Inertia.FromBox(mass, self.sx, self.sy, self.sz)
@@ -92,11 +97,13 @@ class Cylinder:
         object.__setattr__(self, "length", _positive("Cylinder.length", self.length))
 
     def coal(self) -> Any:
+        """The coal collision geometry."""
         import coal
 
         return coal.Cylinder(self.radius, self.length)
 
     def inertia(self, mass: float) -> Any:
+        """The solid's ``pin.Inertia`` for ``mass`` [kg] about its centre."""
         import pinocchio as pin
 
         return pin.Inertia.FromCylinder(mass, self.radius, self.length)
@@ -122,11 +129,13 @@ class HalfSpace:
         object.__setattr__(self, "offset", float(self.offset))
 
     def coal(self) -> Any:
+        """The coal collision geometry."""
         import coal
 
         return coal.Halfspace(np.array(self.normal), self.offset)
 
     def inertia(self, mass: float) -> Any:
+        """A half-space has no inertia (always raises)."""
         raise MultibodyValueError("a HalfSpace has no inertia: give inertia= explicitly or "
                                   "attach it with joint='fixed' and mass=0")
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -74,7 +74,8 @@ class ContactPair:
         try:
             mu = float(self.mu)
         except (TypeError, ValueError) as e:
-            raise MultibodyTypeError(f"ContactPair.mu must be a real number, got {self.mu!r}") from e
+            raise MultibodyTypeError(f"ContactPair.mu must be a real number, got "
+                                     f"{self.mu!r}") from e
         if not (math.isfinite(mu) and mu >= 0.0):
             raise MultibodyValueError(f"ContactPair.mu must be finite and >= 0, got {self.mu!r} "
                                       f"(pair {self.geometry_a!r}-{self.geometry_b!r})")
@@ -184,8 +185,10 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _point_jacobians(J: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Linear-velocity Jacobians (n, 3, n_v) of world points ``p`` (n, 3) fixed in bodies whose
-    WORLD-frame joint Jacobians are ``J`` (n, 6, n_v): v_p = v_o + w x p = (J_lin - [p]x J_ang) v.
+    """Linear-velocity Jacobians (n, 3, n_v) of world points ``p`` (n, 3) fixed in bodies.
+
+    ``J`` (n, 6, n_v) are the bodies' WORLD-frame joint Jacobians (spatial velocity at the world
+    origin): v_p = v_o + w x p = (J_lin - [p]x J_ang) v.
     """
     lin, ang = J[:, :3], J[:, 3:]
     px, py, pz = p[:, 0, None], p[:, 1, None], p[:, 2, None]
@@ -400,8 +403,10 @@ class ContactGeometry:
         return phi, pa, pb, n
 
     def _select(self, phi_all: np.ndarray) -> np.ndarray:
-        """Indices of the kept candidate pairs given all candidates' signed distances: every
-        candidate, or per configured pair its ``num_closest`` closest (in candidate order)."""
+        """Indices of the kept candidate pairs given all candidates' signed distances.
+
+        Every candidate, or per configured pair its ``num_closest`` closest (candidate order).
+        """
         keep = []
         for p, group in zip(self.pairs, self._groups):
             if p.num_closest is None or p.num_closest == len(group):

@@ -23,7 +23,7 @@ from lcs.lcp import solve_lcp
 from .contacts import ContactDescription, ContactGeometry, ContactKinematics, ContactPair
 from .errors import MultibodyTypeError, MultibodyValueError, UnknownJointError
 
-__all__ = ["MultibodyPlant", "Linearization", "FLOATING_JOINTS"]
+__all__ = ["MultibodyPlant", "FLOATING_JOINTS"]
 
 #: Joint types treated as unactuated floating bodies by the default actuation.
 FLOATING_JOINTS = ("JointModelFreeFlyer", "JointModelPlanar")
@@ -34,8 +34,6 @@ _VECTOR_SPACE_JOINTS = frozenset({
     "JointModelTranslation",
 })
 
-Linearization = SmoothLinearization
-
 
 def _pin():
     import pinocchio as pin
@@ -44,13 +42,13 @@ def _pin():
 
 
 class MultibodyPlant:
-    """A multibody plant with contact, and its LCS factory.
+    r"""A multibody plant with contact, and its LCS factory.
 
     Args:
         model: ``pin.Model`` (gravity as set in the model, default -9.81 m/s² along z).
         collision_model: ``pin.GeometryModel`` holding the collision geometry.
         contact_pairs: the configured :class:`ContactPair` s.
-        actuation: (n_v, n_u) input selection :math:`B` with :math:`\\tau = B u`. Default: every
+        actuation: (n_v, n_u) input selection :math:`B` with :math:`\tau = B u`. Default: every
             velocity of every joint that is not a floating body (free-flyer or planar joints,
             :data:`FLOATING_JOINTS`) gets one input column, in joint order.
         name: a label for messages and benchmarks.
@@ -59,6 +57,11 @@ class MultibodyPlant:
         UnknownGeometryError, MissingCollisionGeometryError: bad contact-pair names.
         ValueError: ``actuation`` has the wrong shape or a non-finite entry.
         TypeError: ``model``/``collision_model`` are not Pinocchio models.
+
+    Notes:
+        Quaternions (and the cos/sin pairs of planar joints) in a given state are normalized
+        before evaluation (``pin.normalize``); the LCS is linearized at the normalized q*.
+        A plant owns one Pinocchio ``Data``: it is not thread-safe (use one plant per thread).
 
     Attributes:
         n_q, n_v, n_x, n_u: dimensions; ``n_x = n_q + n_v``.
@@ -274,7 +277,7 @@ class MultibodyPlant:
         return _pin().tangentMap(self.model, np.asarray(q, dtype=float))
 
     def integrate(self, q: Any, v: Any, dt: float) -> np.ndarray:
-        """q ⊕ dt·v on the configuration manifold (``pin.integrate``)."""
+        """Return q ⊕ dt·v on the configuration manifold (``pin.integrate``)."""
         q = np.asarray(q, dtype=float)
         v = np.asarray(v, dtype=float)
         if q.shape != (self.n_q,) or v.shape != (self.n_v,):
@@ -286,7 +289,8 @@ class MultibodyPlant:
         """Smooth dynamics without contact: ẋ = [N(q) v; a], a = ABA(q, v, B u).
 
         Args:
-            x: (n_x,) state [q; v]. u: (n_u,) input (None: zeros).
+            x: (n_x,) state [q; v].
+            u: (n_u,) input (None: zeros).
 
         Returns:
             (n_x,) time derivative of the state (q̇ in configuration coordinates).

@@ -43,8 +43,9 @@ def example_robot_data_dir() -> Path:
 
 
 def example_robot_data_path(relative: str) -> Path:
-    """Absolute path of a file in example-robot-data, e.g.
-    ``"robots/panda_description/urdf/panda.urdf"``.
+    """Absolute path of a file in example-robot-data.
+
+    Example: ``example_robot_data_path("robots/panda_description/urdf/panda.urdf")``.
 
     Raises:
         FileNotFoundError: the package or the file is missing.
@@ -56,8 +57,10 @@ def example_robot_data_path(relative: str) -> Path:
 
 
 def default_package_dirs(urdf: Path) -> Sequence[str]:
-    """Folders where ``package://`` URIs of ``urdf`` are resolved: its ancestors, plus the
-    ``share`` folder of example-robot-data when installed."""
+    """Folders where ``package://`` URIs of ``urdf`` are resolved.
+
+    The URDF's ancestors, plus the ``share`` folder of example-robot-data when installed.
+    """
     dirs = [str(p) for p in Path(urdf).resolve().parents]
     try:
         dirs.append(str(example_robot_data_dir().parent))
