@@ -1,8 +1,9 @@
-"""SIGKILL mid-sweep loses no finished trial; re-running the command resumes (issue 9).
+"""Ctrl-C or SIGKILL mid-sweep loses no finished trial; re-running the command resumes (issue 9).
 
 The sweep runs as its own process (``python -m c3mpc.cli sweep``, local pool of 2 workers) in a
-new session; once some trials have finished the whole session is SIGKILLed (driver and pool
-workers, as a killed job would be). The same command is then run again to completion.
+new session. Run 1 gets Ctrl-C (SIGINT) once two trials have finished; run 2 (the same command)
+resumes and, once two more trials have finished, its whole session is SIGKILLed (driver and
+pool workers, as a killed job would be); run 3 (the same command) completes the study.
 """
 
 from __future__ import annotations
@@ -49,33 +50,59 @@ def key(row: dict[str, str]) -> tuple[str, ...]:
             row["value_success_rate"], row["param_admm_iter"], row["param_G_scale"])
 
 
-def test_sigkill_then_rerun_keeps_every_finished_trial(tmp_path):
+def test_ctrl_c_and_sigkill_then_rerun_keep_every_finished_trial(tmp_path):
     study = tmp_path / "study.yaml"
     study.write_text(STUDY)
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "c3mpc.cli", "sweep", str(study), "--out", str(out),
            "--workers", "2", "--quiet"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            start_new_session=True)
-    try:
+
+    def start_and_wait(min_rows: int) -> subprocess.Popen:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, start_new_session=True)
         deadline = time.monotonic() + 120
-        while len(read_rows(out / "trials.csv")) < 3:
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no trial finished in 120 s"
+        while len(read_rows(out / "trials.csv")) < min_rows:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                raise AssertionError(f"no progress: {proc.communicate()}")
             time.sleep(0.05)
+        return proc
+
+    # run 1: Ctrl-C -> exit code 130, in-flight trials failed as interrupted, nothing RUNNING
+    proc = start_and_wait(2)
+    os.kill(proc.pid, signal.SIGINT)
+    try:
+        stdout, stderr = proc.communicate(timeout=60)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the session we started: driver + pool workers
-        proc.wait(30)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr
+    assert "re-run the same command to resume" in stdout
+    after_ctrl_c = read_rows(out / "trials.csv")
+    ostudy, _ = load_run(out)
+    assert not ostudy.get_trials(states=(TrialState.RUNNING,))
+    assert len(after_ctrl_c) == len(ostudy.get_trials(states=(TrialState.COMPLETE,
+                                                              TrialState.FAIL)))
+    interrupted_by_ctrl_c = {r["number"] for r in after_ctrl_c if r["interrupted"] == "True"}
+    assert all(r["state"] == "FAIL" for r in after_ctrl_c if r["number"] in
+               interrupted_by_ctrl_c)
+
+    # run 2: resumes, then SIGKILL of its whole session
+    proc = start_and_wait(len(after_ctrl_c) + 2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the session we started: driver + pool workers
+    proc.wait(30)
     assert proc.returncode == -signal.SIGKILL
 
     before = read_rows(out / "trials.csv")
+    for r in after_ctrl_c:  # run 2 kept what run 1 finished
+        assert key(next(b for b in before if b["number"] == r["number"])) == key(r)
     ostudy, _ = load_run(out)
     stored = ostudy.get_trials(deepcopy=False)
     finished_before = {t.number for t in stored if t.state.is_finished()}
     zombies = {t.number: dict(t.params) for t in stored if t.state == TrialState.RUNNING}
     assert {int(r["number"]) for r in before} <= finished_before  # csv never ahead of storage
-    assert len(before) < 10
+    assert sum(r["state"] == "COMPLETE" for r in before) < 10
 
     rerun = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
@@ -93,9 +120,9 @@ def test_sigkill_then_rerun_keeps_every_finished_trial(tmp_path):
     # the budget counts finished trials; the killed run's RUNNING trials are failed as
     # interrupted and not counted; every grid point ran exactly once to completion
     assert {r["number"] for r in after if r["interrupted"] == "True"} == \
-        {str(n) for n in zombies}
+        {str(n) for n in zombies} | interrupted_by_ctrl_c
     complete = [r for r in after if r["state"] == "COMPLETE"]
-    assert len(complete) == 10 == len(after) - len(zombies)
+    assert len(complete) == 10 == len(after) - len(zombies) - len(interrupted_by_ctrl_c)
     assert sorted((int(r["param_admm_iter"]), float(r["param_G_scale"])) for r in complete) == \
         sorted((s, g) for s in range(2, 7) for g in (0.5, 2.0))
     n_before = sum(r["state"] == "COMPLETE" for r in before)
@@ -104,5 +131,6 @@ def test_sigkill_then_rerun_keeps_every_finished_trial(tmp_path):
         not zombies
     # the report of the resumed study is written at the end
     report = (out / "report" / "results.md").read_text()
-    assert f"10 complete, 0 failed, {len(zombies)} interrupted" in report
+    n_interrupted = len(zombies) + len(interrupted_by_ctrl_c)
+    assert f"10 complete, 0 failed, {n_interrupted} interrupted" in report
     assert (out / "report" / "pareto.png").exists()

@@ -22,7 +22,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     _print_summary(summary, study.metrics)
     if summary.stopped_by_user:
         print(f"  interrupted: re-run the same command to resume ({summary.counted}/"
-              f"{summary.budget} trials done)")
+              f"{summary.budget} trials done); `c3mpc sweep-report {out}` for the report so far")
         return 130
     return 0
 

@@ -18,8 +18,9 @@ Fault handling: a trial that raises or runs out of time comes back as a failed o
 told FAIL with ``user_attrs["error"]``; a future that does not return within the hard limit
 (``1.5 × timeout + 10 s``: code that never reaches a deadline check) is told FAIL and abandoned
 (local workers still running it are killed when the sweep ends); a future whose worker died is
-told FAIL with the executor's error. Ctrl-C marks in-flight trials interrupted (not counted; a
-grid re-queues their points on the next run) and returns; ``trials.csv`` is rewritten after every finished trial.
+told FAIL with the executor's error. Ctrl-C (handled between storage writes) marks in-flight
+trials interrupted (not counted; a grid re-queues their points on the next run) and returns
+without the report; ``trials.csv`` is rewritten after every finished trial.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -240,7 +242,7 @@ def run_sweep(study: Study, out: str | Path, *, trials: int | None = None,
             ``tcp://10.0.0.5:8786``) instead of a local process pool.
         workers: local pool size (default: the number of cores).
         progress: write the progress line to ``stream`` (default stderr).
-        report: write the report (table and plots) when the run ends.
+        report: write the report (table and plots) when the budget is spent.
 
     Returns:
         :class:`SweepSummary`.
@@ -270,7 +272,7 @@ def run_sweep(study: Study, out: str | Path, *, trials: int | None = None,
         write_trials_csv(ostudy, folder.trials_csv, study.metrics)
         summary = _summarise(study, ostudy, folder, ran, resumed_from, zombies, stopped,
                              time.perf_counter() - t0)
-    if report:
+    if report and not summary.stopped_by_user:
         from .report import write_report
 
         write_report(folder.root)
@@ -295,8 +297,11 @@ def _drive(study: Study, ostudy: Any, storage: Any, folder: RunFolder, bar: _Pro
     ran = 0
     stopped = False
     limit = hard_limit(study.timeout)
+    ctrl_c = _CtrlC()
     try:
         while True:
+            if ctrl_c.requested:
+                raise KeyboardInterrupt
             abandoned = [f for f in abandoned if not f.done()]
             free = executor.slots() - len(inflight) - len(abandoned)
             while free > 0 and counted + len(inflight) < study.trials:
@@ -338,9 +343,35 @@ def _drive(study: Study, ostudy: Any, storage: Any, folder: RunFolder, bar: _Pro
             mark_interrupted(storage, run.trial._trial_id)
         write_trials_csv(ostudy, folder.trials_csv, study.metrics)
     finally:
+        ctrl_c.restore()
         bar.close()
         executor.close(kill=stopped or bool(abandoned) or bool(inflight))
     return ran, stopped
+
+
+class _CtrlC:
+    """Turn the first Ctrl-C (SIGINT) into a flag the driver loop checks between storage writes.
+
+    A KeyboardInterrupt raised in the middle of an Optuna ``tell`` could leave a half-recorded
+    trial; with the flag the loop stops at its next turn (within 0.5 s). A second Ctrl-C raises
+    at once. Only the main thread can install signal handlers; elsewhere Ctrl-C acts as usual.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.previous: Any = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+            self.previous = None
 
 
 def _outcome_of(fut: cf.Future, number: int) -> TrialOutcome:

@@ -99,7 +99,8 @@ class _FolderLock:
             holder = os.read(fd, 64).decode(errors="replace").strip() or "?"
             os.close(fd)
             raise SweepLockedError(f"another sweep (pid {holder}) is running in "
-                                   f"{self.path.parent}; wait for it or use another --out") from None
+                                   f"{self.path.parent}; wait for it or use another "
+                                   f"--out") from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self.fd = fd
