@@ -333,6 +333,7 @@ class ContactGeometry:
         self._cs = np.stack([np.cos(theta), np.sin(theta)], axis=1)  # (n_e, 2)
         self._planar = d == 1
         self._any_planar = bool(np.any(self._planar))
+        self._all_planar = bool(np.all(self._planar))
         self._planar_normals = self._planar_pair[pair[self._planar]]
         self._mu = self._mu_pair[pair]
         self._num_edges = ne
@@ -435,11 +436,12 @@ class ContactGeometry:
             phi, pa, pb, n = phi[idx], pa[idx], pb[idx], n[idx]
             ga, gb = self._cand_a[idx], self._cand_b[idx]
         # WORLD joint Jacobians (6 x n_v, spatial velocity at the world origin) of the joints
-        # carrying a and b: data.J masked by each joint's support
-        J = data.J
-        Ja = J[None] * self._support[self._geom_joint[ga]][:, None, :]
-        Jb = J[None] * self._support[self._geom_joint[gb]][:, None, :]
-        Jrel = _point_jacobians(Ja, pa) - _point_jacobians(Jb, pb)  # (n_c, 3, n_v)
+        # carrying a and b: data.J masked by each joint's support; a and b stacked (2 n_c)
+        nc = phi.shape[0]
+        Jab = data.J[None] * self._support[np.concatenate(
+            [self._geom_joint[ga], self._geom_joint[gb]])][:, None, :]
+        Jp = _point_jacobians(Jab, np.concatenate([pa, pb]))
+        Jrel = Jp[:nc] - Jp[nc:]  # (n_c, 3, n_v)
         J_n = np.einsum("ci,civ->cv", n, Jrel)
         edges = self.edges(n)
         J_t = np.einsum("ei,eiv->ev", edges, Jrel[self._owner])
@@ -448,16 +450,21 @@ class ContactGeometry:
 
     def edges(self, normal: np.ndarray) -> np.ndarray:
         """Friction-polytope edges (n_e, 3) of the contacts with normals ``normal`` (n_c, 3)."""
-        T = _tangent_frames(normal)
+        owner = self._owner
         if self._any_planar:
             t = _cross(normal[self._planar], self._planar_normals)
-            tn = np.linalg.norm(t, axis=1, keepdims=True)
-            if np.any(tn < 1e-9):
+            tn = np.sqrt(np.einsum("ij,ij->i", t, t))
+            if tn.min() < 1e-9:
                 raise MultibodyValueError("a planar contact's normal is parallel to its "
                                           "planar_normal: the contact normal must lie in the "
                                           "plane of motion")
-            T[self._planar, 0] = t / tn
-        return np.einsum("ek,ekj->ej", self._cs, T[self._owner])
+            t /= tn[:, None]
+            if self._all_planar:  # edges ±normalize(n x p): cos(theta_k) = ±1, sin = 0
+                return self._cs[:, :1] * t[owner]
+        T = _tangent_frames(normal)
+        if self._any_planar:
+            T[self._planar, 0] = t
+        return np.einsum("ek,ekj->ej", self._cs, T[owner])
 
     def geometry_name(self, index: int) -> str:
         """Name of collision geometry ``index``."""
