@@ -106,6 +106,26 @@ def test_factory_matches_direct_semi_implicit_euler(model, dims):
                                    rtol=1e-12, atol=1e-11)
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_v=st.integers(1, 8), extra_q=st.integers(0, 2),
+       n_u=st.integers(0, 3), d=st.lists(st.integers(1, 5), min_size=0, max_size=4),
+       model=st.sampled_from(CONTACT_MODELS), dt=st.sampled_from([1e-3, 0.01, 0.05]))
+def test_factory_matches_direct_evaluation_property(seed, n_v, extra_q, n_u, d, model, dt):
+    rng = np.random.default_rng(seed)
+    lin, con = random_problem(rng, n_v + extra_q, n_v, n_u, d=tuple(d))
+    lcs = build_lcs(lin, con, model, dt, spring_stiffness=80.0)
+    assert lcs.n_lambda == lambda_size(model, con.num_edges)
+    x = rng.normal(size=lin.n_q + n_v)
+    u = rng.normal(size=n_u)
+    lam = rng.uniform(0, 2, size=lcs.n_lambda)
+    x_ref, w_ref = direct_step_and_rows(lin, con, model, dt, x, u, lam, 80.0)
+    np.testing.assert_allclose(lcs.A @ x + lcs.B @ u + lcs.D @ lam + lcs.d, x_ref,
+                               rtol=1e-11, atol=1e-11)
+    if lcs.n_lambda:
+        np.testing.assert_allclose(lcs.E @ x + lcs.F @ lam + lcs.H @ u + lcs.c, w_ref,
+                                   rtol=1e-11, atol=1e-9)
+
+
 def test_paper_matrices_for_identity_kinematics():
     """With N = I and the Euler step (anchor-c3 §2): the published block forms."""
     rng = np.random.default_rng(2)
