@@ -407,6 +407,28 @@ def test_unknown_names_list_valid_ones():
         b.build([], actuated_joints=["elbow"])
 
 
+def test_name_resolution_body_joint_prefix(panda):
+    """URDF bodies carry several geometries ("panda_leftfinger_0" ... "_3")."""
+    model, coll = panda.model, panda.collision_model
+    fingers = [g.name for g in coll.geometryObjects if g.name.startswith("panda_leftfinger")]
+    assert len(fingers) > 1
+    by_body = MultibodyPlant(model, coll, [ContactPair("panda_leftfinger", "panda_link0", 0.3)])
+    assert by_body.n_contacts == len(fingers)
+    closest = MultibodyPlant(model, coll, [ContactPair("panda_leftfinger", "panda_link0", 0.3,
+                                                       num_closest=2)])
+    assert closest.n_contacts == 2
+    x = np.concatenate([pin.neutral(model), np.zeros(9)])
+    all_phi = sorted(c.phi for c in by_body.contact_descriptions(x))
+    np.testing.assert_allclose(sorted(c.phi for c in closest.contact_descriptions(x)),
+                               all_phi[:2])
+    by_joint = MultibodyPlant(model, coll, [ContactPair("panda_finger_joint1", "panda_link0",
+                                                        0.3)])
+    assert by_joint.n_contacts == len(fingers)
+    by_prefix = MultibodyPlant(model, coll, [ContactPair("panda_leftfinger_", "panda_link0_0",
+                                                         0.3)])
+    assert by_prefix.n_contacts == len(fingers)
+
+
 def test_body_without_collision_geometry():
     b = ModelBuilder()
     b.add_body("ground", joint="fixed", mass=0, shape=HalfSpace())

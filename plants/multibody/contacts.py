@@ -47,7 +47,7 @@ class ContactPair:
     Attributes:
         geometry_a: a collision-geometry name, a body (frame) name, or a prefix of geometry
             names (e.g. ``"panda_link7"`` matches ``"panda_link7_0"``, ``"panda_link7_1"``).
-            Resolution order: exact geometry name, then body name, then prefix.
+            Resolution order: exact geometry name, body (frame) name, joint name, prefix.
         geometry_b: same for the other side.
         mu: Coulomb friction coefficient (>= 0).
         num_friction_directions: d >= 1; the polytope has 2d edges evenly spaced around the
@@ -344,26 +344,24 @@ class ContactGeometry:
         return [f.name for f in self.model.frames if f.type == pin.FrameType.BODY]
 
     def _resolve(self, name: str) -> list[int]:
-        """Geometry indices matched by ``name`` (exact geometry, body, then prefix)."""
+        """Geometry indices matched by ``name``.
+
+        In order: an exact geometry name; a frame (body) name, giving the geometries attached
+        to that frame; a joint name, giving the geometries on that joint; a prefix of geometry
+        names.
+        """
         if name in self._geom_names:
             return [self._geom_names.index(name)]
         model = self.model
-        body_frames = [i for i, f in enumerate(model.frames) if f.name == name]
-        if body_frames:
-            hits = [i for i, g in enumerate(self.collision_model.geometryObjects)
-                    if g.parentFrame in body_frames]
-            if not hits:  # the body's joint may carry geometries attached via other frames
-                joints = {model.frames[i].parentJoint for i in body_frames
-                          if model.frames[i].type == self._pin.FrameType.BODY}
-                hits = [i for i, g in enumerate(self.collision_model.geometryObjects)
-                        if g.parentJoint in joints and
-                        model.frames[g.parentFrame].name == name]
-            if not hits:
-                raise MissingCollisionGeometryError(name, self._geom_names)
-            return hits
-        if name in list(model.names):
-            jid = list(model.names).index(name)
-            hits = [i for i, j in enumerate(self._geom_joint) if j == jid]
+        geoms = self.collision_model.geometryObjects
+        frames = [i for i, f in enumerate(model.frames) if f.name == name]
+        joint_ids = [i for i, n in enumerate(model.names) if n == name and i > 0]
+        if frames or joint_ids:
+            # a body (or other frame): the geometries attached to that frame; a joint: the
+            # geometries its body carries
+            hits = [i for i, g in enumerate(geoms) if g.parentFrame in frames]
+            if not hits and joint_ids:
+                hits = [i for i, j in enumerate(self._geom_joint) if j in joint_ids]
             if not hits:
                 raise MissingCollisionGeometryError(name, self._geom_names)
             return hits
