@@ -8,6 +8,7 @@ rolling kinematics (:class:`estimators.BallFilter`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -75,6 +76,11 @@ class BallTracker:
         self.cameras = cameras
         self.options = options if options is not None else BallTrackerOptions()
         self.filter = BallFilter(self.options)
+        det_opts = self.options.detection
+        if det_opts.limb_model is None:
+            det_opts = dataclasses.replace(
+                det_opts, limb_model="flat" if self.options.depth_method == "plane" else "sqrt")
+        self.detection_options = det_opts
         r = self.options.radius
         self.masks: list[np.ndarray | None] = []
         self.radius_px_ranges: list[tuple[float, float]] = []
@@ -121,8 +127,8 @@ class BallTracker:
             rr = self.radius_px_ranges[camera_index]
             window = None if o.search_window_px is None or prior is None else \
                 (o.search_window_px if o.search_window_px > 0 else 2.5 * rr[1] + 20.0)
-            det = detect_ball_circle(item, self.masks[camera_index], rr, o.detection, prior,
-                                     window)
+            det = detect_ball_circle(item, self.masks[camera_index], rr, self.detection_options,
+                                     prior, search_half_width_px=window)
         elif isinstance(item, (np.ndarray, list, tuple)):
             p = np.asarray(item, dtype=float)
             if p.shape != (3,):

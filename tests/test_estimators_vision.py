@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from estimators import (BallStatus, BallTracker, BallTrackerOptions, Camera, CameraIntrinsics,
-                        TagDetector, ball_center_from_outline, calibrate_extrinsics,
+                        CircleDetectionOptions, TagDetector, ball_center_from_outline, calibrate_extrinsics,
                         detect_ball_circle, estimate_object_pose, estimate_tag_pose,
                         make_transform, table_mask)
 from estimators.ball_geometry import apparent_radius_range
@@ -27,13 +27,15 @@ def _ball_poses(n, seed):
 
 
 def _camera_errors(cams, poses, noise, method="plane", seed=0):
+    options = CircleDetectionOptions(limb_model="flat" if method == "plane" else "sqrt")
     errs = []
     for k, c in enumerate(poses):
         scene = Scene(table=TABLE, balls=(RenderBall(c, R),))
         for cam in cams:
             img = render(cam, scene, noise_std=noise, rng=seed + k)
             det = detect_ball_circle(img, table_mask(cam, TABLE.corners, 3),
-                                     apparent_radius_range(cam, R, TABLE.corners + [0, 0, R]))
+                                     apparent_radius_range(cam, R, TABLE.corners + [0, 0, R]),
+                                     options)
             assert det is not None, f"ball not found by {cam.name} at {c}"
             p, _ = ball_center_from_outline(cam, det.edge_points, R, method)
             errs.append(np.linalg.norm(p - c))
@@ -54,7 +56,8 @@ def test_ball_depth_from_size_is_less_accurate_but_bounded():
     errs = _camera_errors(camera_ring(3), _ball_poses(3, 5), 1.0, method="size")
     print(f"\nsize-method error [mm]: median {np.median(errs) * 1e3:.2f}, max "
           f"{errs.max() * 1e3:.2f}")
-    assert errs.max() <= 6e-3  # depth ∝ 1/apparent size: ~0.1 px of radius bias -> mm
+    # depth ∝ 1/apparent size: 0.03 px of radius bias (shading at the limb) is ~1 mm
+    assert errs.max() <= 2e-3
 
 
 def test_ball_position_with_lens_distortion():
@@ -211,3 +214,22 @@ def test_search_window_matches_whole_image_and_falls_back():
     wrong = detect_ball_circle(img, mask, rr, expected_center_px=true_px + [250, 0],
                                search_half_width_px=60)  # window misses: whole image
     np.testing.assert_allclose(wrong.center_px, whole.center_px, atol=0.02)
+
+
+def test_ball_touched_by_end_effector_sphere_is_still_located():
+    """The end-effector sphere (r = 1.95 cm, grey) touching the ball from above hides part
+    of its outline in some views; the trimmed outline fit keeps the fused error <= 1 mm."""
+    cams = camera_ring(3)
+    tracker = BallTracker(cams, BallTrackerOptions(radius=R), TABLE.corners)
+    rng = np.random.default_rng(0)
+    for trial in range(3):
+        c = np.array([rng.uniform(0.45, 0.65), rng.uniform(-0.1, 0.1), R])
+        d = rng.normal(size=3)
+        d[2] = abs(d[2]) + 0.3
+        d /= np.linalg.norm(d)
+        ee = RenderBall(c + d * (R + 0.0195), 0.0195, (150.0, 150.0, 150.0))
+        scene = Scene(table=TABLE, balls=(RenderBall(c, R), ee))
+        tracker.reset()
+        s = tracker.step([render(cam, scene, 2.0, trial) for cam in cams], 0.0)
+        assert s.valid and s.n_measurements >= 2
+        assert np.linalg.norm(s.position - c) <= 1e-3
