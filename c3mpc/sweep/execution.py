@@ -17,7 +17,8 @@ only keeps the number of trials in flight at the number of slots.
 Fault handling: a trial that raises or runs out of time comes back as a failed outcome and is
 told FAIL with ``user_attrs["error"]``; a future that does not return within the hard limit
 (``1.5 × timeout + 10 s``: code that never reaches a deadline check) is told FAIL and abandoned
-(local workers still running it are killed when the sweep ends); a future whose worker died is
+(its slot stays taken until it returns; when every local worker is stuck the pool is replaced,
+and local workers still running abandoned trials are killed when the sweep ends); a future whose worker died is
 told FAIL with the executor's error. Ctrl-C (handled between storage writes) marks in-flight
 trials interrupted (not counted; a grid re-queues their points on the next run) and returns
 without the report; ``trials.csv`` is rewritten after every finished trial.
@@ -116,6 +117,12 @@ class _LocalExecutor:
             self.pool = self._new_pool()
             return self.pool.submit(evaluate_trial, spec)
 
+    def reclaim(self) -> bool:
+        """Every worker is stuck in an abandoned trial: replace the pool. Returns True."""
+        self.close(kill=True)
+        self.pool = self._new_pool()
+        return True
+
     def close(self, kill: bool) -> None:
         # ProcessPoolExecutor has no public way to stop a busy worker before Python 3.14
         # (terminate_workers); killing our own children by pid is what it does.
@@ -146,6 +153,10 @@ class _DaskExecutor:
 
     def submit(self, spec: TrialSpec) -> cf.Future:
         return self.executor.submit(evaluate_trial, spec)
+
+    def reclaim(self) -> bool:
+        """Dask cannot stop a running task: wait for abandoned trials to return. False."""
+        return False
 
     def close(self, kill: bool) -> None:
         try:
@@ -268,15 +279,23 @@ def run_sweep(study: Study, out: str | Path, *, trials: int | None = None,
         write_trials_csv(ostudy, folder.trials_csv, study.metrics)
         bar = _Progress(study, stream, progress)
         ran, stopped = _drive(study, ostudy, storage, folder, bar, dask_address,
-                              workers or os.cpu_count() or 1)
+                              workers or _cores())
         write_trials_csv(ostudy, folder.trials_csv, study.metrics)
         summary = _summarise(study, ostudy, folder, ran, resumed_from, zombies, stopped,
                              time.perf_counter() - t0)
     if report and not summary.stopped_by_user:
         from .report import write_report
 
-        write_report(folder.root)
+        write_report(folder.root, study.name)
     return summary
+
+
+def _cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS reports it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _drive(study: Study, ostudy: Any, storage: Any, folder: RunFolder, bar: _Progress,
@@ -314,7 +333,14 @@ def _drive(study: Study, ostudy: Any, storage: Any, folder: RunFolder, bar: _Pro
                 inflight[executor.submit(spec)] = _Running(trial, time.perf_counter())
                 free -= 1
             if not inflight:
-                break
+                if counted >= study.trials:
+                    break
+                # every slot is held by an abandoned (hung) trial
+                if executor.reclaim():
+                    abandoned = []
+                else:
+                    cf.wait(abandoned, timeout=0.5, return_when=cf.FIRST_COMPLETED)
+                continue
             done, _ = cf.wait(list(inflight), timeout=0.5, return_when=cf.FIRST_COMPLETED)
             now = time.perf_counter()
             for fut in list(inflight):

@@ -50,8 +50,12 @@ class Report:
     table: str
 
 
-def load_run(run_dir: str | Path) -> tuple[Any, list[str]]:
-    """The Optuna study stored in a run folder and its objective metric names."""
+def load_run(run_dir: str | Path, study_name: str | None = None) -> tuple[Any, list[str]]:
+    """The Optuna study stored in a run folder and its objective metric names.
+
+    ``study_name`` picks one study when the folder holds several (a study file renamed between
+    runs); by default the most recently created one.
+    """
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
@@ -65,15 +69,18 @@ def load_run(run_dir: str | Path) -> tuple[Any, list[str]]:
     studies = storage.get_all_studies()
     if not studies:
         raise C3ValueError(f"{folder.journal} holds no study")
-    ostudy = optuna.load_study(study_name=studies[0].study_name, storage=storage)
+    names = [s.study_name for s in studies]
+    if study_name is not None and study_name not in names:
+        raise C3ValueError(f"{folder.journal} holds no study {study_name!r}; studies: {names}")
+    ostudy = optuna.load_study(study_name=study_name or names[-1], storage=storage)
     metrics = list(ostudy.user_attrs.get("metrics") or
                    [f"objective_{i}" for i in range(len(ostudy.directions))])
     return ostudy, metrics
 
 
-def write_report(run_dir: str | Path) -> Report:
+def write_report(run_dir: str | Path, study_name: str | None = None) -> Report:
     """Write the results table and plots of the run in ``run_dir`` (see module docstring)."""
-    ostudy, metrics = load_run(run_dir)
+    ostudy, metrics = load_run(run_dir, study_name)
     out = RunFolder(Path(run_dir)).report_dir
     out.mkdir(parents=True, exist_ok=True)
     from optuna.trial import TrialState
