@@ -5,8 +5,9 @@ The one step verb (STYLE.md rule 5)::
     tracker = BallTracker(cameras, BallTrackerOptions(radius=0.03), table_corners=...)
     state = tracker.step([image_0, image_1, image_2], t)     # -> BallState (status, p, v, ω, q)
 
-:class:`BallFilter` is the same pipeline from 3-D positions (the simulator's emulated
-vision). :mod:`estimators.synthetic` renders test scenes from known ground truth.
+:class:`BallFilter` is the same pipeline from 3-D positions, and
+:class:`EmulatedBallVision` samples a simulator's true ball position at the camera rate with
+noise through it (seed 003 §VII-A). :mod:`estimators.synthetic` renders test scenes from known ground truth.
 The geometry is in docs/estimators.md.
 """
 
@@ -21,6 +22,7 @@ from .ball_tracker import BallTracker, CameraObservation
 from .camera import Camera, CameraIntrinsics, load_cameras, save_cameras
 from .circle_detection import (CircleDetection, CircleDetectionOptions, detect_ball_circle,
                                fit_circle)
+from .emulated import EmulatedBallVision
 from .errors import CalibrationError, EstimatorError, EstimatorTypeError, EstimatorValueError
 from .options import BallTrackerOptions
 from .transforms import invert_transform, look_at, make_transform
@@ -35,6 +37,7 @@ __all__ = [
     "BallState", "BallStatus", "BallTracker", "CameraObservation",
     "Camera", "CameraIntrinsics", "load_cameras", "save_cameras",
     "CircleDetection", "CircleDetectionOptions", "detect_ball_circle", "fit_circle",
+    "EmulatedBallVision",
     "CalibrationError", "EstimatorError", "EstimatorTypeError", "EstimatorValueError",
     "BallTrackerOptions", "invert_transform", "look_at", "make_transform",
 ]

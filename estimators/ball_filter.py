@@ -189,8 +189,9 @@ class BallFilter:
                                "first measurement: velocity not estimated yet")
         dt = t - tr.t
         omega_prev = self._rolling(tr.v)
-        if o.filter == "lowpass":
-            a = dt / (1.0 / (2 * np.pi * o.position_cutoff_hz) + dt)
+        if o.filter in ("lowpass", "none"):
+            a = 1.0 if o.filter == "none" else dt / (1.0 / (2 * np.pi * o.position_cutoff_hz)
+                                                     + dt)
             p_new = tr.p + a * (z - tr.p)
             v_fd = (p_new - tr.p) / dt
             if tr.n_updates == 1 or o.velocity_cutoff_hz is None:

@@ -15,7 +15,7 @@ from .errors import EstimatorTypeError, EstimatorValueError
 __all__ = ["BallTrackerOptions", "FILTERS"]
 
 #: Accepted ``BallTrackerOptions.filter`` values.
-FILTERS = ("lowpass", "kalman")
+FILTERS = ("lowpass", "kalman", "none")
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,9 @@ class BallTrackerOptions:
 
     filter: str = "lowpass"
     """"lowpass": first-order low-pass on position, velocity by finite differences of the
-    filtered position (the paper's pipeline); "kalman": constant-velocity Kalman filter."""
+    filtered position (the paper's hardware pipeline); "kalman": constant-velocity Kalman
+    filter; "none": the fused position as is, velocity by finite differences (the paper's
+    emulated vision in simulation, §VII-A; ``velocity_cutoff_hz`` still applies)."""
 
     position_cutoff_hz: float = 20.0
     """Cut-off of the position low-pass [Hz] (filter="lowpass")."""

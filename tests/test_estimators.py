@@ -291,3 +291,26 @@ def test_gate_rejects_jumps_while_tracking():
         f.step(_straight(k / 80)[0], k / 80)
     s = f.step(_straight(5 / 80)[0] + [0.1, 0, 0], 5 / 80)
     assert s.status == BallStatus.PREDICTED and s.rejected == ("camera0",)
+
+
+def test_emulated_vision_samples_at_camera_rate_and_rolls():
+    """Called at 1 kHz, the emulation measures at 80 Hz (holds the estimate in between);
+    without noise and filtering the finite-difference velocity of a straight roll is exact."""
+    from estimators import EmulatedBallVision
+
+    vis = EmulatedBallVision(BallTrackerOptions(radius=R_BALL, filter="none",
+                                                velocity_cutoff_hz=None), rate_hz=80.0)
+    times = np.arange(0, 0.5, 1e-3)
+    states = [vis.step(_straight(t)[0], t) for t in times]
+    stamps = sorted({s.t for s in states})
+    assert np.allclose(np.diff(stamps), 1 / 80, atol=1.1e-3)  # sampled on the 1 ms grid
+    s = states[-1]
+    _, v = _straight(s.t)
+    np.testing.assert_allclose(s.velocity, v, atol=1e-12)
+    np.testing.assert_allclose(s.position, _straight(s.t)[0], atol=1e-12)
+    np.testing.assert_allclose(s.angular_velocity, np.cross(N_UP, v) / R_BALL, atol=1e-9)
+    noisy = EmulatedBallVision(BallTrackerOptions(radius=R_BALL), noise_std=0.001, rng=1)
+    z = np.array([noisy.step([0.5, 0.0, R_BALL], k / 80).measurement for k in range(400)])
+    assert np.std(z[:, 0]) == pytest.approx(0.001, rel=0.15)
+    with pytest.raises(ValueError, match="noise_std"):
+        EmulatedBallVision(noise_std=-1.0)
