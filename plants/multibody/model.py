@@ -23,7 +23,7 @@ from lcs.lcp import solve_lcp
 from .contacts import ContactDescription, ContactGeometry, ContactKinematics, ContactPair
 from .errors import MultibodyTypeError, MultibodyValueError, UnknownJointError
 
-__all__ = ["MultibodyPlant", "FLOATING_JOINTS"]
+__all__ = ["MultibodyPlant", "FLOATING_JOINTS", "solve_contact_lcp", "LCP_REGULARIZATIONS"]
 
 #: Joint types treated as unactuated floating bodies by the default actuation.
 FLOATING_JOINTS = ("JointModelFreeFlyer", "JointModelPlanar")
@@ -420,6 +420,10 @@ class MultibodyPlant:
              spring_stiffness: float = 1000.0) -> tuple[np.ndarray, np.ndarray]:
         """One step of the LCS linearized at ``(x, u)`` (the authors' LCS simulation).
 
+        The contact LCP is solved by Lemke's method; when that fails on a degenerate problem
+        (e.g. four coplanar box corners resting on a plane) it is retried with a tiny
+        regularization, see :func:`solve_contact_lcp`.
+
         Returns:
             ``(x_next, lam)``: (n_x,) next state and the contact forces λ in [N].
 
@@ -429,7 +433,11 @@ class MultibodyPlant:
         lcs = self.lcs(x, u, contact_model=contact_model, dt=dt,
                        spring_stiffness=spring_stiffness)
         x = np.asarray(x, dtype=float).reshape(-1)
-        return lcs.step(x, self._input(u))
+        u = self._input(u)
+        if lcs.n_lambda == 0:
+            return lcs.A @ x + lcs.B @ u + lcs.d, np.zeros(0)
+        lam = solve_contact_lcp(lcs.F, lcs.E @ x + lcs.H @ u + lcs.c, "MultibodyPlant.step")
+        return lcs.A @ x + lcs.B @ u + lcs.D @ lam + lcs.d, lam
 
     def simulate_nonlinear_step(self, x: Any, u: Any = None, dt: float = 0.01,
                                 contact_model: str = "stewart_trinkle",
@@ -488,17 +496,14 @@ class MultibodyPlant:
                 for e in range(ne):
                     Fm[2 * nc + e, nc:] = ck.J_t[e] @ G
                     q_lcp[2 * nc + e] = ck.J_t[e] @ v_free
-                sol = solve_lcp(Fm, q_lcp)
-                _require_solved(sol, "simulate_nonlinear_step")
-                vplus = v_free + G @ sol.z[nc:]
+                z = solve_contact_lcp(Fm, q_lcp, "simulate_nonlinear_step")
+                vplus = v_free + G @ z[nc:]
             else:  # anitescu
                 Jc = np.array([ck.J_n[i] + ck.mu[i] * ck.J_t[e] for e, i in enumerate(edge_of)])
                 G = dt * Minv @ Jc.T
                 Fm = Jc @ G
                 q_lcp = np.array([ck.phi[i] / dt for i in edge_of]) + Jc @ v_free
-                sol = solve_lcp(Fm, q_lcp)
-                _require_solved(sol, "simulate_nonlinear_step")
-                vplus = v_free + G @ sol.z
+                vplus = v_free + G @ solve_contact_lcp(Fm, q_lcp, "simulate_nonlinear_step")
         q_next = pin.integrate(self.model, q, dt * vplus)
         return np.concatenate([q_next, vplus])
 
@@ -507,8 +512,32 @@ class MultibodyPlant:
                 f"n_u={self.n_u}, n_contacts={self.n_contacts})")
 
 
-def _require_solved(sol: Any, where: str) -> None:
-    if not sol.found:
-        from lcs import LCPSolveError
+#: Regularizations tried, relative to max(1, max|F|), when Lemke fails on the contact LCP
+#: (as the authors' LCS simulator does with its regularized Lemke fallback).
+LCP_REGULARIZATIONS = (1e-12, 1e-10, 1e-8, 1e-6)
 
-        raise LCPSolveError(f"{where}: the contact LCP was not solved ({sol.status.name})", sol)
+
+def solve_contact_lcp(F: np.ndarray, q: np.ndarray, where: str = "contact LCP") -> np.ndarray:
+    """Solve ``0 <= z ⟂ F z + q >= 0`` (Lemke); on failure retry with ``F + eps I``.
+
+    Degenerate contact configurations (redundant contacts such as four coplanar corners on a
+    plane) can make Lemke's method ray-terminate although a solution exists; adding a tiny
+    ``eps I`` (:data:`LCP_REGULARIZATIONS`, relative to the scale of F) removes the degeneracy
+    and changes the solution by O(eps).
+
+    Raises:
+        lcs.LCPSolveError: no attempt succeeded (the last result is attached).
+    """
+    sol = solve_lcp(F, q)
+    if sol.found:
+        return sol.z
+    scale = max(1.0, float(np.abs(F).max()))
+    eye = np.eye(F.shape[0])
+    for eps in LCP_REGULARIZATIONS:
+        sol = solve_lcp(F + eps * scale * eye, q)
+        if sol.found:
+            return sol.z
+    from lcs import LCPSolveError
+
+    raise LCPSolveError(f"{where}: the contact LCP was not solved, also with regularization "
+                        f"up to {LCP_REGULARIZATIONS[-1]:g} ({sol.status.name})", sol)
