@@ -24,7 +24,7 @@ from .errors import (
     UnknownGeometryError,
     UnknownJointError,
 )
-from .model import FLOATING_JOINTS, MultibodyPlant
+from .model import FLOATING_JOINTS, LCP_REGULARIZATIONS, MultibodyPlant, solve_contact_lcp
 from .resources import example_robot_data_dir, example_robot_data_path
 
 __all__ = [
@@ -39,6 +39,8 @@ __all__ = [
     "Shape",
     "JOINT_TYPES",
     "FLOATING_JOINTS",
+    "solve_contact_lcp",
+    "LCP_REGULARIZATIONS",
     "ContactDescription",
     "ContactKinematics",
     "ContactGeometry",
