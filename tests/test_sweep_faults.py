@@ -11,6 +11,8 @@ fires. The others must complete with the same cost as a direct closed-loop run.
 from __future__ import annotations
 
 import csv
+import json
+import os
 import time
 from dataclasses import dataclass
 
@@ -18,8 +20,10 @@ import numpy as np
 import pytest
 
 import c3mpc.sweep.execution as execution
-from c3mpc import C3Options, run_closed_loop
-from c3mpc.sweep import ClosedLoopTask, load_study, run_sweep
+from c3mpc import C3Options, C3ValueError, run_closed_loop
+from c3mpc.cli import main as cli_main
+from c3mpc.sweep import ClosedLoopTask, SweepLockedError, load_study, run_sweep
+from c3mpc.sweep.storage import RunFolder
 from c3mpc.tasks import TASKS, build_controller
 
 
@@ -91,18 +95,35 @@ def test_failing_and_hanging_trials_are_recorded_and_the_sweep_goes_on(tmp_path,
     assert elapsed < 60
 
 
-def test_report_handles_a_single_complete_trial(tmp_path):
-    """Parameter importance is undefined with one complete trial: a note, not a crash."""
+def test_report_resume_and_folder_guards(tmp_path, capsys):
+    """Parameter importance is undefined with one complete trial: a note, not a crash. The run
+    folder survives a cut journal line, refuses a changed study and a second driver."""
     path = tmp_path / "one.yaml"
     path.write_text(STUDY.replace("[2, 3, 4, 5, 6, 10]", "[2, 3]"))
     run_sweep(load_study(path), tmp_path / "run", workers=1, progress=False, report=False)
-    from c3mpc.sweep import write_report
-
-    report = write_report(tmp_path / "run")
-    assert any("importance" in n and "undefined" in n for n in report.notes)
-    assert "history_accumulated_cost.png" in report.files
-    assert (report.directory / "history_accumulated_cost.png").stat().st_size > 5000
-    assert "| 0 " in report.table or "| 1 " in report.table
-    text = (report.directory / "results.md").read_text()
+    assert cli_main(["sweep-report", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "note: importance_accumulated_cost: parameter importance is undefined" in out
+    report = tmp_path / "run" / "report"
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["complete"] == 1 and summary["failed"] == 1
+    assert "history_accumulated_cost.png" in summary["files"]
+    assert (report / "history_accumulated_cost.png").stat().st_size > 5000
+    assert np.isfinite(summary["best"][0]["values"][0])
+    text = (report / "results.md").read_text()
     assert "injected failure" in text and "1 complete, 1 failed" in text
-    assert np.isfinite(float(report.table.splitlines()[2].split("|")[2]))
+
+    # a journal whose last write was cut by a kill still opens, with every finished trial
+    with open(tmp_path / "run" / "study.journal", "ab") as f:
+        f.write(b'{"op_code": 5, "worker_id": "x", "trial_id": 0, "par')
+    summary = run_sweep(load_study(path), tmp_path / "run", progress=False, report=False)
+    assert summary.ran == 0 and summary.counted == 2 and summary.resumed_from == 2
+
+    # the folder refuses another definition under the same name, and a second driver
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(STUDY.replace("[2, 3, 4, 5, 6, 10]", "[2, 7]"))
+    with pytest.raises(C3ValueError, match="another definition"):
+        run_sweep(load_study(changed), tmp_path / "run", progress=False, report=False)
+    with RunFolder(tmp_path / "run").lock():
+        with pytest.raises(SweepLockedError, match=f"pid {os.getpid()}"):
+            run_sweep(load_study(path), tmp_path / "run", progress=False, report=False)

@@ -217,7 +217,13 @@ def _best_text(ostudy: Any, study: Study) -> str:
     if len(study.objectives) == 1:
         b = best[0]
         return f"best {study.metrics[0]}={b['values'][0]:.6g} (#{b['number']})"
-    return f"Pareto front: {len(best)} trial(s)"
+    from optuna.trial import TrialState
+
+    done = ostudy.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    per_metric = ", ".join(
+        f"{m}={(max if o.direction == 'maximize' else min)(t.values[i] for t in done):.6g}"
+        for i, (m, o) in enumerate(zip(study.metrics, study.objectives)))
+    return f"Pareto front: {len(best)} trial(s); best {per_metric}"
 
 
 def best_trials(ostudy: Any, study: Study) -> tuple[dict[str, Any], ...]:
