@@ -40,7 +40,9 @@ from .camera import BallDetectionAdapter, BallState, CameraOptions
 from .config import options_from_dict, options_from_file, options_to_dict
 from .errors import BridgeConnectionError, HardwareValueError
 from .franka import FrankaAdapter, FrankaOptions, RobotState
+from .impedance import ImpedanceParams
 from .planner import CirclePlanner, CirclePlannerOptions, Planner
+from .planner_c3 import C3PlannerOptions
 from .rosbridge.transport import BridgeOptions, RosBridgeTransport
 from .safety import InterventionKind, SafetyLayer, SafetyOptions
 
@@ -87,8 +89,16 @@ class DeployOptions:
     """Ball detection topic."""
     safety: SafetyOptions = field(default_factory=SafetyOptions)
     """Workspace, limits, watchdog threshold."""
+    planner_type: str = "circle"
+    """"circle" (reference target generator, :class:`CirclePlanner`) or "c3" (C3 on the
+    franka-ball simplified model, Algorithm 3, :class:`~hardware.planner_c3.C3Planner`)."""
     planner: CirclePlannerOptions = field(default_factory=CirclePlannerOptions)
     """Settings of the reference circle planner."""
+    c3: C3PlannerOptions = field(default_factory=C3PlannerOptions)
+    """Settings of the C3 planner."""
+    impedance: ImpedanceParams = field(default_factory=ImpedanceParams)
+    """Gains of the robot's impedance controller (used by the C3 planner's velocity lead;
+    the robot side has its own copy)."""
     require_camera: bool = True
     """Watch the camera too (False: only the robot state feeds the watchdog)."""
     startup_timeout: float = 5.0
@@ -99,6 +109,9 @@ class DeployOptions:
     """Seconds between status-line updates."""
 
     def __post_init__(self) -> None:
+        if self.planner_type not in ("circle", "c3"):
+            raise HardwareValueError(f"DeployOptions.planner_type must be 'circle' or 'c3', got "
+                                     f"{self.planner_type!r}")
         for name in ("rate_hz", "startup_timeout", "max_stale_time", "status_interval"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
@@ -149,6 +162,10 @@ class DeploySummary:
     tracking_offset_mean_m: float
     """Mean distance between the commanded equilibrium and the measured end effector."""
     plan_time_median_s: float
+    plan_time_max_s: float
+    planner: str
+    planner_failures: int
+    """Ticks where the planner had no usable plan (it then returned the measured pose)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
@@ -182,7 +199,14 @@ class _Run:
         self.task = task
         self.o = options
         self.duration = duration
-        self.planner: Planner = planner or CirclePlanner(options.planner)
+        if planner is None:
+            if options.planner_type == "c3":
+                from .planner_c3 import C3Planner
+
+                planner = C3Planner(options.c3, options.impedance)
+            else:
+                planner = CirclePlanner(options.planner)
+        self.planner: Planner = planner
         self.status = status
         self.stop = _Stop()
         self.safety = SafetyLayer(options.safety, nominal_period=1.0 / options.rate_hz)
@@ -197,6 +221,7 @@ class _Run:
         self.ee_start: np.ndarray | None = None
         self.ee_last: np.ndarray | None = None
         self.message = ""
+        self.warm_up_time = math.nan
         self._last_status = -math.inf
         self._t0 = time.monotonic()
 
@@ -231,6 +256,9 @@ class _Run:
     def run(self) -> tuple[ExitReason, RosBridgeTransport | None, FrankaAdapter | None,
                            BallDetectionAdapter | None]:
         o = self.o
+        warm_up = getattr(self.planner, "warm_up", None)
+        if callable(warm_up):  # compile/allocate before any data can go stale
+            self.warm_up_time = warm_up()
         tr = RosBridgeTransport(o.bridge)
         try:
             tr.connect()
@@ -401,6 +429,9 @@ def run_deploy(task: str, options: DeployOptions | None = None, *,
         ee_path_length_m=run.path,
         tracking_offset_mean_m=float(np.mean(run.offsets)) if run.offsets else math.nan,
         plan_time_median_s=float(np.median(run.plan_times)) if run.plan_times else math.nan,
+        plan_time_max_s=float(np.max(run.plan_times)) if run.plan_times else math.nan,
+        planner=type(run.planner).__name__,
+        planner_failures=int(getattr(run.planner, "failures", 0)),
     )
     LOGGER.info("deploy ended: %s (%s)", reason.value, run.message)
     if report_dir is not None:

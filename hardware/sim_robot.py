@@ -13,10 +13,12 @@ eq. 36) with compensated arm dynamics, i.e. with task-space inertia Λ = diag(m 
     \\ddot p = K_t (p_d - p) - B_t \\dot p + (f_d + f_c) / m, \\qquad
     \\dot\\omega = K_r \\log(R_d R^T) - B_r \\omega + \\tau_d / I,
 
-integrated by semi-implicit Euler at ``physics_dt``. A ball rolls on the table (translation
-with the rolling inertia 7/5 m_b, viscous rolling resistance) and is pushed by the spherical
-end effector through a compliant normal contact (spring-damper on penetration, force
-``f_c`` on both bodies, vertical part absorbed by the table). A camera publishes the ball
+integrated by semi-implicit Euler at ``physics_dt``. A solid ball rolls without slipping on the
+table (viscous rolling resistance) and is pushed or rolled by the spherical end effector
+through a compliant contact (spring-damper normal force on the penetration, regularised
+Coulomb friction on the slip of the contact points; ``f_c`` acts on both bodies, the vertical
+part on the ball is absorbed by the table). Pressing on the top of the ball and moving rolls it
+at half the end-effector speed, as in the paper's experiment. A camera publishes the ball
 centre at ``camera_rate_hz`` with optional Gaussian noise.
 
 No joint-space model: ``FrankaState`` messages carry ``O_T_EE``, ``O_T_EE_d`` and
@@ -79,10 +81,10 @@ class SimRobotOptions:
     """End-effector start position [m] (also the equilibrium until commanded)."""
     initial_quaternion: tuple[float, ...] = (1.0, 0.0, 0.0, 0.0)
     """End-effector start orientation (x, y, z, w); the default points the tool down."""
-    ball_radius: float = 0.05
-    """Ball radius [m]."""
-    ball_mass: float = 0.1
-    """Ball mass [kg]."""
+    ball_radius: float = 0.0315
+    """Ball radius [m] (the franka-ball plant's)."""
+    ball_mass: float = 0.132
+    """Ball mass [kg] (the franka-ball plant's)."""
     ball_initial: tuple[float, ...] = (0.55, 0.0)
     """Ball start position on the table (x, y) [m]."""
     table_height: float = 0.0
@@ -91,6 +93,11 @@ class SimRobotOptions:
     """Normal stiffness of the end-effector/ball contact [N/m]."""
     contact_damping: float = 10.0
     """Normal damping of that contact [N s/m]."""
+    contact_friction: float = 1.0
+    """Coulomb friction coefficient μ of the end-effector/ball contact (paper: 1)."""
+    friction_slip_velocity: float = 0.005
+    """Slip speed [m/s] below which that friction is regularised (viscous), above it it is
+    μ f_n."""
     rolling_damping: float = 0.5
     """Viscous rolling resistance of the ball [1/s]."""
     max_command_jump: float = 0.10
@@ -106,7 +113,7 @@ class SimRobotOptions:
                 raise HardwareValueError(f"SimRobotOptions.{name} must be > 0, got "
                                          f"{getattr(self, name)!r}")
         for name in ("camera_noise_std", "contact_stiffness", "contact_damping",
-                     "rolling_damping"):
+                     "rolling_damping", "contact_friction", "friction_slip_velocity"):
             if not getattr(self, name) >= 0:
                 raise HardwareValueError(f"SimRobotOptions.{name} must be >= 0")
         if len(self.initial_position) != 3 or len(self.initial_quaternion) != 4 or len(
@@ -164,6 +171,7 @@ class SimulatedFranka:
         self.f_contact = np.zeros(3)  # force of the ball on the end effector [N]
         # Skip work that cannot change anything (numpy calls on 3-vectors dominate the step).
         self._had_contact = False
+        self._rho = np.zeros(3)
         self._rotating = False
         self._ball_moving = False
         self.t = 0.0  # simulated time [s]
@@ -228,19 +236,33 @@ class SimulatedFranka:
 
     # -- physics ------------------------------------------------------------------------
     def step(self, dt: float) -> None:
-        """Advance the end effector and the ball by ``dt`` [s] (semi-implicit Euler)."""
+        """Advance the end effector and the ball by ``dt`` [s] (semi-implicit Euler).
+
+        The contact force acts on the end effector as an external force (felt through Λ⁻¹) and
+        on the ball, whose table contact is assumed to roll without slipping; the vertical part
+        of the force on the ball is taken by the table."""
         o = self.options
-        # Contact between the spherical end effector and the ball.
+        # Contact between the spherical end effector and the ball: spring-damper normal force
+        # and regularised Coulomb friction on the slip of the contact points.
         d = self.ball - self.p
         reach = o.ee_radius + o.ball_radius
         dist2 = float(d @ d)
         in_contact = 1e-18 < dist2 < reach * reach
         if in_contact:
             dist = math.sqrt(dist2)
-            n = d / dist
+            n = d / dist  # from the end effector to the ball
             closing = float((self.v - self.ball_v) @ n)
             fn = max(0.0, o.contact_stiffness * (reach - dist) + o.contact_damping * closing)
-            self.f_contact = -fn * n
+            rho = -o.ball_radius * n  # contact point relative to the ball centre
+            # ball angular velocity from rolling without slipping on the table: ω = e_z × v / r
+            omega = np.array([-self.ball_v[1], self.ball_v[0], 0.0]) / o.ball_radius
+            slip = self.v - (self.ball_v + np.cross(omega, rho))
+            slip -= (slip @ n) * n
+            s_norm = math.sqrt(float(slip @ slip))
+            friction = (o.contact_friction * fn / max(s_norm, o.friction_slip_velocity)) * slip
+            f_ball = fn * n + friction
+            self.f_contact = -f_ball
+            self._rho = rho
         elif self._had_contact:
             self.f_contact = np.zeros(3)
         self._had_contact = in_contact
@@ -258,9 +280,17 @@ class SimulatedFranka:
                 self.R, self.w, self._rotating = self.R_d.copy(), np.zeros(3), False
         # Ball: horizontal rolling (the table takes the vertical force).
         if in_contact or self._ball_moving:
+            # Rolling without slipping under a force F at offset ρ from the centre (solid ball,
+            # I = 2/5 m r²; table friction eliminated): a = 5/(7m) (F_h + e_z × (ρ × F) / r)
+            # in the plane; a push at the top accelerates twice as much as one at the centre.
             a_b = np.zeros(3)
-            a_b[:2] = (-self.f_contact[:2] / (1.4 * o.ball_mass)
-                       - o.rolling_damping * self.ball_v[:2])
+            if in_contact:
+                F = -self.f_contact
+                tq = np.cross(self._rho, F)
+                a_b[0] = F[0] + tq[1] / o.ball_radius
+                a_b[1] = F[1] - tq[0] / o.ball_radius
+                a_b[:2] *= 5.0 / (7.0 * o.ball_mass)
+            a_b[:2] -= o.rolling_damping * self.ball_v[:2]
             self.ball_v += dt * a_b
             self.ball += dt * self.ball_v
             self._ball_moving = in_contact or abs(self.ball_v).max() > 1e-9

@@ -326,3 +326,35 @@ def test_adapters_reject_malformed_state_and_detections_over_the_bridge():
     finally:
         tr.close()
         sth.stop()
+
+
+# -- C3 planner (franka-ball simplified model) ---------------------------------------------
+def test_c3_planner_gives_algorithm3_targets_with_velocity_lead():
+    """C3 on the franka-ball model from the paper's start: eq. (25) goal 20° ahead, a finite
+    target near the end effector equal to the re-simulated x_d shifted by (B/K)·v_d."""
+    pytest.importorskip("plants.models.franka_ball")
+    from hardware.camera import BallState
+    from hardware.franka import RobotState
+    from hardware.planner_c3 import C3Planner, C3PlannerOptions
+    from plants.models.franka_ball import BALL_RADIUS, EE_RADIUS
+
+    r = BALL_RADIUS
+    robot = RobotState(np.array([0.55, 0.1, 2 * r + EE_RADIUS + 0.005]), Q_DOWN, np.zeros(3),
+                       0.0, 0.0, 1)
+    ball = BallState(np.array([0.55, 0.1, r]), np.zeros(3), 0.0, 0.0, 1)
+    planner = C3Planner(C3PlannerOptions(min_resim_dt=0.05))
+    assert planner.warm_up() > 0
+    x = planner.state_vector(robot, ball)
+    g = planner.goal(x)
+    a = math.radians(20.0)
+    np.testing.assert_allclose(g[3:5], [0.55 + 0.1 * math.sin(a), 0.1 * math.cos(a)],
+                               atol=1e-12)
+    target = planner.plan(robot, ball, 0.0)
+    assert planner.failures == 0
+    assert np.all(np.isfinite(target.position)) and np.all(np.isfinite(target.force))
+    assert np.linalg.norm(target.position - robot.position) < 0.05
+    x_d, lam_d, dt_c = planner.last_plan
+    assert dt_c >= 0.05
+    p = ImpedanceParams()
+    np.testing.assert_allclose(target.position, x_d[0:3] + p.translational_damping
+                               / p.translational_stiffness * x_d[10:13], atol=1e-15)
