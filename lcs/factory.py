@@ -39,6 +39,7 @@ from .lcs import LCS
 
 __all__ = [
     "CONTACT_MODELS",
+    "canonical_contact_model",
     "SmoothLinearization",
     "ContactData",
     "euler_kinematics",
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 CONTACT_MODELS = ("stewart_trinkle", "anitescu", "frictionless_spring")
+#: Other accepted spellings (the authors' YAML uses ``stewart_and_trinkle``).
+CONTACT_MODEL_ALIASES = {"stewart_and_trinkle": "stewart_trinkle"}
 
 
 @dataclass(frozen=True)
@@ -172,8 +175,23 @@ def euler_kinematics(N: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray, 
     return np.eye(N.shape[0]), dt * N, np.zeros(N.shape[0])
 
 
+def canonical_contact_model(contact_model: str) -> str:
+    """The canonical name of ``contact_model`` (one of :data:`CONTACT_MODELS`).
+
+    Raises:
+        ValueError: an unknown name (the message lists the valid ones).
+    """
+    name = CONTACT_MODEL_ALIASES.get(contact_model, contact_model) \
+        if isinstance(contact_model, str) else contact_model
+    if name not in CONTACT_MODELS:
+        raise LCSValueError(f"contact_model must be one of {CONTACT_MODELS}, got "
+                            f"{contact_model!r}")
+    return name
+
+
 def lambda_size(contact_model: str, num_edges: Any) -> int:
     """n_lambda of ``contact_model`` for contacts with ``num_edges`` = 2 d_i each."""
+    contact_model = canonical_contact_model(contact_model)
     ne = np.asarray(num_edges, dtype=int).reshape(-1)
     n_c, n_e = ne.shape[0], int(ne.sum())
     if contact_model == "stewart_trinkle":
@@ -183,12 +201,6 @@ def lambda_size(contact_model: str, num_edges: Any) -> int:
     if contact_model == "frictionless_spring":
         return n_c
     raise LCSValueError(f"contact_model must be one of {CONTACT_MODELS}, got {contact_model!r}")
-
-
-def _check_model(contact_model: str) -> None:
-    if contact_model not in CONTACT_MODELS:
-        raise LCSValueError(f"contact_model must be one of {CONTACT_MODELS}, got "
-                            f"{contact_model!r}")
 
 
 def build_lcs_matrices(
@@ -201,7 +213,7 @@ def build_lcs_matrices(
     check: bool = True,
 ) -> tuple[np.ndarray, ...]:
     r"""The eight LCS matrices ``(A, B, D, d, E, F, H, c)`` (see :func:`build_lcs`)."""
-    _check_model(contact_model)
+    contact_model = canonical_contact_model(contact_model)
     dt = float(dt)
     if not (dt > 0 and np.isfinite(dt)):
         raise LCSValueError(f"dt must be a positive time step in [s], got {dt}")

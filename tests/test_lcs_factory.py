@@ -165,6 +165,7 @@ def test_time_varying_stack_and_lambda_size():
     assert lambda_size("stewart_trinkle", [4, 8, 2]) == 2 * 3 + 14
     assert lambda_size("anitescu", [4, 8, 2]) == 14
     assert lambda_size("frictionless_spring", [4, 8, 2]) == 3
+    assert lambda_size("stewart_and_trinkle", [4]) == 6  # the authors' YAML spelling
 
 
 def test_factory_rejects_bad_input():

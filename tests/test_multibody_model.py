@@ -500,3 +500,21 @@ def test_spinning_box_drop_settles_flat(contact_model):
     assert min(c.phi for c in plant.contact_descriptions(x)) > -1e-9
     weight = (lam[4:8].sum() if contact_model == "stewart_trinkle" else lam.sum())
     assert weight == pytest.approx(9.81, rel=1e-3)  # normal forces carry m g [N]
+
+
+def test_articulated_arm_tip_on_ground_resting_and_sliding():
+    """3-link arm whose tip sphere touches the ground: at rest it stays (statically supported,
+    one step agrees to round-off); turning about z the tip slides, and the one-step error vs
+    the sub-stepped nonlinear time stepping is O(dt^2)."""
+    plant = arm_with_ball(mu=0.3)
+    q3 = 0.6
+    lo, hi = 0.0, 1.5  # bisection for the shoulder angle that puts the tip on the ground
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        phi = plant.contact_descriptions(np.array([0.0, mid, q3, 0, 0, 0]))[0].phi
+        lo, hi = (mid, hi) if phi > 0 else (lo, mid)
+    x_rest = np.array([0.0, lo, q3, 0.0, 0.0, 0.0])
+    _, errs = _slope(plant, x_rest, "stewart_trinkle", DTS)
+    assert errs.max() < 1e-9
+    slope, errs = _slope(plant, x_rest + np.array([0, 0, 0, 0.5, 0, 0]), "stewart_trinkle", DTS)
+    assert 1.85 < slope < 2.2, (slope, errs)

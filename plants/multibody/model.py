@@ -17,7 +17,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from lcs import LCS
-from lcs.factory import CONTACT_MODELS, ContactData, SmoothLinearization, build_lcs, lambda_size
+from lcs.factory import (
+    CONTACT_MODELS,
+    ContactData,
+    SmoothLinearization,
+    build_lcs,
+    canonical_contact_model,
+    lambda_size,
+)
 from lcs.lcp import solve_lcp
 
 from .contacts import ContactDescription, ContactGeometry, ContactKinematics, ContactPair
@@ -264,10 +271,11 @@ class MultibodyPlant:
 
     @staticmethod
     def _model_name(contact_model: str) -> str:
-        if contact_model not in CONTACT_MODELS:
+        try:
+            return canonical_contact_model(contact_model)
+        except ValueError:
             raise MultibodyValueError(f"contact_model must be one of {CONTACT_MODELS}, got "
-                                      f"{contact_model!r}")
-        return contact_model
+                                      f"{contact_model!r}") from None
 
     # ------------------------------------------------------------------ kinematics
     def velocity_to_qdot(self, q: Any) -> np.ndarray:
