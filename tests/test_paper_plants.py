@@ -98,6 +98,31 @@ def test_pivoting_matches_published_matrices_at_random_states(seed):
                                    rtol=1e-12, atol=1e-14, err_msg=name)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_pivoting_matches_published_matrices_with_distinct_parameters(seed):
+    # With the paper's h = w = 1, mu1 = mu2 and dt = 0.01 a swapped h/w, mu1/mu2 or a dt vs
+    # dt² slip would go unnoticed; distinct values make every parameter visible.
+    prm = dict(dt=0.013, mu1=0.15, mu2=0.35, mu3=0.6, g=9.7, h=0.7, w=1.3)
+    x = np.random.default_rng(100 + seed).normal(size=10)
+    lcs = load_plant("pivoting", **prm).lcs(x)
+    ns = published_matrices("Pivoting", dict(prm, x=x.reshape(10, 1)))
+    for name in "ABDdEFHc":
+        ref = as_matrix(ns[name])
+        np.testing.assert_allclose(getattr(lcs, name), ref.reshape(getattr(lcs, name).shape),
+                                   rtol=1e-12, atol=1e-14, err_msg=name)
+
+
+def test_pivoting_published_gap_row_has_no_angle_term_when_h_equals_w():
+    # Documented in docs/c3.md: the published E[9, 4] = -h sinθ + w cosθ + (w sinθ - h cosθ)
+    # vanishes for h = w, so the planned ground gap depends on θ only through θ̇ (z·dt).
+    for theta in (0.2, np.pi / 4, 1.0):
+        x = np.zeros(10)
+        x[4] = theta
+        assert load_plant("pivoting").lcs(x).E[9, 4] == pytest.approx(0.0, abs=1e-15)
+        assert load_plant("pivoting", h=0.5).lcs(x).E[9, 4] == pytest.approx(
+            -0.5 * np.sin(theta) + np.cos(theta) + np.sin(theta) - 0.5 * np.cos(theta))
+
+
 def test_pivoting_typo_option_only_changes_one_entry():
     x = load_plant("pivoting").defaults.x0
     a = load_plant("pivoting").lcs(x)
