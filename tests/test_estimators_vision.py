@@ -233,3 +233,23 @@ def test_ball_touched_by_end_effector_sphere_is_still_located():
         s = tracker.step([render(cam, scene, 2.0, trial) for cam in cams], 0.0)
         assert s.valid and s.n_measurements >= 2
         assert np.linalg.norm(s.position - c) <= 1e-3
+
+
+def test_extrinsic_calibration_with_lens_distortion():
+    dist = np.array([-0.15, 0.06, 0.0005, -0.0005, -0.01])
+    intr = CameraIntrinsics(CameraIntrinsics.from_fov(640, 480, 60).K, 640, 480, dist)
+    cam = camera_ring(3, intrinsics=intr)[1]
+    T1 = make_transform(rotation_from_rotvec([0, 0, 0.7]), [0.6, -0.05, 0.0])
+    T2 = make_transform(np.eye(3), [0.47, 0.1, 0.0])
+    img = render(cam, Scene(table=TABLE, tags=(RenderTag(3, 0.08, T1), RenderTag(7, 0.08, T2))),
+                 1.0, 0)
+    T, rms = calibrate_extrinsics(cam, img, {3: T1, 7: T2}, 0.08)
+    assert rms < 0.2
+    assert np.linalg.norm(invert_transform(T)[:3, 3] - cam.position) <= 1.5e-3
+    assert np.degrees(rotation_angle_between(T[:3, :3],
+                                             cam.transform_world_to_camera[:3, :3])) <= 0.15
+    from estimators import CalibrationError
+
+    with pytest.raises(CalibrationError, match="none of the reference tags") as e:
+        calibrate_extrinsics(cam, img, {42: T1}, 0.08)
+    assert sorted(e.value.detected_ids) == [3, 7]
