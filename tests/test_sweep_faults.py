@@ -96,10 +96,12 @@ def test_failing_and_hanging_trials_are_recorded_and_the_sweep_goes_on(tmp_path,
 
 
 def test_report_resume_and_folder_guards(tmp_path, capsys):
-    """Parameter importance is undefined with one complete trial: a note, not a crash. The run
-    folder survives a cut journal line, refuses a changed study and a second driver."""
+    """A two-objective report with one complete trial: parameter importance is undefined (a
+    note, not a crash), the Pareto plot is drawn. The run folder survives a cut journal line,
+    refuses a changed study and a second driver."""
     path = tmp_path / "one.yaml"
-    path.write_text(STUDY.replace("[2, 3, 4, 5, 6, 10]", "[2, 3]"))
+    path.write_text(STUDY.replace("[2, 3, 4, 5, 6, 10]", "[2, 3]").replace(
+        "objectives: accumulated_cost", "objectives: [accumulated_cost, failed_steps]"))
     run_sweep(load_study(path), tmp_path / "run", workers=1, progress=False, report=False)
     assert cli_main(["sweep-report", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
@@ -107,8 +109,9 @@ def test_report_resume_and_folder_guards(tmp_path, capsys):
     report = tmp_path / "run" / "report"
     summary = json.loads((report / "summary.json").read_text())
     assert summary["complete"] == 1 and summary["failed"] == 1
-    assert "history_accumulated_cost.png" in summary["files"]
-    assert (report / "history_accumulated_cost.png").stat().st_size > 5000
+    for stem in ("history_accumulated_cost", "parallel_failed_steps", "pareto"):
+        assert f"{stem}.png" in summary["files"] and f"{stem}.html" in summary["files"]
+        assert (report / f"{stem}.png").stat().st_size > 5000
     assert np.isfinite(summary["best"][0]["values"][0])
     text = (report / "results.md").read_text()
     assert "injected failure" in text and "1 complete, 1 failed" in text

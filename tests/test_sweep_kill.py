@@ -32,7 +32,7 @@ objectives:
   - accumulated_cost
   - success_rate
 seeds: 1
-duration: 1.0
+duration: 0.8
 start_perturbation: 0.1
 timeout: 60
 """
@@ -55,7 +55,7 @@ def test_ctrl_c_and_sigkill_then_rerun_keep_every_finished_trial(tmp_path):
     study.write_text(STUDY)
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "c3mpc.cli", "sweep", str(study), "--out", str(out),
-           "--workers", "2", "--quiet"]
+           "--workers", "2", "--quiet", "--no-report"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
     def start_and_wait(min_rows: int) -> subprocess.Popen:
@@ -129,8 +129,3 @@ def test_ctrl_c_and_sigkill_then_rerun_keep_every_finished_trial(tmp_path):
     assert f"resumed from {n_before}" in rerun.stdout
     assert f"{len(zombies)} trial(s) of a killed run marked interrupted" in rerun.stdout or \
         not zombies
-    # the report of the resumed study is written at the end
-    report = (out / "report" / "results.md").read_text()
-    n_interrupted = len(zombies) + len(interrupted_by_ctrl_c)
-    assert f"10 complete, 0 failed, {n_interrupted} interrupted" in report
-    assert (out / "report" / "pareto.png").exists()

@@ -35,7 +35,9 @@ def _print_summary(s: SweepSummary, metrics: list[str]) -> None:
     for b in s.best:
         values = ", ".join(f"{m}={v:.6g}" for m, v in zip(metrics, b["values"]))
         print(f"  best #{b['number']}: {values}  params {b['params']}")
-    print(f"  trials: {s.out_dir / 'trials.csv'}; report: {s.out_dir / 'report'}/results.md")
+    report = s.out_dir / "report" / "results.md"
+    print(f"  trials: {s.out_dir / 'trials.csv'}" + (f"; report: {report}" if report.exists()
+                                                      else ""))
 
 
 def sweep_report_command(args: argparse.Namespace) -> int:

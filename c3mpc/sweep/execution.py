@@ -198,6 +198,11 @@ class _Progress:
             self.stream.write(line + "\n")
         self.stream.flush()
 
+    def message(self, text: str) -> None:
+        if self.enabled:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
     def close(self) -> None:
         if self.enabled and self.tty:
             self.stream.write("\n")
@@ -322,6 +327,8 @@ def _drive(study: Study, ostudy: Any, storage: Any, folder: RunFolder, bar: _Pro
     ran = 0
     stopped = False
     limit = hard_limit(study.timeout)
+    bar.message(f"{study.name}: {study.trials - counted} trial(s) to run on "
+                f"{executor.describe()}; storage {folder.journal}")
     ctrl_c = _CtrlC()
     try:
         while True:
@@ -369,11 +376,13 @@ def _drive(study: Study, ostudy: Any, storage: Any, folder: RunFolder, bar: _Pro
                 bar.update(ostudy, counted, len(inflight),
                            f"#{outcome.number} " + ("failed: " + outcome.error if outcome.failed
                                                     else "done"))
-    except KeyboardInterrupt:
-        stopped = True
+    except BaseException as e:  # Ctrl-C, or the executor / storage failed
         for run in inflight.values():
             mark_interrupted(storage, run.trial._trial_id)
         write_trials_csv(ostudy, folder.trials_csv, study.metrics)
+        if not isinstance(e, KeyboardInterrupt):
+            raise
+        stopped = True
     finally:
         ctrl_c.restore()
         bar.close()
