@@ -189,6 +189,30 @@ def _render_table(camera: Camera, scene: Scene, rays_world: np.ndarray,
     return img
 
 
+_BACKGROUND_CACHE: dict[bytes, np.ndarray] = {}
+
+
+def _background(camera: Camera, scene: Scene, rays_cam: np.ndarray) -> np.ndarray:
+    """Table and tags as seen by the camera (cached: they do not move between frames)."""
+    intr = camera.intrinsics
+    key = repr((camera.transform_world_to_camera.tobytes(), intr.K.tobytes(), intr.width,
+                intr.height, None if intr.distortion is None else intr.distortion.tobytes(),
+                scene.table, scene.background_bgr,
+                [(t.tag_id, t.family, t.size, t.transform_tag_to_world.tobytes())
+                 for t in scene.tags])).encode()
+    if key not in _BACKGROUND_CACHE:
+        if len(_BACKGROUND_CACHE) >= 12:
+            _BACKGROUND_CACHE.pop(next(iter(_BACKGROUND_CACHE)))
+        T_cw = invert_transform(camera.transform_world_to_camera)
+        img = _render_table(camera, scene, rays_cam @ T_cw[:3, :3].T, T_cw[:3, 3])
+        for tag in scene.tags:
+            _render_tag(img, camera, tag, rays_cam)
+        img = img.astype(np.float32)
+        img.setflags(write=False)
+        _BACKGROUND_CACHE[key] = img
+    return _BACKGROUND_CACHE[key]
+
+
 def _render_tag(img: np.ndarray, camera: Camera, tag: RenderTag, rays_cam: np.ndarray,
                 supersample: int = 4) -> None:
     import cv2
@@ -245,6 +269,32 @@ def _render_tag(img: np.ndarray, camera: Camera, tag: RenderTag, rays_cam: np.nd
     region[:] = region * (1 - alpha[..., None]) + val[..., None]  # val already times alpha
 
 
+def _ball_box(camera: Camera, c: np.ndarray, r: float, edge_width: float
+              ) -> tuple[int, int, int, int] | None:
+    """Pixel box (v0, v1, u0, u1) holding the image of a sphere (camera-frame centre c): the
+    whole image if its silhouette reaches behind the camera, None if it misses the image."""
+    h, w = camera.height, camera.width
+    d = float(np.linalg.norm(c))
+    a = c / d
+    alpha = np.arcsin(min(r / d, 1.0))
+    e1 = np.cross(a, [1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0])
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(a, e1)
+    phi = np.linspace(0, 2 * np.pi, 64, endpoint=False)
+    rays = np.cos(alpha) * a + np.sin(alpha) * (np.cos(phi)[:, None] * e1
+                                                + np.sin(phi)[:, None] * e2)
+    if np.any(rays[:, 2] <= 0.05):  # near-grazing or behind: do not trust the projection
+        return 0, h, 0, w
+    px = camera.intrinsics.distort_normalized(rays[:, :2] / rays[:, 2:3])
+    m = 3.0 + edge_width
+    u0, v0 = np.floor(px.min(axis=0) - m).astype(int)
+    u1, v1 = np.ceil(px.max(axis=0) + m).astype(int) + 1
+    u0, v0, u1, v1 = max(u0, 0), max(v0, 0), min(u1, w), min(v1, h)
+    if u1 <= u0 or v1 <= v0:
+        return None
+    return int(v0), int(v1), int(u0), int(u1)
+
+
 def _render_ball(img: np.ndarray, camera: Camera, ball: RenderBall, rays_cam: np.ndarray,
                  light_cam: np.ndarray, ambient: float, edge_width: float) -> None:
     T = camera.transform_world_to_camera
@@ -253,7 +303,12 @@ def _render_ball(img: np.ndarray, camera: Camera, ball: RenderBall, rays_cam: np
     cc = float(c @ c)
     if c[2] <= 0 or cc <= r * r:
         return
-    x = rays_cam  # (H, W, 3), third component 1
+    box = _ball_box(camera, c, r, edge_width)
+    if box is None:
+        return
+    v0, v1, u0, u1 = box
+    x = rays_cam[v0:v1, u0:u1]  # (h, w, 3), third component 1
+    img = img[v0:v1, u0:u1]  # a view: writes go to the image
     xc = x @ c
     xx = np.einsum("hwk,hwk->hw", x, x)
     g = xc * xc - (cc - r * r) * xx
@@ -301,11 +356,7 @@ def render(camera: Camera, scene: Scene, noise_std: float = 0.0,
         raise EstimatorValueError(f"noise_std must be >= 0, got {noise_std}")
     edge_width = positive_float("edge_width", edge_width)
     rays_cam = _pixel_rays(camera)
-    T_cw = invert_transform(camera.transform_world_to_camera)
-    rays_world = rays_cam @ T_cw[:3, :3].T
-    img = _render_table(camera, scene, rays_world, T_cw[:3, 3])
-    for tag in scene.tags:
-        _render_tag(img, camera, tag, rays_cam)
+    img = _background(camera, scene, rays_cam).copy()  # float32
     light = np.asarray(scene.light_direction, dtype=float)
     light = camera.transform_world_to_camera[:3, :3] @ (light / np.linalg.norm(light))
     # far balls first so near ones cover them
@@ -316,7 +367,7 @@ def render(camera: Camera, scene: Scene, noise_std: float = 0.0,
         _render_ball(img, camera, ball, rays_cam, light, scene.ambient, edge_width)
     if noise_std > 0:
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-        img = img + gen.normal(0.0, noise_std, img.shape)
+        img += noise_std * gen.standard_normal(img.shape, dtype=np.float32)
     return np.clip(np.rint(img), 0, 255).astype(np.uint8)
 
 
