@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import C3ValueError
 from .execution import SweepSummary, run_sweep
 from .report import write_report
 from .study import load_study
@@ -14,6 +15,8 @@ __all__ = ["sweep_command", "sweep_report_command"]
 
 def sweep_command(args: argparse.Namespace) -> int:
     """Run or resume a study. Exit code 0 when the budget is spent, 130 after Ctrl-C."""
+    if not Path(args.study).is_file():
+        raise C3ValueError(f"study file not found: {args.study}")
     study = load_study(args.study)  # every study-file error surfaces here, before any trial
     out = Path(args.out) if args.out else Path("sweeps") / study.name
     summary = run_sweep(study, out, trials=args.trials, dask_address=args.dask,
