@@ -64,6 +64,7 @@ INVALID = {
                                             "low: 0, high: 10, log: true"), 5,
                                "log range needs low > 0"),
     "non-positive scale": (GOOD.replace("[0.5, 2]", "[0, 2]"), 7, "weight scales must be > 0"),
+    "bad name": (GOOD.replace("name: t", "name: ../t"), 1, "must be letters, digits"),
     "malformed yaml": (GOOD.replace("[0.5, 2]", "[0.5, 2"), 8, "malformed YAML"),
 }
 

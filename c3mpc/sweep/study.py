@@ -32,6 +32,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -328,8 +329,9 @@ class _Parser:
             if key not in data:
                 raise StudyFileError(f"missing required key {key!r}", self.source, 1, "")
         name = data.get("name", self.default_name)
-        if not isinstance(name, str) or not name.strip():
-            raise self.error(("name",), f"must be a non-empty string, got {name!r}")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+            raise self.error(("name",), f"must be letters, digits, '.', '_' or '-' (it names "
+                             f"the default run folder), got {name!r}")
         task = self.parse_task(data["task"])
         base = self.parse_options(data.get("options") or {}, task)
         sampler = self.parse_sampler(data.get("sampler", "tpe"))
@@ -349,7 +351,7 @@ class _Parser:
                               "a time in [s]")
         if timeout <= 0:
             raise self.error(("timeout",), f"must be > 0 s, got {timeout}")
-        study = Study(name=name.strip(), task=data["task"], search_space=space,
+        study = Study(name=name, task=data["task"], search_space=space,
                       objectives=objectives, sampler=sampler, seeds=seeds, duration=duration,
                       start_perturbation=perturbation, noise=noise, timeout=timeout,
                       options=dict(data.get("options") or {}), source=self.source)
