@@ -7,7 +7,8 @@ The one step verb (STYLE.md rule 5)::
 
 :class:`BallFilter` is the same pipeline from 3-D positions, and
 :class:`EmulatedBallVision` samples a simulator's true ball position at the camera rate with
-noise through it (seed 003 §VII-A). :mod:`estimators.synthetic` renders test scenes from known ground truth.
+noise through it (seed 003 §VII-A). :mod:`estimators.synthetic` renders test scenes from
+known ground truth.
 The geometry is in docs/estimators.md.
 """
 

@@ -11,15 +11,16 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ._validation import check_image
+from ._validation import as_float_array, check_image
 from .ball_filter import BallFilter
 from .ball_geometry import apparent_radius_range, ball_center_from_outline, table_mask
 from .ball_state import BallState
-from .camera import Camera
+from .camera import Camera, load_cameras
 from .circle_detection import CircleDetection, detect_ball_circle
 from .errors import EstimatorTypeError, EstimatorValueError
 from .options import BallTrackerOptions
@@ -99,6 +100,43 @@ class BallTracker:
             else:
                 self.radius_px_ranges.append(tuple(float(x) for x in radius_px_range))
         self.last_observations: list[CameraObservation] = []
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> "BallTracker":
+        """A tracker from one YAML rig file::
+
+            cameras: {cam0: {...}, cam1: {...}}     # as in estimators.load_cameras
+            # or: cameras_file: cameras.yaml        # relative to this file
+            table_corners: [[0.2, -0.35, 0], [0.9, -0.35, 0], [0.9, 0.35, 0], [0.2, 0.35, 0]]
+            options: {radius: 0.03, filter: kalman, detection: {min_contrast: 10}}
+
+        Unknown keys raise ValueError.
+        """
+        import yaml
+
+        path = Path(path)
+        data = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(data, Mapping):
+            raise EstimatorValueError(f"{path}: expected a mapping at top level")
+        known = {"cameras", "cameras_file", "table_corners", "options", "mask_margin_px"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise EstimatorValueError(f"{path}: unknown key(s) {unknown}; valid keys: "
+                                      f"{sorted(known)}")
+        if ("cameras" in data) == ("cameras_file" in data):
+            raise EstimatorValueError(f"{path}: give exactly one of 'cameras' and 'cameras_file'")
+        if "cameras_file" in data:
+            cameras = load_cameras(path.parent / data["cameras_file"])
+        else:
+            if not isinstance(data["cameras"], Mapping):
+                raise EstimatorValueError(f"{path}: 'cameras' must map names to cameras")
+            cameras = {str(k): Camera.from_dict(v, str(k)) for k, v in data["cameras"].items()}
+        options = BallTrackerOptions.from_dict(data.get("options") or {})
+        corners = data.get("table_corners")
+        if corners is not None:
+            corners = as_float_array("table_corners", corners, (None, 3))
+        return cls(list(cameras.values()), options, corners,
+                   mask_margin_px=float(data.get("mask_margin_px", 3.0)))
 
     def reset(self) -> None:
         """Forget the track."""

@@ -314,3 +314,21 @@ def test_emulated_vision_samples_at_camera_rate_and_rolls():
     assert np.std(z[:, 0]) == pytest.approx(0.001, rel=0.15)
     with pytest.raises(ValueError, match="noise_std"):
         EmulatedBallVision(noise_std=-1.0)
+
+
+def test_tracker_from_yaml_rig_file(tmp_path):
+    cams = camera_ring(2)
+    save_cameras(tmp_path / "cams.yaml", cams)
+    rig = tmp_path / "rig.yaml"
+    rig.write_text("cameras_file: cams.yaml\n"
+                   "table_corners: [[0.2, -0.35, 0], [0.9, -0.35, 0], [0.9, 0.35, 0], "
+                   "[0.2, 0.35, 0]]\n"
+                   "options: {radius: 0.025, filter: kalman, detection: {min_contrast: 10.0}}\n")
+    tr = BallTracker.from_yaml(rig)
+    assert [c.name for c in tr.cameras] == ["cam0", "cam1"]
+    assert tr.options.radius == 0.025 and tr.options.filter == "kalman"
+    assert tr.options.detection.min_contrast == 10.0
+    assert tr.masks[0] is not None and tr.masks[0].any()
+    (tmp_path / "bad.yaml").write_text("cameras_file: cams.yaml\ntable: 1\n")
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['table'\]"):
+        BallTracker.from_yaml(tmp_path / "bad.yaml")
