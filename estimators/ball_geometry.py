@@ -1,10 +1,10 @@
-"""3-D ball centre from its outline in one calibrated camera (docs/estimators.md §2).
+"""3-D ball centre from its outline in one calibrated camera (docs/estimators.md §2, eqs. 3-5).
 
 The rays tangent to a sphere (centre c, radius r) form a right circular cone with its apex at
 the optical centre, axis a = c / |c| and half-angle α, sin α = r / |c|. Every unit viewing ray
 u_i of an outline point satisfies u_iᵀ a = cos α, which is linear in w = a / cos α:
 
-    U w = 1,   a = w / |w|,   cos α = 1 / |w|                                  (E1)
+    U w = 1,   a = w / |w|,   cos α = 1 / |w|                                  (3)
 
 (least squares over the outline points, after undistortion). This is exact under perspective:
 the outline is an ellipse whose centre is *not* the image of the ball centre, an offset of
@@ -12,9 +12,9 @@ about a pixel off-axis at our scales, which a circle-centre method would turn in
 
 Two ways to place the ball along the axis a (camera frame, p = s a):
 
-* ``"size"`` — depth from the apparent size: s = |c| = r / sin α.                  (E2)
+* ``"size"`` — depth from the apparent size: s = |c| = r / sin α.                  (4)
 * ``"plane"`` — the ball rests on the table: intersect the axis ray with the plane
-  nᵀ p = h + r (n the table normal, h its offset, both in world coordinates).       (E3)
+  nᵀ p = h + r (n the table normal, h its offset, both in world coordinates).       (5)
 
 "plane" is the more accurate (the depth of "size" scales the angular error of α by |c|/α,
 about 30x the lateral error for a 3 cm ball at 0.7 m) but is wrong when the ball is lifted;
@@ -64,7 +64,7 @@ def _solve_cone(U: np.ndarray) -> np.ndarray:
 
 def fit_sphere_cone(camera: Camera, edge_points_px: np.ndarray, trim_sigma: float = 3.0
                     ) -> OutlineFit | None:
-    """Fit eq. (E1) to (M, 2) outline pixels; None if degenerate (M < 5 or cos α >= 1)."""
+    """Fit eq. (3) to (M, 2) outline pixels; None if degenerate (M < 5 or cos α >= 1)."""
     px = as_float_array("edge_points_px", edge_points_px, (None, 2))
     if len(px) < 5:
         return None
@@ -104,8 +104,8 @@ def ball_center_from_outline(camera: Camera, edge_points_px: np.ndarray, radius:
         camera: calibrated camera.
         edge_points_px: (M, 2) outline points [px] (e.g. ``CircleDetection.edge_points``).
         radius: ball radius [m] (> 0).
-        method: "plane" (eq. E3: the ball rests on the plane n·p = table_height) or "size"
-            (eq. E2: depth from the apparent size).
+        method: "plane" (eq. 5: the ball rests on the plane n·p = table_height) or "size"
+            (eq. 4: depth from the apparent size).
         table_height: plane offset h [m] (the table's z for n = e_z).
         table_normal: (3,) table normal n, world frame (normalised here).
 
