@@ -56,7 +56,7 @@ class OutlineFit:
 
 
 def _solve_cone(U: np.ndarray) -> np.ndarray:
-    """Least-squares w of U w = 1 (eq. E1) by QR (U is nearly rank-deficient for small balls:
+    """Least-squares w of U w = 1 (eq. 3) by QR (U is nearly rank-deficient for small balls:
     all rays point the same way, so normal equations would square its condition number)."""
     Q, Rq = np.linalg.qr(U)
     return np.linalg.solve(Rq, Q.sum(axis=0))
