@@ -11,6 +11,7 @@ plant's matrices, independent of the sweep code.
 from __future__ import annotations
 
 import csv
+import os
 
 import numpy as np
 import pytest
@@ -59,6 +60,7 @@ def cluster():
 
 
 def test_dask_sweep_beats_default_options(tmp_path, cluster, capsys):
+    distributed = pytest.importorskip("distributed")
     study = tmp_path / "cartpole.yaml"
     study.write_text(STUDY)
     out = tmp_path / "run"
@@ -71,6 +73,9 @@ def test_dask_sweep_beats_default_options(tmp_path, cluster, capsys):
     assert len(rows) == 4 and all(r["state"] == "COMPLETE" for r in rows)
     points = {(float(r["param_G_scale"]), int(r["param_admm_iter"])) for r in rows}
     assert points == {(g, s) for g in (0.3, 10.0) for s in (2, 20)}
+    with distributed.Client(cluster) as client:  # the trials ran in the cluster's workers
+        worker_pids = {str(pid) for pid in client.run(os.getpid).values()}
+    assert {r["worker"].rsplit(":", 1)[1] for r in rows} <= worker_pids
     best = min(rows, key=lambda r: float(r["value_accumulated_cost"]))
     best_value = float(best["value_accumulated_cost"])
     g, s = float(best["param_G_scale"]), int(best["param_admm_iter"])

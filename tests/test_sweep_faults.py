@@ -11,6 +11,7 @@ fires. The others must complete with the same cost as a direct closed-loop run.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import time
@@ -102,7 +103,13 @@ def test_report_resume_and_folder_guards(tmp_path, capsys):
     path = tmp_path / "one.yaml"
     path.write_text(STUDY.replace("[2, 3, 4, 5, 6, 10]", "[2, 3]").replace(
         "objectives: accumulated_cost", "objectives: [accumulated_cost, failed_steps]"))
-    run_sweep(load_study(path), tmp_path / "run", workers=1, progress=False, report=False)
+    progress = io.StringIO()
+    run_sweep(load_study(path), tmp_path / "run", workers=1, progress=True, stream=progress,
+              report=False)
+    lines = progress.getvalue().splitlines()  # one line per finished trial when not a tty
+    assert "2 trial(s) to run on local process pool of 1 worker(s)" in lines[0]
+    assert "2/2 trials (1 failed, 0 running)" in lines[-1]
+    assert "Pareto front: 1 trial(s); best accumulated_cost=" in lines[-1]
     assert cli_main(["sweep-report", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
     assert "note: importance_accumulated_cost: parameter importance is undefined" in out

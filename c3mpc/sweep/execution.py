@@ -104,7 +104,7 @@ class _LocalExecutor:
                                       initializer=_ignore_sigint)
 
     def describe(self) -> str:
-        return f"local process pool, {self.workers} workers"
+        return f"local process pool of {self.workers} worker(s)"
 
     def slots(self) -> int:
         return self.workers
