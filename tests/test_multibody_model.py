@@ -113,6 +113,25 @@ def test_from_mjcf(tmp_path):
     np.testing.assert_allclose(c.normal, [0, 0, 1], atol=1e-12)
 
 
+def test_from_mjcf_several_top_level_bodies(tmp_path):
+    """Pinocchio's parser keeps only the first worldbody body; from_mjcf must keep them all."""
+    xml = tmp_path / "two.xml"
+    xml.write_text("""<mujoco model="two"><worldbody>
+      <geom name="floor" type="plane" size="1 1 0.1"/>
+      <body name="ball" pos="0 0 0.2"><freejoint name="ball_free"/>
+        <geom name="ball_geom" type="sphere" size="0.05" mass="0.3"/></body>
+      <body name="arm" pos="0 0 0.5"><joint name="hinge" type="hinge" axis="0 1 0"/>
+        <geom name="arm_geom" type="box" size="0.1 0.02 0.02" pos="0.1 0 0" mass="0.5"/></body>
+    </worldbody></mujoco>""")
+    plant = MultibodyPlant.from_mjcf(xml, [ContactPair("ball", "floor", mu=0.5),
+                                           ContactPair("arm", "floor", mu=0.5)])
+    assert (plant.n_q, plant.n_v, plant.n_u) == (8, 7, 1)  # the hinge is actuated
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["two.xml"]  # temporary copy removed
+    x = np.concatenate([pin.neutral(plant.model), np.zeros(7)])
+    arm = plant.contact_descriptions(x)[1]
+    assert arm.phi == pytest.approx(0.5 - 0.02, abs=1e-9)
+
+
 # ---------------------------------------------------------------------------- contacts
 @pytest.mark.parametrize("height", [0.3, 0.1, 0.07])  # separated, touching, penetrating
 def test_sphere_on_tilted_plane_analytic(height):

@@ -206,20 +206,40 @@ class MultibodyPlant:
                   name: str | None = None) -> "MultibodyPlant":
         """A plant from an MJCF (MuJoCo XML) file; collision geometry from its ``<geom>`` s.
 
+        Pinocchio's MJCF parser keeps only the first body under ``<worldbody>``; when there
+        are several, they are parsed from a copy of the file in which they are nested under
+        one joint-less (welded) root body ``"mjcf_world_root"``. A body that still does not
+        make it into the model raises instead of being dropped silently.
+
         Args:
             path: the MJCF file.
             contact_pairs: the configured pairs.
             actuated_joints: joint names with an input each (``None``: all non-floating joints).
             name: label (default: the file stem).
+
+        Raises:
+            FileNotFoundError: no such file. ValueError: bodies missing after parsing, or bad
+            names.
         """
         pin = _pin()
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"MJCF file not found: {path}")
-        parsed = pin.buildModelsFromMJCF(str(path), geometry_types=[pin.GeometryType.COLLISION])
+        parse_path, body_names, tmp = _mjcf_single_root(path)
+        try:
+            parsed = pin.buildModelsFromMJCF(str(parse_path),
+                                             geometry_types=[pin.GeometryType.COLLISION])
+        finally:
+            if tmp:
+                os.unlink(parse_path)
         # Pinocchio versions differ in whether constraint models come back: pick by type
         model = next(m for m in parsed if isinstance(m, pin.Model))
         collision = next(m for m in parsed if isinstance(m, pin.GeometryModel))
+        frames = {f.name for f in model.frames}
+        missing = [b for b in body_names if b not in frames]
+        if missing:
+            raise MultibodyValueError(f"{path.name}: the MJCF parser dropped the bodies "
+                                      f"{missing}; parsed bodies: {sorted(frames)}")
         B = cls.actuation_for_joints(model, actuated_joints)
         return cls(model, collision, contact_pairs, actuation=B, name=name or path.stem)
 
@@ -549,3 +569,38 @@ def solve_contact_lcp(F: np.ndarray, q: np.ndarray, where: str = "contact LCP") 
 
     raise LCPSolveError(f"{where}: the contact LCP was not solved, also with regularization "
                         f"up to {LCP_REGULARIZATIONS[-1]:g} ({sol.status.name})", sol)
+
+
+def _mjcf_single_root(path: Path) -> tuple[Path, list[str], bool]:
+    """``(file to parse, named bodies, is_temporary)`` with all top-level bodies under one root.
+
+    The copy is written next to the original (relative mesh paths keep working), or in the
+    temporary directory with an absolute ``meshdir`` when that folder is not writable.
+    """
+    import tempfile
+    import xml.etree.ElementTree as ET
+
+    tree = ET.parse(path)
+    root = tree.getroot()
+    names = [b.get("name") for b in root.iter("body") if b.get("name")]
+    worldbody = root.find("worldbody")
+    bodies = [] if worldbody is None else [b for b in worldbody if b.tag == "body"]
+    if len(bodies) <= 1:
+        return path, names, False
+    holder = ET.Element("body", {"name": "mjcf_world_root", "pos": "0 0 0"})
+    for b in bodies:
+        worldbody.remove(b)
+        holder.append(b)
+    worldbody.append(holder)
+    try:
+        fd, out = tempfile.mkstemp(suffix=".xml", prefix=f".{path.stem}_", dir=path.parent)
+    except OSError:
+        compiler = root.find("compiler")
+        if compiler is None:
+            compiler = ET.SubElement(root, "compiler")
+        for key in ("meshdir", "texturedir"):
+            compiler.set(key, str((path.parent / compiler.get(key, "")).resolve()))
+        fd, out = tempfile.mkstemp(suffix=".xml", prefix=f"{path.stem}_")
+    os.close(fd)
+    tree.write(out)
+    return Path(out), names, True
