@@ -289,3 +289,24 @@ def test_c3_holds_the_multibody_cube_at_45_degrees_for_the_authors_10_s():
     _, log = _pivot(1000)
     assert np.all(np.abs(log.x[500:, 2] - 0.785) <= 0.01)
     assert log.extras["failed_steps"] == 0
+
+
+@pytest.mark.slow
+def test_c3_multibody_pivoting_from_perturbed_starts():
+    """Robustness: 5 seeded starts (cube shifted by up to ±0.1 m, fingers 0-5 cm off the faces
+    and ±0.1 m in height). Measured: 4 of 5 succeed within 5 s (the fifth overshoots past
+    90° and the cube falls on its side); we require at least 4."""
+    plant = load_plant("cube-pivoting")
+    task = get_task("cube-pivoting")
+    rng = np.random.default_rng(1)
+    ok = 0
+    for _ in range(5):
+        x0 = plant.defaults.x0.copy()
+        x0[0] += rng.uniform(-0.1, 0.1)
+        x0[3] = x0[0] - 0.6 - rng.uniform(0.0, 0.05)
+        x0[4] += rng.uniform(-0.1, 0.1)
+        x0[5] = x0[0] + 0.6 + rng.uniform(0.0, 0.05)
+        x0[6] += rng.uniform(-0.05, 0.1)
+        log = run_closed_loop(plant, build_controller(plant, x0=x0), x0, 500)
+        ok += bool(task.success(log))
+    assert ok >= 4
