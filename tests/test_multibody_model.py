@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plants.errors import PlantError
 from plants.multibody import (
@@ -537,3 +539,23 @@ def test_articulated_arm_tip_on_ground_resting_and_sliding():
     assert errs.max() < 1e-9
     slope, errs = _slope(plant, x_rest + np.array([0, 0, 0, 0.5, 0, 0]), "stewart_trinkle", DTS)
     assert 1.85 < slope < 2.2, (slope, errs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(mu=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3)),
+       d=st.integers(-2, 6), planar=st.one_of(st.none(), st.tuples(*[st.floats(-2, 2)] * 3)),
+       closest=st.one_of(st.none(), st.integers(-1, 4)))
+def test_contact_pair_validation_property(mu, d, planar, closest):
+    """ContactPair accepts exactly: finite mu >= 0, d >= 1, a nonzero planar normal iff d == 1
+    needs one (d > 1 may carry one, rejected later by the plant), num_closest None or >= 1."""
+    valid = (np.isfinite(mu) and mu >= 0 and d >= 1
+             and (planar is None or np.linalg.norm(planar) >= 1e-12)
+             and not (d == 1 and planar is None) and (closest is None or closest >= 1))
+    if valid:
+        p = ContactPair("a", "b", mu, d, planar, closest)
+        assert p.mu == float(mu) and p.num_edges == 2 * d
+        if planar is not None:
+            assert np.linalg.norm(p.planar_normal) == pytest.approx(1.0)
+    else:
+        with pytest.raises(ValueError):
+            ContactPair("a", "b", mu, d, planar, closest)
