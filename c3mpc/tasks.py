@@ -122,6 +122,10 @@ TASKS: dict[str, Task] = {
     "pivoting": Task(
         "pivoting", 3.0, _pivot_success,
         "final |x| <= 0.1 m and |θ − π/4| <= 0.1 rad"),
+    "cartpole-urdf": Task(
+        "cartpole-urdf", 5.0, _cartpole_success,
+        "URDF cart-pole (multibody LCS rebuilt every step); all states within 0.1 for 30 "
+        "consecutive simulated steps"),
     "cube-pivoting": Task(
         "cube-pivoting", 5.0, _cube_pivot_success,
         "multibody LCS rebuilt every step; final |θ − 0.785| <= 0.02 rad and within 0.05 rad "
