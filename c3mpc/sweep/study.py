@@ -161,7 +161,8 @@ class SamplerSpec:
                                  study.search_space}, seed=self.seed)
         if self.name == "random":
             return optuna.samplers.RandomSampler(seed=self.seed)
-        return optuna.samplers.TPESampler(seed=self.seed)
+        # constant_liar: trials still running count as bad, so parallel asks spread out
+        return optuna.samplers.TPESampler(seed=self.seed, constant_liar=True)
 
 
 def _grid_sampler_class() -> type:
