@@ -154,6 +154,11 @@ class Pivoting(PaperLCSPlant):
         forces are bounded below by 0 (fingers push, they cannot pull): the paper does not list
         this bound, but without it a plan can ask for a negative normal force, for which the
         friction rows of the LCS have no solution.
+
+        Q is the authors' C++ example's (velocity weights 1). The authors' Python script, whose
+        protocol reproduces Table II's cost, uses velocity weights 11, 9, 11, re-plans only every
+        70 ms and scales the process noise by Δt; with per-step re-planning these settings give a
+        limit cycle around the goal (docs/c3.md, "Pivoting: what we found").
         """
         Q = np.eye(10)
         Q[[0, 2, 4], [0, 2, 4]] = 100.0
