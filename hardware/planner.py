@@ -69,14 +69,18 @@ class CirclePlannerOptions:
     end effector) the target moves towards the lead point at most this fast, so a planner
     that starts away from the circle does not step the equilibrium (keep it below the safety
     layer's max_speed)."""
+    max_target_step: float = 0.015
+    """Largest change of the target per tick [m], whatever the time since the previous one
+    (a late tick must not produce a jump; keep it below the safety layer's max_step)."""
 
     def __post_init__(self) -> None:
         if len(self.center) != 2 or not all(math.isfinite(c) for c in self.center):
             raise HardwareValueError(f"CirclePlannerOptions.center must be 2 finite numbers, got "
                                      f"{self.center!r}")
-        if not (self.radius > 0 and self.max_lead_distance > 0 and self.max_target_speed > 0):
+        if not (self.radius > 0 and self.max_lead_distance > 0 and self.max_target_speed > 0
+                and self.max_target_step > 0):
             raise HardwareValueError("CirclePlannerOptions.radius, max_lead_distance [m] and "
-                                     "max_target_speed [m/s] must be > 0")
+                                     "max_target_speed [m/s], max_target_step [m] must be > 0")
         if not 0 < self.lead_angle_deg < 180:
             raise HardwareValueError(f"CirclePlannerOptions.lead_angle_deg must be in (0, 180), "
                                      f"got {self.lead_angle_deg!r}")
@@ -130,7 +134,8 @@ class CirclePlanner:
             goal = robot.position + offset * (self.options.max_lead_distance / dist)
         prev = robot.position if self._prev is None else self._prev
         step = goal - prev
-        max_step = self.options.max_target_speed * max(t - self._prev_t, 0.0)
+        max_step = min(self.options.max_target_speed * max(t - self._prev_t, 0.0),
+                       self.options.max_target_step)
         if self._prev is None:
             max_step = 0.0  # first tick: the target starts at the end effector
         n = float(np.linalg.norm(step))

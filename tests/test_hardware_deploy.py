@@ -166,8 +166,10 @@ def test_end_to_end_rehearsal_against_the_simulated_robot(tmp_path):
         s = json.loads((tmp_path / "summary.json").read_text())
         assert s["exit_reason"] == "completed"
         rate, duration = 100.0, 2.0
-        assert 0.9 * rate * duration <= s["commands_sent"] <= rate * duration + 1
-        assert s["safety_interventions"] == 0 and s["watchdog_trips"] == 0
+        info = {k: s[k] for k in ("commands_sent", "achieved_rate_hz", "overruns",
+                                  "interventions_by_kind", "watchdog_trips")}
+        assert 0.9 * rate * duration <= s["commands_sent"] <= rate * duration + 1, info
+        assert s["safety_interventions"] == 0 and s["watchdog_trips"] == 0, info
         assert s["rejected_state_messages"] == 0 and s["rejected_camera_messages"] == 0
         # Every command the loop counted as sent reached the robot, and nothing else did.
         pose_pub = s["transport"]["publishers"][0]
@@ -189,3 +191,49 @@ def test_end_to_end_rehearsal_against_the_simulated_robot(tmp_path):
         assert len(rows) - 1 == s["ticks"]
     finally:
         st.stop()
+
+
+def test_killing_the_robot_side_stops_commanding_within_the_threshold_and_exits(tmp_path):
+    """Issue 8 acceptance: deploy runs as its own process; the robot side (bridge server) is
+    killed; the watchdog trips within threshold + tolerance of the last robot state (both
+    processes share CLOCK_MONOTONIC) and the process exits cleanly with a message."""
+    cfg = tmp_path / "deploy.yaml"
+    cfg.write_text("max_stale_time: 0.5\n")
+    st, robot = start_sim_robot()
+    proc = subprocess.Popen(_deploy_cmd(st.server.url, "--config", str(cfg), "--report",
+                                        str(tmp_path / "rep")),
+                            cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert _wait(lambda: len(robot.commands) >= 50, 30)
+    finally:
+        st.stop()
+    last_state = robot.last_state_publish
+    n_commands = len(robot.commands)
+    try:
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == ExitReason.DATA_LOST.exit_code, err
+    assert "data_lost" in out and "stale" in out
+    s = json.loads((tmp_path / "rep" / "summary.json").read_text())
+    assert s["exit_reason"] == "data_lost" and s["watchdog_trips"] == 1
+    assert s["commands_sent"] >= n_commands - 2  # the last ones may have died with the socket
+    (trip,) = [r for r in json.loads((tmp_path / "rep" / "interventions.json").read_text())
+               if r["kind"] == "watchdog"]
+    # (the last states published while the server shut down may never have been delivered,
+    # so the lower bound is checked on the deploy side's own data ages below)
+    assert trip["t"] - last_state <= THRESHOLD + TOLERANCE, trip["t"] - last_state
+    rows = [r.split(",") for r in
+            (tmp_path / "rep" / "log.csv").read_text().strip().splitlines()[1:]]
+    held = [r[1] == "1" for r in rows]
+    first = held.index(True)
+    # from the first held tick on, the loop never commanded again ...
+    assert all(held[first:]) and not any(held[:first])
+    # ... and it held exactly when the robot state or camera data (whose source died too)
+    # became older than the threshold
+    def age(row):
+        return max(float(row[14]), float(row[15]))
+
+    assert age(rows[first]) > THRESHOLD >= age(rows[first - 1])

@@ -358,3 +358,30 @@ def test_c3_planner_gives_algorithm3_targets_with_velocity_lead():
     p = ImpedanceParams()
     np.testing.assert_allclose(target.position, x_d[0:3] + p.translational_damping
                                / p.translational_stiffness * x_d[10:13], atol=1e-15)
+
+
+def test_circle_planner_starts_at_the_end_effector_and_leads_by_20_degrees():
+    from hardware.franka import RobotState
+    from hardware.planner import CirclePlanner, CirclePlannerOptions
+
+    o = CirclePlannerOptions()
+    planner = CirclePlanner(o)
+    ee = np.array([0.65, 0.0, 0.15])
+    robot = RobotState(ee, Q_DOWN, np.zeros(3), 0.0, 0.0, 1)
+    np.testing.assert_array_equal(planner.plan(robot, None, 0.0).position, ee)  # no step
+    # the lead point: 20° ahead on the circle, |chord| = 2 r sin(10°) < max_lead_distance
+    lead = planner.target_on_circle(ee)
+    np.testing.assert_allclose(lead, [0.55 + 0.1 * math.cos(math.radians(20)),
+                                      0.1 * math.sin(math.radians(20))], atol=1e-15)
+    prev = ee
+    for t in (0.01, 0.02, 0.2, 0.21):  # includes a 180 ms late tick
+        p = planner.plan(robot, None, t).position
+        bound = min(o.max_target_speed * 0.18, o.max_target_step)
+        assert np.linalg.norm(p - prev) <= bound + 1e-12
+        prev = p
+    for k in range(20):
+        p = planner.plan(robot, None, 1.0 + k * 0.1).position
+    np.testing.assert_allclose(p[:2], lead, atol=1e-12)  # converged on the lead point
+    assert p[2] == 0.15
+    planner.reset()
+    np.testing.assert_array_equal(planner.plan(robot, None, 5.0).position, ee)
