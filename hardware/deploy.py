@@ -13,8 +13,9 @@ ticks are skipped, not bunched):
 
 Ctrl-C (SIGINT) ends the loop at the next tick with ``exit_reason = "interrupted"``. Every run
 ends with a final hold. A status line is written to stderr (flushed) ``status_interval`` apart.
-With ``--report DIR`` the run writes ``summary.json``, ``interventions.json`` and ``log.csv``
-(one row per tick: time, measured, target, commanded, ball, data ages).
+With ``--report DIR`` the run writes ``summary.json``, ``interventions.json``, ``log.csv``
+(one row per tick: time, measured, target, commanded, ball, data ages) and ``log.png``
+(:mod:`hardware.plot_log`).
 """
 
 from __future__ import annotations
@@ -451,6 +452,13 @@ def _write_report(out: Path, summary: DeploySummary, run: _Run, options: DeployO
         w = csv.writer(fh)
         w.writerow(_LOG_COLUMNS)
         w.writerows([[f"{v:.6g}" for v in row] for row in run.rows])
+    if run.rows:
+        try:
+            from .plot_log import plot_log
+
+            plot_log(out)
+        except Exception:  # a plotting problem must not lose the run's data
+            LOGGER.exception("could not plot %s", out / "log.csv")
 
 
 def _jsonable(x: Any) -> Any:
@@ -487,5 +495,6 @@ def deploy_command(args: Any) -> int:
           f"holds {summary.holds_sent}, safety interventions {summary.safety_interventions}, "
           f"watchdog trips {summary.watchdog_trips}")
     if args.report:
-        print(f"  report written to {args.report}/ (summary.json, interventions.json, log.csv)")
+        print(f"  report written to {args.report}/ (summary.json, interventions.json, log.csv, "
+              f"log.png)")
     return summary.exit_reason.exit_code

@@ -189,6 +189,7 @@ def test_end_to_end_rehearsal_against_the_simulated_robot(tmp_path):
         # log.csv has a row per tick
         rows = (tmp_path / "log.csv").read_text().strip().splitlines()
         assert len(rows) - 1 == s["ticks"]
+        assert (tmp_path / "log.png").stat().st_size > 10_000  # the plot of the log
     finally:
         st.stop()
 
