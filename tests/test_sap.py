@@ -76,9 +76,18 @@ def test_cone_projection_matches_cvxpy(seed, mu_zero):
     gamma = project_cone_r(y, R, mu, mu * ratio, mu**2 * ratio)
     ref = cvxpy_projection(y, R, mu)
     scale = np.abs(y).max()
-    np.testing.assert_allclose(gamma, ref, atol=1e-6 * scale)
-    # the projection is in the cone
-    assert (np.linalg.norm(gamma[:, :2], axis=1) <= mu * gamma[:, 2] + 1e-12 * scale).all()
+    # the interior-point answer is accurate to ~1e-4 relative on the hardest draws: compare
+    # points loosely, and the objective tightly (ours must be no worse)
+    np.testing.assert_allclose(gamma, ref, atol=1e-3 * scale)
+    cost = lambda g: 0.5 * np.sum(R * (g - y) ** 2)  # noqa: E731
+    assert cost(gamma) <= cost(ref) * (1 + 1e-9) + 1e-12 * scale**2
+    # exact optimality (KKT of the R-norm projection): γ ∈ F, R(γ − y) ∈ F*, γᵀR(γ − y) = 0
+    s = R * (gamma - y)
+    tol = 1e-10 * scale * max(1.0, R.max())
+    assert (np.linalg.norm(gamma[:, :2], axis=1) <= mu * gamma[:, 2] + tol).all()
+    assert (gamma[:, 2] >= -tol).all()
+    assert (mu * np.linalg.norm(s[:, :2], axis=1) <= s[:, 2] + tol).all()
+    np.testing.assert_allclose(np.einsum("ci,ci->c", gamma, s), 0.0, atol=tol * scale)
 
 
 def test_projection_hessian_matches_finite_differences():

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, LinAlgError
-from scipy.sparse import csr_matrix, bsr_matrix
+from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from ._blas import blas_threads
 from .contact_problem import (
     ContactProblem,
     ContactSolver,
@@ -56,7 +57,9 @@ class SAPOptions:
         armijo_c: sufficient-decrease constant c (paper 1e-4).
         ls_max_iterations: line-search iteration budget per Newton step (Drake 40 for Armijo).
         ls_rel_tol: exact search stops when |ℓ'(α)| ≤ ls_rel_tol·|ℓ'(0)| (Drake 1e-8).
-        sparse_threshold: use sparse products for J when n_v exceeds this.
+        sparse_threshold: above this n_v, J is used as a sparse matrix and Jᵀ G J is assembled
+            from per-contact tree blocks; below it, dense products are faster.
+        blas_threads: BLAS threads during the solve (1: small matrices; None: leave as is).
     """
 
     beta: float = 1.0
@@ -71,6 +74,7 @@ class SAPOptions:
     ls_max_iterations: int = 40
     ls_rel_tol: float = 1e-8
     sparse_threshold: int = 48
+    blas_threads: int | None = 1
 
     def __post_init__(self) -> None:
         for name in ("beta", "sigma", "rel_tol", "alpha_max", "ls_rel_tol"):
@@ -200,8 +204,8 @@ class _Workspace:
         self.par = sap_parameters(problem, opts.beta, opts.sigma)
         self.n_c = problem.n_c
         self.sparse = problem.n_v > opts.sparse_threshold and problem.n_c > 0
-        self.J = csr_matrix(problem.J) if self.sparse else problem.J
-        self.JT = self.J.T.tocsr() if self.sparse else problem.J.T
+        self.J = problem.J
+        self.JT = problem.J.T
         self.D = 1.0 / np.sqrt(problem.M_diag)
         # islands: trees coupled through contacts (graph: trees = nodes, contacts = edges)
         ct = problem.contact_trees
@@ -221,17 +225,64 @@ class _Workspace:
             const = None if touched[trees].any() else cho_factor(problem.A[np.ix_(dofs, dofs)])
             self.islands.append((dofs, const))
         if self.sparse:
-            self.bsr_indptr = np.arange(self.n_c + 1)
-            self.bsr_indices = np.arange(self.n_c)
+            # Per-contact dense blocks: the (padded) dofs of the <= 2 trees each contact touches.
+            # Jᵀ G J is then a batched (2s x 3)(3 x 3)(3 x 2s) product scattered with bincount.
+            ts = problem.tree_starts
+            sizes = np.diff(ts)
+            s_max = int(sizes.max())
+            n_v = problem.n_v
+            cols = np.full((self.n_c, 2 * s_max), n_v, dtype=np.int64)  # n_v = a zero column
+            for side in range(2):
+                t = ct[:, side]
+                has = t >= 0
+                start = np.where(has, ts[np.maximum(t, 0)], 0)
+                size = np.where(has, sizes[np.maximum(t, 0)], 0)
+                k = np.arange(s_max)
+                valid = k[None, :] < size[:, None]
+                cols[:, side * s_max : (side + 1) * s_max] = np.where(valid, start[:, None] + k[None, :], n_v)
+            J_ext = np.concatenate([problem.J, np.zeros((3 * self.n_c, 1))], axis=1).reshape(self.n_c, 3, n_v + 1)
+            self.Jc = np.take_along_axis(J_ext, cols[:, None, :], axis=2)  # (n_c, 3, 2 s_max)
+            self.JcT = np.ascontiguousarray(self.Jc.transpose(0, 2, 1))
+            self.flat = (cols[:, :, None] * (n_v + 1) + cols[:, None, :]).reshape(-1)
+            self.n_ext = n_v + 1
+            self.cols = cols
+            self.J = _BlockJacobian(self)
+            self.JT = _BlockJacobianT(self)
 
     def jtgj(self, G: np.ndarray) -> np.ndarray:
         """Jᵀ G J (n_v, n_v) dense, G block diagonal (n_c, 3, 3)."""
         if self.sparse:
-            Gm = bsr_matrix((G, self.bsr_indices, self.bsr_indptr), shape=(3 * self.n_c, 3 * self.n_c))
-            return (self.JT @ (Gm @ self.J)).toarray()
+            B = self.JcT @ (G @ self.Jc)  # (n_c, 2s, 2s)
+            n = self.n_ext
+            H = np.bincount(self.flat, weights=B.reshape(-1), minlength=n * n).reshape(n, n)
+            return H[:-1, :-1]
         Jc = self.p.J.reshape(self.n_c, 3, -1)
         GJ = np.einsum("cij,cjk->cik", G, Jc).reshape(3 * self.n_c, -1)
         return self.p.J.T @ GJ
+
+
+class _BlockJacobian:
+    """``J @ v`` from the per-contact tree blocks (n_c, 3, 2s) of a workspace."""
+
+    def __init__(self, ws: "_Workspace"):
+        self.ws = ws
+
+    def __matmul__(self, v: np.ndarray) -> np.ndarray:
+        ws = self.ws
+        v_ext = np.append(v, 0.0)
+        return np.einsum("cki,ci->ck", ws.Jc, v_ext[ws.cols]).reshape(-1)
+
+
+class _BlockJacobianT:
+    """``Jᵀ @ γ`` from the per-contact tree blocks, scattered with bincount."""
+
+    def __init__(self, ws: "_Workspace"):
+        self.ws = ws
+
+    def __matmul__(self, gamma: np.ndarray) -> np.ndarray:
+        ws = self.ws
+        contrib = np.einsum("cki,ck->ci", ws.Jc, gamma.reshape(-1, 3))
+        return np.bincount(ws.cols.reshape(-1), weights=contrib.reshape(-1), minlength=ws.n_ext)[:-1]
 
 
 @register_contact_solver("sap")
@@ -274,6 +325,10 @@ class SAPSolver(ContactSolver):
         """Solve the contact step; ``v_guess`` (n_v,) warm-starts (default ``problem.v0``)."""
         if not isinstance(problem, ContactProblem):
             raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
+        with blas_threads(self.options.blas_threads):
+            return self._solve(problem, v_guess)
+
+    def _solve(self, problem: ContactProblem, v_guess: np.ndarray | None) -> ContactSolverResult:
         opts = self.options
         t0 = time.perf_counter()
         ws = self.workspace(problem)

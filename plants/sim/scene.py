@@ -142,7 +142,10 @@ class SceneBuilder:
         quaternion: Sequence[float] = (0, 0, 0, 1),
         velocity: Sequence[float] = (0, 0, 0, 0, 0, 0),
     ) -> int:
-        """A rigid body on a free-flyer joint (a tree of 6 dofs).
+        """A free rigid body (a tree of 6 dofs): a translation joint carrying a spherical joint.
+
+        q = (position (3), quaternion (x, y, z, w)), as a free-flyer; v = (linear velocity of the
+        centre of mass in the **world** frame, angular velocity in the **body** frame).
 
         Args:
             name: body name.
@@ -151,7 +154,7 @@ class SceneBuilder:
             geometries: tuples ``(name, shape, params[, translation[, rotation[, group]]])`` in the
                 body frame; at least one (a body without collision geometry is an error).
             position, quaternion: initial pose, quaternion (x, y, z, w).
-            velocity: initial (linear, angular) velocity in the body frame (Pinocchio's convention).
+            velocity: initial (linear world-frame, angular body-frame) velocity.
 
         Returns:
             The Pinocchio joint index.
@@ -162,7 +165,12 @@ class SceneBuilder:
             raise ValueError(f"mass of body {name!r} must be > 0 [kg], got {mass}")
         if not geometries:
             raise SceneError(f"body {name!r} has no collision geometry")
-        jid = self.model.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), name)
+        # translation (world-aligned linear velocity) + spherical (body angular velocity):
+        # same q layout as a free-flyer, but no ω × v term in the free motion, which explicit
+        # schemes would integrate with a growing norm (the body-frame free-flyer convention).
+        jt = self.model.addJoint(0, pin.JointModelTranslation(), pin.SE3.Identity(), name + "_translation")
+        self.model.appendBodyToJoint(jt, pin.Inertia.Zero(), pin.SE3.Identity())
+        jid = self.model.addJoint(jt, pin.JointModelSpherical(), pin.SE3.Identity(), name)
         self.model.appendBodyToJoint(jid, pin.Inertia(mass, np.zeros(3), np.asarray(inertia, float)), pin.SE3.Identity())
         self.model.addBodyFrame(name, jid, pin.SE3.Identity(), 0)
         quat = np.asarray(quaternion, float)

@@ -24,6 +24,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from ..errors import ContactSolveError
+from ._blas import blas_threads
 from .contact_problem import ContactProblem, ContactSolver, ContactSolverResult, make_contact_solver
 from .geometry import tangent_basis
 from .scene import Scene
@@ -89,6 +90,7 @@ class Simulator:
             applied during the step (zero on unactuated dofs).
         solver_options: keyword options for the solver when ``solver`` is a name.
         free_motion_tol: relative tolerance of the implicit free-motion Newton solve.
+        blas_threads: BLAS threads while stepping (1: the matrices are small; None: leave as is).
     """
 
     def __init__(
@@ -101,6 +103,7 @@ class Simulator:
         solver_options: dict[str, Any] | None = None,
         free_motion_tol: float = 1e-12,
         free_motion_max_iterations: int = 30,
+        blas_threads: int | None = 1,
     ):
         import pinocchio as pin
 
@@ -127,6 +130,7 @@ class Simulator:
         self.controller = controller
         self.free_motion_tol = float(free_motion_tol)
         self.free_motion_max_iterations = int(free_motion_max_iterations)
+        self.blas_threads = blas_threads
         self.model = scene.model
         self.data = scene.model.createData()
         self.set_state(scene.q0, scene.v0, 0.0)
@@ -242,8 +246,9 @@ class Simulator:
     def step(self) -> ContactSolverResult:
         """Advance one step; raises :class:`plants.errors.ContactSolveError` if the solver fails
         (the state is then left unchanged and the error carries the step's problem)."""
-        problem, info = self.contact_problem()
-        result = self.solver.solve(problem)
+        with blas_threads(self.blas_threads):
+            problem, info = self.contact_problem()
+            result = self.solver.solve(problem)
         self.last_problem, self.last_result = problem, result
         self._last_contacts = info["contacts"]
         if not result.ok:

@@ -1,0 +1,50 @@
+"""Single-threaded BLAS around the contact solve (the same device as ``c3mpc/_blas.py``, which
+``plants`` may not import: dependencies point plants -> lcs only).
+
+The Newton matrices are a few hundred rows at most; multi-threaded OpenBLAS on a loaded 2-core
+machine made a 240x240 Cholesky take 4-40 ms instead of ~0.5 ms (clutter-40, measured).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["blas_threads"]
+
+_CONTROLLERS: list[Any] | None = None
+
+
+def _controllers() -> list[Any]:
+    global _CONTROLLERS
+    if _CONTROLLERS is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _CONTROLLERS = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+        except Exception:  # noqa: BLE001 - no threadpoolctl or an unknown BLAS: do nothing
+            _CONTROLLERS = []
+    return _CONTROLLERS
+
+
+class blas_threads:  # noqa: N801 - used like a function: ``with blas_threads(1):``
+    """Limit every loaded BLAS library to ``n`` threads inside the block (None: no-op)."""
+
+    __slots__ = ("n", "_prev")
+
+    def __init__(self, n: int | None):
+        self.n = n
+        self._prev: list[tuple[Any, int]] = []
+
+    def __enter__(self) -> "blas_threads":
+        if self.n is not None:
+            for c in _controllers():
+                prev = c.num_threads
+                if prev != self.n:
+                    c.set_num_threads(self.n)
+                    self._prev.append((c, prev))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for c, prev in self._prev:
+            c.set_num_threads(prev)
+        self._prev.clear()
