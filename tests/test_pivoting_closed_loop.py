@@ -119,3 +119,23 @@ def test_per_step_replanning_with_paper_settings_limit_cycles():
     assert np.abs(tail[:, 4] - np.pi / 4).max() > 2 * TOL
     assert np.abs(tail[:, 0]).max() > 2 * TOL
     assert np.abs(tail[:, 4] - np.pi / 4).min() < 0.02
+
+
+def test_controller_plans_on_the_lcs_of_the_current_state():
+    """Algorithm 2's re-linearisation reaches the QP: the returned plan obeys the dynamics of
+    the LCS handed to ``update_lcs`` (not those of the LCS the controller was built with)."""
+    plant = load_plant("pivoting")
+    ctrl = build_controller(plant)  # built on the LCS at the paper's start state
+    x = plant.defaults.x0.copy()
+    x[[4, 6, 8]] = 0.7, 0.5, 0.6  # θ, f1, f2: every state-dependent entry changes
+
+    def dynamics_residual(lcs, res):
+        pred = (res.x[:-1] @ lcs.A.T + res.u @ lcs.B.T + res.lam @ lcs.D.T + lcs.d)
+        return np.abs(res.x[1:] - pred).max()
+
+    new = plant.lcs(x)
+    ctrl.update_lcs(new)
+    res = ctrl.solve(x)
+    np.testing.assert_allclose(res.x[0], x)
+    assert dynamics_residual(new, res) < 1e-8
+    assert dynamics_residual(plant.lcs(plant.defaults.x0), res) > 1e-3
