@@ -61,7 +61,7 @@ def _is_hold(rec, robot) -> bool:
     """A hold commands the measured pose: the equilibrium equals (bit for bit, JSON round-trips
     floats exactly) an end-effector position the robot published. Normal commands lead the
     end effector by ~3.4 cm on the circle."""
-    return any(np.array_equal(rec.position, p) for _, p in list(robot.ee_trace)[-400:])
+    return tuple(rec.position) in {tuple(p) for _, p in list(robot.ee_trace)}
 
 
 def test_watchdog_trips_within_threshold_and_holds_when_camera_or_state_go_stale():
@@ -143,8 +143,9 @@ def test_sigint_ends_deploy_cleanly_with_a_final_hold(tmp_path):
         summary = json.loads((tmp_path / "summary.json").read_text())
         assert summary["exit_reason"] == "interrupted"
         assert "interrupted" in out
-        last = robot.commands[-1]
-        assert last.t_receive > t_sig and _is_hold(last, robot)
+        # the server thread may still be dispatching the last messages
+        assert _wait(lambda: _is_hold(robot.commands[-1], robot), 2)
+        assert robot.commands[-1].t_receive > t_sig
         assert summary["holds_sent"] == 1 and summary["commands_sent"] >= 50
         assert "[deploy franka-ball]" in err  # the status line
         records = json.loads((tmp_path / "interventions.json").read_text())
@@ -174,8 +175,9 @@ def test_end_to_end_rehearsal_against_the_simulated_robot(tmp_path):
         # Every command the loop counted as sent reached the robot, and nothing else did.
         pose_pub = s["transport"]["publishers"][0]
         assert pose_pub["dropped"] == 0
-        received = [c for c in robot.commands if c.t_receive > t0]
-        assert len(received) == pose_pub["sent"] == s["commands_sent"] + s["holds_sent"]
+        assert pose_pub["sent"] == s["commands_sent"] + s["holds_sent"]
+        assert _wait(lambda: sum(c.t_receive > t0 for c in robot.commands) == pose_pub["sent"],
+                     2), (sum(c.t_receive > t0 for c in robot.commands), pose_pub)
         assert not robot.rejected
         # The simulated end effector followed the targets around the circle (centre
         # (0.55, 0), r = 0.1): it swept > 180 degrees and ends near the circle.
