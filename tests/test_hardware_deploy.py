@@ -224,19 +224,20 @@ def test_killing_the_robot_side_stops_commanding_within_the_threshold_and_exits(
     assert proc.returncode == ExitReason.DATA_LOST.exit_code, err
     assert "data_lost" in out and "stale" in out
     s = json.loads((tmp_path / "rep" / "summary.json").read_text())
-    assert s["exit_reason"] == "data_lost" and s["watchdog_trips"] == 1
+    assert s["exit_reason"] == "data_lost" and s["watchdog_trips"] >= 1
     assert s["commands_sent"] >= n_commands - 2  # the last ones may have died with the socket
-    (trip,) = [r for r in json.loads((tmp_path / "rep" / "interventions.json").read_text())
-               if r["kind"] == "watchdog"]
+    trip = [r for r in json.loads((tmp_path / "rep" / "interventions.json").read_text())
+            if r["kind"] == "watchdog"][-1]
     # (the last states published while the server shut down may never have been delivered,
     # so the lower bound is checked on the deploy side's own data ages below)
     assert trip["t"] - last_state <= THRESHOLD + TOLERANCE, trip["t"] - last_state
     rows = [r.split(",") for r in
             (tmp_path / "rep" / "log.csv").read_text().strip().splitlines()[1:]]
     held = [r[1] == "1" for r in rows]
-    first = held.index(True)
-    # from the first held tick on, the loop never commanded again ...
-    assert all(held[first:]) and not any(held[:first])
+    first = len(held) - held[::-1].index(False)  # start of the final hold
+    # the loop held from the trip to the end (a genuine earlier trip on a starved machine
+    # would show as an earlier, recovered hold) ...
+    assert all(held[first:]) and len(held) - first >= 10  # held until the exit, 0.5 s later
     # ... and it held exactly when the robot state or camera data (whose source died too)
     # became older than the threshold
     def age(row):
