@@ -68,12 +68,14 @@ class ExitReason(str, Enum):
     """No bridge at the URL."""
     STARTUP_TIMEOUT = "startup_timeout"
     """Connected, but no robot state or ball detection arrived in time."""
+    ERROR = "error"
+    """The planner (or another part of the loop) raised; the final hold was still sent."""
 
     @property
     def exit_code(self) -> int:
         """Process exit status for this reason."""
         return {"completed": 0, "interrupted": 130, "data_lost": 3, "connect_failed": 4,
-                "startup_timeout": 5}[self.value]
+                "startup_timeout": 5, "error": 1}[self.value]
 
 
 @dataclass(frozen=True)
@@ -330,12 +332,18 @@ class _Run:
                     if callable(reset):
                         reset()
                 t_plan = time.perf_counter()
-                target = self.planner.plan(st, ball, now)
-                plan_time = time.perf_counter() - t_plan
-                self.plan_times.append(plan_time)
-                cmd = self.safety.filter(target, st.position, now)
-                franka.command(cmd.position, cmd.quaternion, cmd.force, cmd.torque,
-                               stamp=time.time())
+                try:
+                    target = self.planner.plan(st, ball, now)
+                    plan_time = time.perf_counter() - t_plan
+                    self.plan_times.append(plan_time)
+                    cmd = self.safety.filter(target, st.position, now)
+                    franka.command(cmd.position, cmd.quaternion, cmd.force, cmd.torque,
+                                   stamp=time.time())
+                except Exception as e:  # a failing controller must end in a hold, not a crash
+                    LOGGER.exception("deploy loop failed")
+                    reason = ExitReason.ERROR
+                    self.message = f"{type(e).__name__} in the loop: {e}; holding and exiting"
+                    break
                 self.commands += 1
                 self.offsets.append(float(np.linalg.norm(cmd.position - st.position)))
                 row_target = list(np.asarray(target.position, dtype=float)[:3])

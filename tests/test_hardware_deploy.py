@@ -244,3 +244,26 @@ def test_killing_the_robot_side_stops_commanding_within_the_threshold_and_exits(
         return max(float(row[14]), float(row[15]))
 
     assert age(rows[first]) > THRESHOLD >= age(rows[first - 1])
+
+
+def test_a_failing_planner_ends_the_run_with_a_hold_not_a_crash(tmp_path):
+    from hardware.planner import CirclePlanner
+
+    class Failing(CirclePlanner):
+        def plan(self, robot, ball, t):
+            self.calls = getattr(self, "calls", 0) + 1
+            if self.calls > 20:
+                raise RuntimeError("solver exploded")
+            return super().plan(robot, ball, t)
+
+    st, robot = start_sim_robot()
+    try:
+        s = run_deploy("franka-ball", _options(st.server.url), duration=5.0, status=None,
+                       handle_signals=False, planner=Failing(), report_dir=tmp_path)
+        assert s.exit_reason == ExitReason.ERROR and s.exit_reason.exit_code == 1
+        assert "solver exploded" in s.message
+        assert s.commands_sent == 20 and s.holds_sent == 1
+        assert _wait(lambda: _is_hold(robot.commands[-1], robot), 2)
+        assert json.loads((tmp_path / "summary.json").read_text())["exit_reason"] == "error"
+    finally:
+        st.stop()
