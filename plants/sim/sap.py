@@ -19,8 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, LinAlgError
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from ._blas import blas_threads
 from .contact_problem import (
@@ -207,21 +205,29 @@ class _Workspace:
         self.J = problem.J
         self.JT = problem.J.T
         self.D = 1.0 / np.sqrt(problem.M_diag)
-        # islands: trees coupled through contacts (graph: trees = nodes, contacts = edges)
+        # islands: trees coupled through contacts (graph: trees = nodes, contacts = edges),
+        # by vectorized min-label propagation over the edges (converges in <= diameter sweeps)
         ct = problem.contact_trees
-        both = (ct >= 0).all(axis=1)
         n_t = problem.n_trees
-        graph = csr_matrix(
-            (np.ones(int(both.sum())), (ct[both, 0], ct[both, 1])), shape=(n_t, n_t)
-        )
-        n_isl, label = connected_components(graph, directed=False)
-        tree_of = np.repeat(np.arange(n_t), np.diff(problem.tree_starts))
+        label = np.arange(n_t)
+        both = (ct >= 0).all(axis=1)
+        e1, e2 = ct[both, 0], ct[both, 1]
+        while e1.size:
+            m = np.minimum(label[e1], label[e2])
+            new = label.copy()
+            np.minimum.at(new, e1, m)
+            np.minimum.at(new, e2, m)
+            new = new[new]  # pointer jumping
+            if np.array_equal(new, label):
+                break
+            label = new
         touched = np.zeros(n_t, bool)
         touched[ct[ct >= 0]] = True
+        ts = problem.tree_starts
         self.islands = []  # (dof index array, constant factor or None)
-        for i in range(n_isl):
-            trees = np.flatnonzero(label == i)
-            dofs = np.flatnonzero(np.isin(tree_of, trees))
+        for root in np.unique(label):  # loop over islands (groups of trees), not contacts
+            trees = np.flatnonzero(label == root)
+            dofs = np.concatenate([np.arange(ts[t], ts[t + 1]) for t in trees])
             const = None if touched[trees].any() else cho_factor(problem.A[np.ix_(dofs, dofs)])
             self.islands.append((dofs, const))
         if self.sparse:

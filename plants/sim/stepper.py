@@ -219,7 +219,10 @@ class Simulator:
             lin = Jall[jb, :3] - Jall[ja, :3]
             ang = Jall[jb, 3:] - Jall[ja, 3:]
             # velocity of the material points at p: v_o + ω × p  =>  J_p = J_lin − [p]× J_ang
-            Jrel = lin - np.cross(point[:, None, :], ang.transpose(0, 2, 1)).transpose(0, 2, 1)
+            px, py, pz = point[:, 0], point[:, 1], point[:, 2]
+            zero = np.zeros_like(px)
+            skew = np.stack([zero, -pz, py, pz, zero, -px, -py, px, zero], axis=1).reshape(-1, 3, 3)
+            Jrel = lin - skew @ ang
             frames = tangent_basis(c.normal)
             J = np.einsum("cij,cjk->cik", frames, Jrel).reshape(3 * n_c, model.nv)
             ta, tb = scene.geom_tau[c.a], scene.geom_tau[c.b]
