@@ -279,6 +279,7 @@ class RosBridgeTransport:
         self._in_flight = 0
         self._sender: threading.Thread | None = None
         self._proto: Any = None
+        self._publish_id = 0
 
     # -- connection ---------------------------------------------------------------------
     def connect(self) -> None:
@@ -466,7 +467,7 @@ class RosBridgeTransport:
 
     def _ready_to_send(self) -> Publisher | None:
         """The publisher holding the globally oldest message, if sending is allowed now."""
-        if not (self._connected.is_set() and self._writable
+        if not (self._connected.is_set() and self._writable and self._proto is not None
                 and self._in_flight < self.options.max_in_flight):
             return None
         best: Publisher | None = None
@@ -489,14 +490,22 @@ class RosBridgeTransport:
                 _, msg = pub._queue.popleft()
                 pub._in_flight += 1
                 self._in_flight += 1
-            ros = self._ros
-            pub._topic.publish(roslibpy.Message(msg))
-            # FIFO after the send scheduled by publish(): runs once it reached the socket.
-            ros.call_later(0, lambda p=pub: self._on_written(p))
+                proto, epoch = self._proto, self._connects
+                self._publish_id += 1
+                pid = self._publish_id
+            # Straight to the current connection's protocol (not Topic.publish, which would
+            # queue inside roslibpy while disconnected and replay stale setpoints later).
+            proto.send_ros_message(roslibpy.Message({
+                "op": "publish", "id": f"publish:{pub.name}:{pid}", "topic": pub.name,
+                "msg": msg, "latch": pub._topic.latch}))
+            # FIFO after that send on the reactor: runs once the frame is in the socket buffer.
+            self._ros.call_later(0, lambda p=pub, e=epoch: self._on_written(p, e))
 
-    def _on_written(self, pub: Publisher) -> None:  # reactor thread
+    def _on_written(self, pub: Publisher, epoch: int) -> None:  # reactor thread
         with self._cond:
-            if pub._in_flight > 0:
+            # after a reconnect the in-flight messages of the old connection were already
+            # counted as dropped
+            if epoch == self._connects and pub._in_flight > 0:
                 pub._in_flight -= 1
                 pub._sent += 1
                 self._in_flight -= 1
