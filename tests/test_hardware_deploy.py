@@ -267,3 +267,25 @@ def test_a_failing_planner_ends_the_run_with_a_hold_not_a_crash(tmp_path):
         assert json.loads((tmp_path / "summary.json").read_text())["exit_reason"] == "error"
     finally:
         st.stop()
+
+
+def test_deploy_rides_through_a_bridge_restart():
+    """The robot-side bridge restarts mid-run: the loop holds, the transport reconnects with
+    backoff and re-subscribes, and commanding resumes on the new connection."""
+    st, robot = start_sim_robot()
+    port = st.server.port
+    th, box = _run_in_thread(st.server.url, 5.0)
+    try:
+        assert _wait(lambda: len(robot.commands) >= 30, 10)
+    finally:
+        st.stop()
+    st2, robot2 = start_sim_robot(port=port)
+    try:
+        assert _wait(lambda: len(robot2.commands) >= 30, 4)  # resumed on the new robot
+        th.join(15)
+        s = box["summary"]
+        assert s.exit_reason == ExitReason.COMPLETED
+        assert s.transport["connects"] == 2 and s.transport["disconnects"] == 1
+        assert s.watchdog_trips >= 1 and s.safety_interventions == 0
+    finally:
+        st2.stop()
