@@ -107,7 +107,8 @@ def nullspace_projector(J: np.ndarray, M: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def impedance_torque(gains: ImpedanceGains, J: np.ndarray, M: np.ndarray, C: np.ndarray,
                      pose_error: np.ndarray, twist_error: np.ndarray, q_error: np.ndarray,
-                     qdot_error: np.ndarray, tau_ff: np.ndarray | None = None) -> np.ndarray:
+                     qdot_error: np.ndarray, tau_ff: np.ndarray | None = None,
+                     accel_d: np.ndarray | None = None) -> np.ndarray:
     """Joint torques u (n,) of eq. (36) from precomputed model terms.
 
     Args:
@@ -121,9 +122,15 @@ def impedance_torque(gains: ImpedanceGains, J: np.ndarray, M: np.ndarray, C: np.
         qdot_error: (n,) q̇_d − q̇ [rad/s].
         tau_ff: (n,) feed-forward torque J_cᵀ λ_d, or None; ignored if ``gains.feedforward``
             is False.
+        accel_d: (6,) desired task acceleration ẍ_d, or None. *Not in eq. (36)*: the
+            operational-space term J_fᵀ Λ ẍ_d (Khatib) added inside the bracket, so that the
+            closed loop is ẍ = ẍ_d + K x̃ + B ẋ̃ (see docs/franka-ball.md for why).
     """
     N, Lambda = nullspace_projector(J, M)
-    u = J.T @ (Lambda @ (gains.K @ pose_error + gains.B @ twist_error)) + C
+    a = gains.K @ pose_error + gains.B @ twist_error
+    if accel_d is not None:
+        a = a + accel_d
+    u = J.T @ (Lambda @ a) + C
     u = u + N @ (gains.nullspace_stiffness * q_error + gains.nullspace_damping * qdot_error)
     if tau_ff is not None and gains.feedforward:
         u = u + tau_ff
@@ -170,7 +177,8 @@ class TaskSpaceImpedance:
         return M.translation.copy(), M.rotation.copy(), vel.linear.copy(), vel.angular.copy()
 
     def torque(self, q: np.ndarray, v: np.ndarray, p_d: np.ndarray, v_d: np.ndarray,
-               R_d: np.ndarray, force_d: np.ndarray | None = None) -> np.ndarray:
+               R_d: np.ndarray, force_d: np.ndarray | None = None,
+               a_d: np.ndarray | None = None) -> np.ndarray:
         """Joint torques (n,) of eq. (36).
 
         Args:
@@ -179,6 +187,8 @@ class TaskSpaceImpedance:
             R_d: (3, 3) desired frame orientation (the desired angular velocity is zero).
             force_d: (3,) desired force [N] the end effector exerts on the environment at the
                 frame (C3's λ_d mapped to Cartesian space); τ_ff = J_posᵀ force_d.
+            a_d: (3,) desired linear acceleration [m/s²] (operational-space feed-forward, not
+                in eq. 36; None: off).
         """
         pin = self._pin
         model, data, fid = self.model, self.data, self.frame_id
@@ -193,5 +203,6 @@ class TaskSpaceImpedance:
         pose_err = np.concatenate([p_d - oM.translation, pin.log3(R_d @ oM.rotation.T)])
         twist_err = np.concatenate([v_d - twist[:3], -twist[3:]])
         tau_ff = None if force_d is None else J[:3].T @ np.asarray(force_d, float)
+        acc = None if a_d is None else np.concatenate([np.asarray(a_d, float), np.zeros(3)])
         return impedance_torque(self.gains, J, M, C, pose_err, twist_err,
-                                self.q_nullspace - q, -v, tau_ff)
+                                self.q_nullspace - q, -v, tau_ff, acc)

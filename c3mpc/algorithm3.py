@@ -1,0 +1,336 @@
+"""Seed 003 Algorithm 3: C3 as the high-level planner of a low-level (impedance) controller.
+
+Per planning cycle, from the state estimate x̂ (step 1, done by the caller):
+
+2. build the LCS L_Δt around (x̂, û) from the (simplified) model M, û the previous input;
+3. run C3 (Algorithm 1) on it towards the target of the current heuristic phase → u_C3;
+4. Δt_c = wall time of steps 2-3 (measured here);
+5. (x_d, λ_d) = L_Δt_c(x̂, u_C3): the LCS rebuilt with time step Δt_c and stepped once.
+
+x_d (the state the plan reaches when this solve's command takes effect) and λ_d (the contact
+forces over that interval) go to the impedance controller (eq. 36).
+
+The §VII heuristics are *target generators*, replaceable callables ``target(x̂, t) ->
+PhaseTarget``: :class:`CircleTarget` (single ball, eq. 25 with the time-based Phase I/II
+end-effector biases of Fig. 10) and :class:`LineTarget` (§VII-B: every ball to x = x_c and
+d_y further along y, the end-effector bias taken from the ball that has made the least
+progress). Each phase selects its own C3 controller (same LCS, its own cost), since Phase II
+"increase[s] the cost on end-effector deviation".
+
+Nothing here imports ``plants``: the planner is given a plant object with ``lcs(x, u, dt=)``
+and a :class:`BallTaskLayout` saying where the end effector and the balls are in x.
+``hardware/planner_c3.py`` implements the same steps for deployment and can switch to
+:class:`Algorithm3Planner` + :class:`CircleTarget`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+
+from .c3 import C3
+from .errors import C3ValueError
+from .result import C3Status
+
+__all__ = ["BallTaskLayout", "PhaseTarget", "TargetGenerator", "GaitOptions", "CircleTarget",
+           "LineTarget", "Plan", "Algorithm3Planner", "circle_phase_angle"]
+
+
+@dataclass(frozen=True)
+class BallTaskLayout:
+    """Where the end effector and the balls live in the simplified model's state x.
+
+    Attributes:
+        ee_position: indices of the end-effector x, y, z in x.
+        ee_velocity: indices of its velocity in x.
+        ball_xy: per ball, the indices of its x, y in x.
+        ball_z: per ball, the index of its z (None: the model keeps balls on the table).
+        ball_z_value: ball-centre height used when ``ball_z`` is None [m].
+        ee_mass: end-effector mass of the model [kg] (λ_d → Cartesian force).
+        ee_radius, ball_radius: [m].
+    """
+
+    ee_position: tuple[int, int, int]
+    ee_velocity: tuple[int, int, int]
+    ball_xy: tuple[tuple[int, int], ...]
+    ball_z: tuple[int | None, ...]
+    ball_z_value: float
+    ee_mass: float
+    ee_radius: float
+    ball_radius: float
+
+    @property
+    def n_balls(self) -> int:
+        return len(self.ball_xy)
+
+    def balls(self, x: np.ndarray) -> np.ndarray:
+        """(k, 3) ball centres in x."""
+        out = np.empty((self.n_balls, 3))
+        for i, (ix, iy) in enumerate(self.ball_xy):
+            iz = self.ball_z[i]
+            out[i] = (x[ix], x[iy], self.ball_z_value if iz is None else x[iz])
+        return out
+
+    def ee(self, x: np.ndarray) -> np.ndarray:
+        """(3,) end-effector centre in x."""
+        return x[list(self.ee_position)]
+
+
+@dataclass(frozen=True)
+class PhaseTarget:
+    """What a target generator returns: the goal state for C3 and the phase (which selects the
+    controller, i.e. the cost)."""
+
+    x_goal: np.ndarray
+    phase: int
+    ball_targets: np.ndarray
+    """(k, 2) desired ball (x, y) [m] (for logging and error statistics)."""
+
+
+class TargetGenerator(Protocol):
+    """``target(x_hat, t) -> PhaseTarget``."""
+
+    def __call__(self, x_hat: np.ndarray, t: float) -> PhaseTarget: ...
+
+
+@dataclass(frozen=True)
+class GaitOptions:
+    """The time-based end-effector heuristic of §VII-A (Fig. 10), in a cycle of
+    ``phase1_duration + phase2_duration`` seconds.
+
+    Attributes:
+        phase1_duration: Phase I length [s] (paper: 1).
+        phase2_duration: Phase II length [s] (paper: 0.5).
+        phase1_height: Phase I bias: the end-effector centre this far above contact with the
+            ball's top [m] ("slightly above the ball's current state").
+        phase2_back: Phase II bias: horizontal distance of the end-effector centre behind the
+            ball, opposite to the direction to its target [m].
+        phase2_height: Phase II bias height of the end-effector centre above the table [m].
+    """
+
+    phase1_duration: float = 1.0
+    phase2_duration: float = 0.5
+    phase1_height: float = 0.0
+    phase2_back: float = 0.06
+    phase2_height: float = 0.045
+
+    def __post_init__(self) -> None:
+        if not (self.phase1_duration > 0 and self.phase2_duration >= 0):
+            raise C3ValueError("GaitOptions: phase1_duration must be > 0 and phase2_duration "
+                               ">= 0 [s]")
+        for name in ("phase1_height", "phase2_back", "phase2_height"):
+            if not math.isfinite(getattr(self, name)):
+                raise C3ValueError(f"GaitOptions.{name} must be finite")
+
+    def phase(self, t: float) -> int:
+        """0 (Phase I) or 1 (Phase II) at time t [s]."""
+        period = self.phase1_duration + self.phase2_duration
+        return 0 if (t % period) < self.phase1_duration else 1
+
+
+def circle_phase_angle(xy: np.ndarray, center: Sequence[float]) -> np.ndarray:
+    """α = atan2(x − x_c, y − y_c): clockwise from +y (eq. 25), for (2,) or (n, 2) points."""
+    p = np.asarray(xy, float)
+    return np.arctan2(p[..., 0] - center[0], p[..., 1] - center[1])
+
+
+def _ee_bias(gait: GaitOptions, phase: int, ball: np.ndarray, target_xy: np.ndarray,
+             layout: BallTaskLayout) -> np.ndarray:
+    if phase == 0:
+        return np.array([ball[0], ball[1],
+                         ball[2] + layout.ball_radius + layout.ee_radius + gait.phase1_height])
+    e = target_xy - ball[:2]
+    n = float(np.linalg.norm(e))
+    e = e / n if n > 1e-9 else np.zeros(2)
+    back = ball[:2] - gait.phase2_back * e
+    return np.array([back[0], back[1], gait.phase2_height])
+
+
+@dataclass
+class CircleTarget:
+    """Eq. (25) target for one ball on a circle, with the Phase I/II end-effector biases.
+
+    Attributes:
+        template: (n_x,) goal state; the ball x, y and the end-effector position are overwritten
+            (other entries, e.g. zero velocities, stay).
+        layout: :class:`BallTaskLayout` of the model.
+        center: circle centre (x_c, y_c) [m] (paper: (0.55, 0)).
+        radius: [m] (paper: 0.1).
+        lead_angle_deg: α_l [deg] (paper: 20).
+        gait: :class:`GaitOptions`.
+    """
+
+    template: np.ndarray
+    layout: BallTaskLayout
+    center: tuple[float, float] = (0.55, 0.0)
+    radius: float = 0.1
+    lead_angle_deg: float = 20.0
+    gait: GaitOptions = field(default_factory=GaitOptions)
+
+    def __post_init__(self) -> None:
+        if not (self.radius > 0 and 0 < self.lead_angle_deg < 180):
+            raise C3ValueError("CircleTarget: radius must be > 0 and lead_angle_deg in (0, 180)")
+        self.template = np.asarray(self.template, float).copy()
+
+    def ball_target(self, ball_xy: np.ndarray) -> np.ndarray:
+        """(2,) eq. (25): the point α_l ahead of the ball's phase angle on the circle."""
+        a = circle_phase_angle(ball_xy, self.center) + math.radians(self.lead_angle_deg)
+        return np.array([self.center[0] + self.radius * math.sin(a),
+                         self.center[1] + self.radius * math.cos(a)])
+
+    def __call__(self, x_hat: np.ndarray, t: float) -> PhaseTarget:
+        lay = self.layout
+        ball = lay.balls(x_hat)[0]
+        tgt = self.ball_target(ball[:2])
+        phase = self.gait.phase(t)
+        g = self.template.copy()
+        ix, iy = lay.ball_xy[0]
+        g[ix], g[iy] = tgt
+        g[list(lay.ee_position)] = _ee_bias(self.gait, phase, ball, tgt, lay)
+        return PhaseTarget(g, phase, tgt[None, :])
+
+
+@dataclass
+class LineTarget:
+    """§VII-B: every ball to (x_c, y_i + d_y) (state-based, re-evaluated each cycle); the
+    end-effector bias follows the ball that has made the least progress along y.
+
+    Attributes:
+        template, layout, gait: as :class:`CircleTarget`.
+        x_c: the line's x [m].
+        dy: desired translation along y per evaluation [m] (the paper's d_y; positive moves
+            balls towards +y).
+        y_start: (k,) start y of each ball (progress is measured from it).
+        y_end: stop moving a ball once its y passes this [m] (None: never); then its target is
+            (x_c, y_end).
+    """
+
+    template: np.ndarray
+    layout: BallTaskLayout
+    x_c: float = 0.55
+    dy: float = 0.05
+    y_start: np.ndarray | None = None
+    y_end: float | None = None
+    gait: GaitOptions = field(default_factory=GaitOptions)
+
+    def __post_init__(self) -> None:
+        self.template = np.asarray(self.template, float).copy()
+
+    def __call__(self, x_hat: np.ndarray, t: float) -> PhaseTarget:
+        lay = self.layout
+        balls = lay.balls(x_hat)
+        ys = balls[:, 1]
+        y0 = np.zeros(lay.n_balls) if self.y_start is None else np.asarray(self.y_start)
+        tgt_y = ys + self.dy
+        if self.y_end is not None:
+            tgt_y = np.minimum(tgt_y, self.y_end) if self.dy > 0 else np.maximum(tgt_y,
+                                                                                self.y_end)
+        tgts = np.column_stack([np.full(lay.n_balls, self.x_c), tgt_y])
+        g = self.template.copy()
+        for i, (ix, iy) in enumerate(lay.ball_xy):
+            g[ix], g[iy] = tgts[i]
+        progress = (ys - y0) * np.sign(self.dy or 1.0)
+        if self.y_end is not None:  # balls already at the end make no further progress
+            progress = np.where(np.abs(ys - self.y_end) < 0.01, np.inf, progress)
+        j = int(np.argmin(progress))
+        phase = self.gait.phase(t)
+        g[list(lay.ee_position)] = _ee_bias(self.gait, phase, balls[j], tgts[j], lay)
+        return PhaseTarget(g, phase, tgts)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One Algorithm 3 cycle.
+
+    Attributes:
+        x_d: (n_x,) desired state after Δt_c (step 5).
+        lam_d: (n_λ,) desired contact forces over Δt_c (step 5, LCS units).
+        ee_force: (3,) force the end effector should apply on the environment [N] (from λ_d:
+            minus the contact force on the model's end effector).
+        u: (n_u,) C3's first input u_C3.
+        plan_x: (N+1, n_x) C3's planned states (for visualization).
+        plan_lam: (N, n_λ) C3's planned contact forces (the final QP iterate).
+        decided_lam: (N, n_λ) the contact forces of C3's last projection δ (complementarity-
+            feasible: the contact decisions), or ``plan_lam`` for solvers without δ.
+        dt_c: measured wall time of steps 2-3 [s].
+        dt_resim: the time step used in step 5 [s] (Δt_c, at least ``min_resim_dt``).
+        total_time: wall time of the whole cycle (steps 2-5) [s].
+        status: C3's status.
+        phase: heuristic phase used.
+        ball_targets: (k, 2) desired ball positions of the target generator.
+    """
+
+    x_d: np.ndarray
+    lam_d: np.ndarray
+    ee_force: np.ndarray
+    u: np.ndarray
+    plan_x: np.ndarray
+    plan_lam: np.ndarray
+    decided_lam: np.ndarray
+    dt_c: float
+    dt_resim: float
+    total_time: float
+    status: C3Status
+    phase: int
+    ball_targets: np.ndarray
+
+
+class Algorithm3Planner:
+    """Algorithm 3 with one C3 controller per heuristic phase.
+
+    Args:
+        plant: the planning model: ``plant.lcs(x, u, dt=None) -> LCS`` (e.g. ``franka-ball``).
+        controllers: one :class:`C3` per phase (index = ``PhaseTarget.phase``).
+        target: the target generator.
+        layout: :class:`BallTaskLayout` of the plant's state.
+        min_resim_dt: smallest Δt_c used in step 5 [s] (0: exactly the measured time).
+        clock: wall clock (seconds), injectable for tests.
+    """
+
+    def __init__(self, plant: Any, controllers: Sequence[C3], target: Callable[..., PhaseTarget],
+                 layout: BallTaskLayout, min_resim_dt: float = 0.0,
+                 clock: Callable[[], float] = time.perf_counter):
+        if not controllers:
+            raise C3ValueError("controllers must hold at least one C3 controller")
+        if not (math.isfinite(min_resim_dt) and min_resim_dt >= 0):
+            raise C3ValueError(f"min_resim_dt must be >= 0 [s], got {min_resim_dt!r}")
+        self.plant = plant
+        self.controllers = list(controllers)
+        self.target = target
+        self.layout = layout
+        self.min_resim_dt = float(min_resim_dt)
+        self.clock = clock
+        self.u_prev = np.zeros(self.controllers[0].n_u)
+
+    def plan(self, x_hat: np.ndarray, t: float) -> Plan:
+        """Steps 2-5 from the estimate ``x_hat`` (n_x,) at time ``t`` [s]."""
+        clock = self.clock
+        t0 = clock()
+        x_hat = np.asarray(x_hat, float)
+        lcs = self.plant.lcs(x_hat, self.u_prev)
+        pt = self.target(x_hat, t)
+        ctrl = self.controllers[min(pt.phase, len(self.controllers) - 1)]
+        ctrl.update_lcs(lcs)
+        ctrl.update_target(pt.x_goal)
+        res = ctrl.solve(x_hat)
+        dt_c = clock() - t0
+        u = np.asarray(res.u[0], float)
+        if not np.all(np.isfinite(u)):
+            u = np.zeros_like(self.u_prev)
+        self.u_prev = u
+        h = max(dt_c, self.min_resim_dt)
+        lcs_c = self.plant.lcs(x_hat, u, dt=h)
+        x_d, lam_d = lcs_c.step(x_hat, u)
+        D = np.asarray(lcs_c.D)
+        nx, nl = ctrl.n_x, ctrl.n_lambda
+        decided = (np.asarray(res.delta)[:, nx:nx + nl] if res.delta is not None
+                   else np.asarray(res.lam))
+        f_on_ee = self.layout.ee_mass * (D[list(self.layout.ee_velocity)] @ lam_d) / h
+        return Plan(x_d=x_d, lam_d=lam_d, ee_force=-f_on_ee, u=u, plan_x=np.asarray(res.x),
+                    plan_lam=np.asarray(res.lam), decided_lam=decided, dt_c=dt_c, dt_resim=h,
+                    total_time=clock() - t0, status=res.status, phase=pt.phase,
+                    ball_targets=pt.ball_targets)

@@ -1,0 +1,558 @@
+"""The Franka ball-rolling task end to end (seed 003 §VII, Fig. 9): C3 plans on the simplified
+model, the full Panda in the contact simulator tracks the plan with the impedance law, the ball
+state comes from emulated vision.
+
+Per simulator step (``sim_dt``, 2 ms by default):
+
+* the emulated cameras sample the true ball centres (80 Hz, optional Gaussian noise; velocity by
+  finite differences, ω from rolling without slipping, angle by integration);
+* the impedance controller (eq. 36, :mod:`plants.impedance`) computes the arm torques from the
+  *active* command (x_d's end-effector position/velocity, the feed-forward force from λ_d);
+* when the planner is free, Algorithm 3 (:mod:`c3mpc.algorithm3`) runs on the estimate
+  x̂ = (end effector from the arm's joint encoders through forward kinematics, balls from the
+  vision). Its wall time is *measured*, and the new command takes effect that much simulated
+  time later (rounded up to whole simulator steps); the next plan starts then. So the control
+  rate in the loop is the machine's real planning rate, and a slow planner sees stale states
+  exactly as on hardware.
+
+Nothing scripts the end effector: its only references are C3's x_d (plus the weak null-space
+posture task). The target generators decide where the *balls* should go and bias the end
+effector above/behind the ball (Fig. 10), as in the paper.
+
+Dependency note: ``c3mpc`` must not import ``estimators`` at module level (``estimators ->
+c3mpc``). :func:`run_franka_ball` takes a ``vision_factory``; when it is None the default
+``estimators.EmulatedBallVision`` is imported inside the function (the same lazy-import
+exception ``c3mpc.cli`` makes for ``hardware``). ``plants`` is used here as in the other task
+runners.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .algorithm3 import (
+    Algorithm3Planner,
+    BallTaskLayout,
+    CircleTarget,
+    GaitOptions,
+    LineTarget,
+    Plan,
+)
+from .c3 import C3
+from .errors import C3ValueError
+from .options import C3Options
+
+__all__ = ["FrankaBallOptions", "FrankaBallLog", "run_franka_ball", "franka_layout", "build_planner",
+           "summarize", "PLANT_FOR_BALLS"]
+
+PLANT_FOR_BALLS = {1: "franka-ball", 2: "franka-balls-2", 3: "franka-balls-3"}
+
+
+@dataclass(frozen=True)
+class FrankaBallOptions:
+    """Settings of the closed loop (defaults: the paper's single-ball circle, §VII-A).
+
+    Attributes:
+        n_balls: 1 (circle, ``franka-ball``), 2 or 3 (line, ``franka-balls-2|3``).
+        duration: simulated time limit [s] (None: 60 s for the circle, 30 s for the line).
+        stop_after_lap: single ball: stop once the ball has gone once round the circle.
+        noise_std: Gaussian noise on each vision position sample [m] (paper: 0 or 0.001).
+        vision_rate_hz: camera rate [Hz] (paper: 80).
+        sim_dt: simulator time step [s].
+        solver: contact solver of the simulator ("sap").
+        projection: C3 projection (None: the plant's, "miqp" for 1-2 balls, "qp" for 3).
+        admm_iter: ADMM iterations s (paper: 2; 4 here, see docs/franka-ball.md).
+        end_on_qp_step: C3 returns the final QP iterate (True, the authors' code) or the last
+            projection δ re-rolled through the LCS (False, here: with s <= 6 the QP iterate's λ
+            moves the ball without the end effector, see docs/franka-ball.md).
+        horizon: N (paper: 5).
+        min_resim_dt: smallest Δt_c of Algorithm 3's step 5 [s] (0: the measured time).
+        acceleration_feedforward: add the operational-space term J_fᵀ Λ u_C3 (u_C3 is the
+            simplified model's end-effector acceleration) to eq. (36); False: eq. (36) exactly
+            (docs/franka-ball.md: then the arm gets only about B·Δt_c of C3's acceleration).
+        ball_velocity_weight: Q on the ball velocities (the plants' default: 0.1).
+        phase2_ee_weight: Q on the end-effector position in Phase II (Phase I: the plant's 500).
+        gait: the end-effector heuristic (:class:`GaitOptions`).
+        center, radius, lead_angle_deg: the circle of eq. (25).
+        line_dy: multi-ball d_y [m]; line_distance: how far every ball must advance along +y [m].
+        band: half-width of the error band [m] (paper: 2 cm).
+        impedance: :class:`plants.impedance.ImpedanceGains` (None: defaults; the feed-forward is
+            off for more than one ball, as in the paper's 2-ball example).
+        seed: vision-noise seed.
+        settle_time: seconds the arm holds its start pose before the first plan.
+    """
+
+    n_balls: int = 1
+    duration: float | None = None
+    stop_after_lap: bool = True
+    noise_std: float = 0.0
+    vision_rate_hz: float = 80.0
+    sim_dt: float = 0.002
+    solver: str = "sap"
+    projection: str | None = None
+    admm_iter: int = 4
+    end_on_qp_step: bool = False
+    horizon: int = 5
+    min_resim_dt: float = 0.0
+    acceleration_feedforward: bool = True
+    ball_velocity_weight: float = 10.0
+    phase2_ee_weight: float = 5000.0
+    gait: GaitOptions = field(default_factory=lambda: GaitOptions(phase2_back=0.045))
+    center: tuple[float, float] = (0.55, 0.0)
+    radius: float = 0.1
+    lead_angle_deg: float = 20.0
+    line_dy: float = 0.05
+    line_distance: float = 0.1
+    band: float = 0.02
+    impedance: Any = None
+    seed: int = 0
+    settle_time: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.n_balls not in PLANT_FOR_BALLS:
+            raise C3ValueError(f"n_balls must be 1, 2 or 3, got {self.n_balls!r}")
+        if self.duration is not None and not (self.duration > 0):
+            raise C3ValueError(f"duration must be > 0 [s], got {self.duration!r}")
+        for name in ("sim_dt", "vision_rate_hz", "band", "radius"):
+            if not (getattr(self, name) > 0):
+                raise C3ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not (self.noise_std >= 0 and self.min_resim_dt >= 0 and self.settle_time >= 0):
+            raise C3ValueError("noise_std, min_resim_dt and settle_time must be >= 0")
+
+    @property
+    def plant_name(self) -> str:
+        return PLANT_FOR_BALLS[self.n_balls]
+
+    @property
+    def time_limit(self) -> float:
+        if self.duration is not None:
+            return float(self.duration)
+        return 60.0 if self.n_balls == 1 else 30.0
+
+
+@dataclass(frozen=True)
+class FrankaBallLog:
+    """What happened (arrays per simulator step ``t`` or per plan ``plan_t``).
+
+    Attributes:
+        t: (T,) simulated times [s].
+        q_arm: (T, 7) joint angles [rad].
+        ee: (T, 3) end-effector centre [m] (true).
+        balls: (T, k, 3) true ball centres [m]; ball_quat: (T, k, 4) (x, y, z, w).
+        balls_est: (T, k, 3) estimated ball centres [m].
+        ee_ball_gap: (T, k) signed distance end effector-ball surfaces [m] (true contact if <= 0).
+        ball_targets: (T, k, 2) the target generator's desired ball (x, y), held between plans.
+        error: (T,) tracking error [m]: distance of the ball to the circle (1 ball), largest
+            |x − x_c| over the balls (line).
+        plan_t: (P,) plan start times; plan_active_t: (P,) times their commands took effect.
+        plan_time: (P,) measured wall time of each Algorithm 3 cycle [s] (steps 2-5).
+        solve_time: (P,) Δt_c, wall time of steps 2-3 [s].
+        plan_status: (P,) C3 status codes; plan_phase: (P,) heuristic phase.
+        plan_ee_path: (P, N+1, 3) C3's planned end-effector positions.
+        plan_ee_force: (P, 3) desired end-effector force from λ_d [N].
+        plan_contact: (P, k) C3's planned end effector-ball contact at the first knot (force
+            > ``contact_threshold``).
+        plan_x_d: (P, 3) x_d's end-effector position.
+        wall_time: total wall time of the run [s].
+        info: options, plant, lap/completion data.
+    """
+
+    t: np.ndarray
+    q_arm: np.ndarray
+    ee: np.ndarray
+    balls: np.ndarray
+    ball_quat: np.ndarray
+    balls_est: np.ndarray
+    ee_ball_gap: np.ndarray
+    ball_targets: np.ndarray
+    error: np.ndarray
+    plan_t: np.ndarray
+    plan_active_t: np.ndarray
+    plan_time: np.ndarray
+    solve_time: np.ndarray
+    plan_status: np.ndarray
+    plan_phase: np.ndarray
+    plan_ee_path: np.ndarray
+    plan_ee_force: np.ndarray
+    plan_contact: np.ndarray
+    plan_x_d: np.ndarray
+    wall_time: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def franka_layout(plant: Any) -> BallTaskLayout:
+    """The :class:`BallTaskLayout` of ``franka-ball`` or ``franka-balls-k``."""
+    from plants.models.franka_ball import BALL_RADIUS, EE_RADIUS
+
+    m = float(plant.params.ee_mass)
+    if plant.name == "franka-ball":
+        return BallTaskLayout((0, 1, 2), (10, 11, 12), ((3, 4),), (5,), BALL_RADIUS, m,
+                              EE_RADIUS, BALL_RADIUS)
+    k = int(plant.num_balls)
+    nq = 2 * k + 3
+    return BallTaskLayout((2 * k, 2 * k + 1, 2 * k + 2), (nq + 2 * k, nq + 2 * k + 1,
+                                                          nq + 2 * k + 2),
+                          tuple((2 * i, 2 * i + 1) for i in range(k)), (None,) * k,
+                          BALL_RADIUS, m, EE_RADIUS, BALL_RADIUS)
+
+
+def _controller(plant: Any, Q: np.ndarray, options: C3Options, N: int) -> C3:
+    d = plant.defaults
+    ctrl = C3(plant.lcs(d.x0, np.zeros(plant.n_u)), Q, d.R, d.G, d.U, N=N, x_des=d.x_goal,
+              QN=Q, options=options)
+    ctrl.set_bounds(x_lower=d.x_lower, x_upper=d.x_upper, u_lower=d.u_lower, u_upper=d.u_upper)
+    return ctrl
+
+
+def _ball_velocity_indices(plant: Any, layout: BallTaskLayout) -> list[int]:
+    nq = plant.n_q
+    if plant.name == "franka-ball":
+        return [13, 14, 15]
+    return [nq + i for i in range(2 * layout.n_balls)]
+
+
+def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, C3Options]:
+    """Algorithm 3 on ``plant`` with the task's target generator and per-phase costs."""
+    d = plant.defaults
+    layout = franka_layout(plant)
+    opts = C3Options(projection=o.projection or d.projection, admm_iter=o.admm_iter,
+                     rho=d.rho, rho_scale=d.rho_scale, end_on_qp_step=o.end_on_qp_step)
+    q = np.diag(d.Q).copy()
+    q[_ball_velocity_indices(plant, layout)] = o.ball_velocity_weight
+    q2 = q.copy()
+    q2[list(layout.ee_position)] = o.phase2_ee_weight
+    ctrls = [_controller(plant, np.diag(q), opts, o.horizon),
+             _controller(plant, np.diag(q2), opts, o.horizon)]
+    template = np.array(d.x_goal, dtype=float)
+    if o.n_balls == 1:
+        target: Any = CircleTarget(template, layout, tuple(o.center), o.radius,
+                                   o.lead_angle_deg, o.gait)
+    else:
+        y0 = layout.balls(d.x0)[:, 1]
+        target = LineTarget(template, layout, x_c=o.center[0], dy=o.line_dy, y_start=y0,
+                            y_end=float(y0.max() + o.line_distance + 0.02), gait=o.gait)
+    return Algorithm3Planner(plant, ctrls, target, layout, min_resim_dt=o.min_resim_dt), opts
+
+
+def _quat_to_R(qxyzw: np.ndarray) -> np.ndarray:
+    x, y, z, w = qxyzw
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def _estimate_vector(plant: Any, layout: BallTaskLayout, ee_p: np.ndarray, ee_v: np.ndarray,
+                     est: list[Any]) -> np.ndarray:
+    """x̂ of the simplified model from the end-effector state and the vision estimates."""
+    x = np.zeros(plant.n_x)
+    x[list(layout.ee_position)] = ee_p
+    x[list(layout.ee_velocity)] = ee_v
+    if plant.name == "franka-ball":
+        s = est[0]
+        x[3:6] = s.position
+        w, qx, qy, qz = s.orientation
+        x[6:10] = (qx, qy, qz, w)
+        x[13:16] = s.velocity
+        R = _quat_to_R(np.array([qx, qy, qz, w]))
+        x[16:19] = R.T @ s.angular_velocity  # the model's ω is in the ball frame
+        return x
+    nq = plant.n_q
+    for i, s in enumerate(est):
+        x[2 * i:2 * i + 2] = s.position[:2]
+        x[nq + 2 * i:nq + 2 * i + 2] = s.velocity[:2]
+    return x
+
+
+def _default_vision(o: FrankaBallOptions, i: int) -> Any:
+    from estimators import EmulatedBallVision  # lazy: estimators -> c3mpc (module docstring)
+
+    return EmulatedBallVision(rate_hz=o.vision_rate_hz, noise_std=o.noise_std,
+                              rng=np.random.default_rng([o.seed, i]))
+
+
+def run_franka_ball(options: FrankaBallOptions | None = None, *,
+                    vision_factory: Callable[[FrankaBallOptions, int], Any] | None = None,
+                    progress: bool = False, stream: Any = None,
+                    on_plan: Callable[[float, Plan], None] | None = None) -> FrankaBallLog:
+    """Run the closed loop (module docstring) and return its :class:`FrankaBallLog`.
+
+    Args:
+        options: :class:`FrankaBallOptions`.
+        vision_factory: ``f(options, ball_index) -> vision`` with ``vision.step(true_position
+            (3,), t) -> state`` (``.position``, ``.velocity``, ``.angular_velocity``,
+            ``.orientation`` (w, x, y, z), ``.valid``); default
+            ``estimators.EmulatedBallVision``.
+        progress: print a progress line to ``stream`` (default stderr).
+        on_plan: optional callback ``on_plan(t, plan)`` after every plan (live visualization).
+    """
+    from plants import load_plant
+    from plants.franka_sim import EE_FRAME, N_ARM, arm_model, build_franka_ball_scene, solve_ik
+    from plants.impedance import ImpedanceGains, TaskSpaceImpedance
+    from plants.sim import Simulator
+
+    o = options or FrankaBallOptions()
+    stream = sys.stderr if stream is None else stream
+    plant = load_plant(o.plant_name)
+    layout = franka_layout(plant)
+    planner, c3_options = build_planner(plant, o)
+    k = layout.n_balls
+
+    # --- the world: arm at the plant's start end-effector position, balls at its start
+    x0 = plant.defaults.x0
+    ee0 = layout.ee(x0)
+    balls0 = layout.balls(x0)
+    arm = arm_model()
+    q_arm0 = solve_ik(arm, ee0)
+    scene = build_franka_ball_scene(q_arm0, balls0)
+    gains = o.impedance
+    if gains is None:
+        gains = ImpedanceGains(feedforward=(k == 1))
+    imp = TaskSpaceImpedance(arm, EE_FRAME, gains, q_nullspace=q_arm0)
+    _, R0, _, _ = imp.frame_state(q_arm0, np.zeros(N_ARM))
+    cmd = {"p": ee0.copy(), "v": np.zeros(3), "f": np.zeros(3), "a": np.zeros(3)}
+
+    def controller(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        tau = np.zeros(v.shape[0])
+        tau[:N_ARM] = imp.torque(q[:N_ARM], v[:N_ARM], cmd["p"], cmd["v"], R0, cmd["f"],
+                                  cmd["a"] if o.acceleration_feedforward else None)
+        return tau
+
+    sim = Simulator(scene, solver=o.solver, dt=o.sim_dt, controller=controller)
+    vis = [(vision_factory or _default_vision)(o, i) for i in range(k)]
+    ball_q = [7 + 7 * i for i in range(k)]  # q index of each ball's position
+
+    # warm-up: compile kernels before the clock matters (not part of the run)
+    planner.plan(x0, 0.0)
+    planner.u_prev = np.zeros(plant.n_u)
+
+    n_steps = int(math.ceil(o.time_limit / o.sim_dt))
+    T = n_steps + 1
+    t_log = np.empty(T)
+    q_log = np.empty((T, N_ARM))
+    ee_log = np.empty((T, 3))
+    b_log = np.empty((T, k, 3))
+    bq_log = np.empty((T, k, 4))
+    be_log = np.full((T, k, 3), np.nan)
+    gap_log = np.empty((T, k))
+    tgt_log = np.full((T, k, 2), np.nan)
+    plans: list[tuple] = []
+    pending: tuple[float, dict[str, np.ndarray]] | None = None
+    next_plan_t = o.settle_time
+    tgt = np.full((k, 2), np.nan)
+    est: list[Any] = [None] * k
+    lap_angle = 0.0
+    prev_angle = None
+    lap_time = None
+    done_time = None
+    wall0 = time.perf_counter()
+    last_print = wall0
+    i_end = n_steps
+    r_sum = layout.ee_radius + layout.ball_radius
+    for i in range(n_steps + 1):
+        t = sim.t
+        q, v = sim.q, sim.v
+        p_ee, _, v_ee, _ = imp.frame_state(q[:N_ARM], v[:N_ARM])
+        balls = np.array([q[j:j + 3] for j in ball_q])
+        t_log[i], q_log[i], ee_log[i], b_log[i] = t, q[:N_ARM], p_ee, balls
+        bq_log[i] = [q[j + 3:j + 7] for j in ball_q]
+        gap_log[i] = np.linalg.norm(balls - p_ee, axis=1) - r_sum
+        for b in range(k):
+            est[b] = vis[b].step(balls[b], t)
+            be_log[i, b] = est[b].position
+        if o.n_balls == 1:  # lap progress of the true ball
+            ang = math.atan2(balls[0, 0] - o.center[0], balls[0, 1] - o.center[1])
+            if prev_angle is not None:
+                lap_angle += (ang - prev_angle + math.pi) % (2 * math.pi) - math.pi
+            prev_angle = ang
+            if lap_time is None and lap_angle >= 2 * math.pi:
+                lap_time = t
+        else:
+            adv = balls[:, 1] - balls0[:, 1]
+            if done_time is None and np.all(adv >= o.line_distance):
+                done_time = t
+        if pending is not None and t >= pending[0] - 1e-12:
+            cmd.update(pending[1])
+            pending = None
+        if t >= next_plan_t - 1e-12 and all(s.valid for s in est):
+            x_hat = _estimate_vector(plant, layout, p_ee, v_ee, est)
+            plan = planner.plan(x_hat, t)
+            steps_late = max(1, int(math.ceil(plan.total_time / o.sim_dt - 1e-9)))
+            t_act = t + steps_late * o.sim_dt
+            if plan.status.ok:
+                new = {"p": plan.x_d[list(layout.ee_position)].copy(),
+                       "v": plan.x_d[list(layout.ee_velocity)].copy(),
+                       "f": plan.ee_force.copy(), "a": plan.u[:3].copy()}
+                if not (np.all(np.isfinite(new["p"])) and np.all(np.isfinite(new["f"]))):
+                    new = None
+            else:
+                new = None
+            if new is not None:
+                pending = (t_act, new)
+            next_plan_t = t_act
+            tgt = plan.ball_targets
+            ee_idx = list(layout.ee_position)
+            lam_force = _planned_contact(plan, planner, layout)
+            plans.append((t, t_act, plan.total_time, plan.dt_c, int(plan.status), plan.phase,
+                          plan.plan_x[:, ee_idx].copy(), plan.ee_force.copy(), lam_force,
+                          plan.x_d[ee_idx].copy()))
+            if on_plan is not None:
+                on_plan(t, plan)
+        tgt_log[i] = tgt
+        stop = (o.n_balls == 1 and o.stop_after_lap and lap_time is not None) or (
+            o.n_balls > 1 and done_time is not None)
+        if i == n_steps or stop:
+            i_end = i
+            break
+        sim.step()
+        if progress and time.perf_counter() - last_print > 1.0:
+            last_print = time.perf_counter()
+            extra = (f"lap {math.degrees(lap_angle):5.0f} deg" if o.n_balls == 1 else
+                     f"advance {np.array2string(balls[:, 1] - balls0[:, 1], precision=3)} m")
+            stream.write(f"\r  t = {t:6.2f} s  plans {len(plans):5d}  {extra}   ")
+            stream.flush()
+    if progress:
+        stream.write("\n")
+    n = i_end + 1
+    sl = slice(0, n)
+    if o.n_balls == 1:
+        err = np.abs(np.hypot(b_log[sl, 0, 0] - o.center[0], b_log[sl, 0, 1] - o.center[1])
+                     - o.radius)
+    else:
+        err = np.max(np.abs(b_log[sl, :, 0] - o.center[0]), axis=1)
+    P = len(plans)
+    col = list(zip(*plans)) if P else [[]] * 10
+    N1 = o.horizon + 1
+    info = {
+        "options": _options_dict(o), "plant": o.plant_name, "n_x": plant.n_x,
+        "n_lambda": plant.n_lambda, "c3_options": {k_: v_ for k_, v_ in
+                                                  c3_options.to_dict().items()
+                                                  if k_ != "extra"},
+        "impedance": dataclasses.asdict(gains), "lap_time_s": lap_time,
+        "lap_angle_deg": math.degrees(lap_angle), "line_done_time_s": done_time,
+        "ball_start": balls0.tolist(), "ee_start": ee0.tolist(),
+        "simulated": ("full Panda (example-robot-data URDF, 7 joints, fingers welded) with a "
+                      "spherical end effector and free-body balls in plants.sim "
+                      f"(solver {o.solver}, dt {o.sim_dt} s); C3 plans on {o.plant_name}"),
+    }
+    return FrankaBallLog(
+        t=t_log[sl], q_arm=q_log[sl], ee=ee_log[sl], balls=b_log[sl], ball_quat=bq_log[sl],
+        balls_est=be_log[sl], ee_ball_gap=gap_log[sl], ball_targets=tgt_log[sl], error=err,
+        plan_t=np.array(col[0], float), plan_active_t=np.array(col[1], float),
+        plan_time=np.array(col[2], float), solve_time=np.array(col[3], float),
+        plan_status=np.array(col[4], int), plan_phase=np.array(col[5], int),
+        plan_ee_path=np.array(col[6], float).reshape(P, N1, 3),
+        plan_ee_force=np.array(col[7], float).reshape(P, 3),
+        plan_contact=np.array(col[8], float).reshape(P, k),
+        plan_x_d=np.array(col[9], float).reshape(P, 3),
+        wall_time=time.perf_counter() - wall0, info=info)
+
+
+def _planned_contact(plan: Plan, planner: Algorithm3Planner, layout: BallTaskLayout) -> np.ndarray:
+    """(k,) contact force C3 decided between the end effector and each ball at the first knot
+    (its projection δ), in LCS units (normal entry, or the sum of the friction-cone edges)."""
+    lam0 = np.asarray(plan.decided_lam[0])
+    blocks = _ee_ball_lambda_blocks(planner, layout)
+    return np.array([float(np.sum(np.maximum(lam0[b], 0.0))) for b in blocks])
+
+
+def _ee_ball_lambda_blocks(planner: Algorithm3Planner, layout: BallTaskLayout) -> list[Any]:
+    cache = getattr(planner, "_ee_blocks", None)
+    if cache is not None:
+        return cache
+    plant = planner.plant
+    k = layout.n_balls
+    n_c = plant.n_contacts
+    n_l = plant.n_lambda
+    # contact pairs are listed end effector-ball first (one per ball); λ is grouped per contact
+    # in equal blocks for Anitescu, and [γ (n_c); normals (n_c); tangents (n_c·2d)] for
+    # Stewart-Trinkle. Use the normal component of each end effector-ball pair.
+    if plant.contact_model == "anitescu":
+        per = n_l // n_c
+        blocks = [slice(i * per, (i + 1) * per) for i in range(k)]
+    else:
+        blocks = [slice(n_c + i, n_c + i + 1) for i in range(k)]
+    planner._ee_blocks = blocks  # type: ignore[attr-defined]
+    return blocks
+
+
+def _options_dict(o: FrankaBallOptions) -> dict[str, Any]:
+    d = {}
+    for f in dataclasses.fields(o):
+        v = getattr(o, f.name)
+        if dataclasses.is_dataclass(v):
+            v = dataclasses.asdict(v)
+        elif isinstance(v, tuple):
+            v = list(v)
+        d[f.name] = v
+    return d
+
+
+def summarize(log: FrankaBallLog) -> dict[str, Any]:
+    """The numbers of ``summary.json`` (see docs/franka-ball.md)."""
+    o = log.info["options"]
+    band = float(o["band"])
+    dt = np.diff(log.t)
+    inside = log.error[:-1] <= band
+    sim_time = float(log.t[-1] - log.t[0])
+    frac = float(np.sum(dt[inside]) / sim_time) if sim_time > 0 else float("nan")
+    # excursions outside the band and whether each came back
+    out = ~(log.error <= band)
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], out.astype(int), [0]])))
+    runs = list(zip(edges[::2], edges[1::2]))
+    excursions = [{"start_s": float(log.t[a]), "duration_s": float(log.t[min(b, len(log.t) - 1)]
+                                                                    - log.t[a]),
+                   "max_error_m": float(log.error[a:b].max()),
+                   "returned": bool(b < len(log.t))} for a, b in runs]
+    pt = log.plan_time
+    gap = log.ee_ball_gap
+    contact = gap <= 1e-3
+    n_plans = int(pt.size)
+    s = {
+        "task": "franka-ball",
+        "plant": log.info["plant"],
+        "n_balls": int(log.balls.shape[1]),
+        "simulated": log.info["simulated"],
+        "simulated_time_s": sim_time,
+        "wall_time_s": float(log.wall_time),
+        "band_m": band,
+        "band_fraction": frac,
+        "max_error_m": float(np.max(log.error)),
+        "mean_error_m": float(np.mean(log.error)),
+        "final_error_m": float(log.error[-1]),
+        "excursions": excursions,
+        "left_band": bool(len(runs) > 0),
+        "returned_to_band_after_every_exit": bool(all(e["returned"] for e in excursions)),
+        "n_plans": n_plans,
+        "controller_rate_hz": float(1.0 / np.median(pt)) if n_plans else 0.0,
+        "plans_per_simulated_second": float(n_plans / sim_time) if sim_time > 0 else 0.0,
+        "plan_time_median_s": float(np.median(pt)) if n_plans else float("nan"),
+        "plan_time_p95_s": float(np.percentile(pt, 95)) if n_plans else float("nan"),
+        "solve_time_median_s": float(np.median(log.solve_time)) if n_plans else float("nan"),
+        "failed_plans": int(np.sum(log.plan_status >= 3)),
+        "lap_completed": log.info.get("lap_time_s") is not None,
+        "lap_time_s": log.info.get("lap_time_s"),
+        "lap_angle_deg": log.info.get("lap_angle_deg"),
+        "line_done_time_s": log.info.get("line_done_time_s"),
+        "ball_advance_m": (log.balls[-1, :, 1] - log.balls[0, :, 1]).tolist(),
+        "contact_fraction_true": float(np.mean(np.any(contact, axis=1))),
+        "contact_fraction_planned": float(np.mean(np.any(log.plan_contact > 1e-6, axis=1)))
+        if n_plans else 0.0,
+        "n_contact_onsets_true": int(np.sum(np.diff(np.any(contact, axis=1).astype(int)) > 0)),
+        "options": o,
+        "c3_options": log.info["c3_options"],
+        "impedance": log.info["impedance"],
+    }
+    if s["n_balls"] == 1:
+        s["task_completed"] = s["lap_completed"]
+    else:
+        s["task_completed"] = log.info.get("line_done_time_s") is not None
+    return s
