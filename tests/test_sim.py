@@ -314,3 +314,29 @@ def test_controller_output_is_checked():
     sim.controller = lambda t, q, v: np.zeros(3)
     with pytest.raises(ValueError, match="controller"):
         sim.step()
+
+
+def test_mjcf_robot_falls_onto_the_ground(tmp_path):
+    """A 1-dof MJCF arm (sphere tip + box rod) swings down and comes to rest on the ground."""
+    from plants.sim import Simulator
+
+    xml = tmp_path / "arm.xml"
+    xml.write_text(
+        """<mujoco model="arm"><worldbody><body name="link" pos="0 0 0.15">
+        <joint name="hinge" type="hinge" axis="0 1 0" damping="0.05"/>
+        <geom name="tip" type="sphere" size="0.03" pos="0.2 0 0" mass="0.5"/>
+        <geom name="rod" type="box" size="0.1 0.01 0.01" pos="0.1 0 0" mass="0.1"/>
+        </body></worldbody></mujoco>"""
+    )
+    b = SceneBuilder(excluded_groups=[("robot", "robot")])
+    b.add_urdf(xml, ContactParams(1e6, 1e-3, 0.5), group="robot")
+    b.add_ground(ContactParams(float("inf"), 0.0, 0.5))
+    scene = b.build()
+    assert scene.n_v == 1 and [g.name for g in scene.geometries] == ["tip", "rod", "ground"]
+    sim = Simulator(scene, dt=1e-3)
+    traj = sim.run(1.5)
+    assert (traj.stats["status"] == 0).all() and traj.stats["n_contacts"].max() >= 1
+    # at rest the tip sphere sits on the ground: sin(q) = (0.15 - r)/0.2 (static depth ~ mg/k)
+    q = traj.q[-1, 0]
+    assert np.sin(q) == pytest.approx((0.15 - 0.03) / 0.2, abs=2e-3)
+    assert abs(traj.v[-1, 0]) < 1e-2

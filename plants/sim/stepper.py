@@ -210,7 +210,7 @@ class Simulator:
             joints = np.unique(np.concatenate([ja, jb]))
             Jall = np.zeros((model.njoints, 6, model.nv))
             for j in joints[joints > 0]:
-                Jall[j] = pin.getJointJacobian(model, data, int(j), pin.ReferenceFrame.WORLD)
+                Jall[j] = np.reshape(pin.getJointJacobian(model, data, int(j), pin.ReferenceFrame.WORLD), (6, model.nv))
             ka, kb = scene.geom_k[c.a], scene.geom_k[c.b]
             with np.errstate(invalid="ignore"):
                 w_a = np.where(np.isinf(ka) & np.isinf(kb), 0.5,
