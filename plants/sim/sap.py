@@ -58,6 +58,7 @@ class SAPOptions:
         sparse_threshold: above this n_v, J is used as a sparse matrix and Jᵀ G J is assembled
             from per-contact tree blocks; below it, dense products are faster.
         blas_threads: BLAS threads during the solve (1: small matrices; None: leave as is).
+        islands: factor H per island (connected trees); False: one dense Cholesky of all of H.
     """
 
     beta: float = 1.0
@@ -73,6 +74,7 @@ class SAPOptions:
     ls_rel_tol: float = 1e-8
     sparse_threshold: int = 48
     blas_threads: int | None = 1
+    islands: bool = True
 
     def __post_init__(self) -> None:
         for name in ("beta", "sigma", "rel_tol", "alpha_max", "ls_rel_tol"):
@@ -212,6 +214,9 @@ class _Workspace:
         label = np.arange(n_t)
         both = (ct >= 0).all(axis=1)
         e1, e2 = ct[both, 0], ct[both, 1]
+        if not opts.islands:
+            label = np.zeros(n_t, dtype=np.int64)
+            e1 = e1[:0]
         while e1.size:
             m = np.minimum(label[e1], label[e2])
             new = label.copy()
