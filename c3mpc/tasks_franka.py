@@ -74,6 +74,10 @@ class FrankaBallOptions:
             moves the ball without the end effector, see docs/franka-ball.md).
         horizon: N (paper: 5).
         min_resim_dt: smallest Δt_c of Algorithm 3's step 5 [s] (0: the measured time).
+        world: "panda" (the full Panda in the contact simulator) or "model" (the simplified
+            model's own LCS as the world, see :class:`_ModelWorld`).
+        extrapolate_vision: predict each ball position from its last camera sample to the plan
+            time at the estimated velocity (False: use the held sample).
         acceleration_feedforward: add the operational-space term J_fᵀ Λ u_C3 (u_C3 is the
             simplified model's end-effector acceleration) to eq. (36); False: eq. (36) exactly
             (docs/franka-ball.md: then the arm gets only about B·Δt_c of C3's acceleration).
@@ -102,6 +106,8 @@ class FrankaBallOptions:
     horizon: int = 5
     min_resim_dt: float = 0.0
     acceleration_feedforward: bool = True
+    world: str = "panda"
+    extrapolate_vision: bool = True
     ball_velocity_weight: float = 10.0
     phase2_ee_weight: float = 5000.0
     gait: GaitOptions = field(default_factory=lambda: GaitOptions(phase2_back=0.045))
@@ -116,6 +122,8 @@ class FrankaBallOptions:
     settle_time: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.world not in ("panda", "model"):
+            raise C3ValueError(f"world must be 'panda' or 'model', got {self.world!r}")
         if self.n_balls not in PLANT_FOR_BALLS:
             raise C3ValueError(f"n_balls must be 1, 2 or 3, got {self.n_balls!r}")
         if self.duration is not None and not (self.duration > 0):
@@ -251,8 +259,12 @@ def _quat_to_R(qxyzw: np.ndarray) -> np.ndarray:
 
 
 def _estimate_vector(plant: Any, layout: BallTaskLayout, ee_p: np.ndarray, ee_v: np.ndarray,
-                     est: list[Any]) -> np.ndarray:
-    """x̂ of the simplified model from the end-effector state and the vision estimates."""
+                     est: list[Any], t: float | None = None) -> np.ndarray:
+    """x̂ of the simplified model from the end-effector state and the vision estimates; with
+    ``t``, ball positions are extrapolated at constant velocity from the sample time to t."""
+    if t is not None:
+        est = [dataclasses.replace(s, position=s.position + s.velocity * max(0.0, t - s.t))
+               for s in est]
     x = np.zeros(plant.n_x)
     x[list(layout.ee_position)] = ee_p
     x[list(layout.ee_velocity)] = ee_v
@@ -273,9 +285,12 @@ def _estimate_vector(plant: Any, layout: BallTaskLayout, ee_p: np.ndarray, ee_v:
 
 
 def _default_vision(o: FrankaBallOptions, i: int) -> Any:
-    from estimators import EmulatedBallVision  # lazy: estimators -> c3mpc (module docstring)
+    # lazy: estimators -> c3mpc (module docstring)
+    from estimators import BallTrackerOptions, EmulatedBallVision
+    from plants.models.franka_ball import BALL_RADIUS
 
-    return EmulatedBallVision(rate_hz=o.vision_rate_hz, noise_std=o.noise_std,
+    opts = BallTrackerOptions(filter="none", velocity_cutoff_hz=None, radius=BALL_RADIUS)
+    return EmulatedBallVision(opts, rate_hz=o.vision_rate_hz, noise_std=o.noise_std,
                               rng=np.random.default_rng([o.seed, i]))
 
 
@@ -295,9 +310,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         on_plan: optional callback ``on_plan(t, plan)`` after every plan (live visualization).
     """
     from plants import load_plant
-    from plants.franka_sim import EE_FRAME, N_ARM, arm_model, build_franka_ball_scene, solve_ik
-    from plants.impedance import ImpedanceGains, TaskSpaceImpedance
-    from plants.sim import Simulator
+    from plants.impedance import ImpedanceGains
 
     o = options or FrankaBallOptions()
     stream = sys.stderr if stream is None else stream
@@ -305,30 +318,17 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
     layout = franka_layout(plant)
     planner, c3_options = build_planner(plant, o)
     k = layout.n_balls
-
-    # --- the world: arm at the plant's start end-effector position, balls at its start
     x0 = plant.defaults.x0
     ee0 = layout.ee(x0)
     balls0 = layout.balls(x0)
-    arm = arm_model()
-    q_arm0 = solve_ik(arm, ee0)
-    scene = build_franka_ball_scene(q_arm0, balls0)
     gains = o.impedance
     if gains is None:
         gains = ImpedanceGains(feedforward=(k == 1))
-    imp = TaskSpaceImpedance(arm, EE_FRAME, gains, q_nullspace=q_arm0)
-    _, R0, _, _ = imp.frame_state(q_arm0, np.zeros(N_ARM))
-    cmd = {"p": ee0.copy(), "v": np.zeros(3), "f": np.zeros(3), "a": np.zeros(3)}
-
-    def controller(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        tau = np.zeros(v.shape[0])
-        tau[:N_ARM] = imp.torque(q[:N_ARM], v[:N_ARM], cmd["p"], cmd["v"], R0, cmd["f"],
-                                  cmd["a"] if o.acceleration_feedforward else None)
-        return tau
-
-    sim = Simulator(scene, solver=o.solver, dt=o.sim_dt, controller=controller)
+    world = (_PandaWorld(o, gains, ee0, balls0) if o.world == "panda"
+             else _ModelWorld(o, gains, plant, layout))
+    cmd = world.cmd
+    N_ARM = 7
     vis = [(vision_factory or _default_vision)(o, i) for i in range(k)]
-    ball_q = [7 + 7 * i for i in range(k)]  # q index of each ball's position
 
     # warm-up: compile kernels before the clock matters (not part of the run)
     planner.plan(x0, 0.0)
@@ -358,12 +358,11 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
     i_end = n_steps
     r_sum = layout.ee_radius + layout.ball_radius
     for i in range(n_steps + 1):
-        t = sim.t
-        q, v = sim.q, sim.v
-        p_ee, _, v_ee, _ = imp.frame_state(q[:N_ARM], v[:N_ARM])
-        balls = np.array([q[j:j + 3] for j in ball_q])
-        t_log[i], q_log[i], ee_log[i], b_log[i] = t, q[:N_ARM], p_ee, balls
-        bq_log[i] = [q[j + 3:j + 7] for j in ball_q]
+        t = world.t
+        p_ee, v_ee = world.ee_state()
+        balls, quats = world.balls()
+        t_log[i], q_log[i], ee_log[i], b_log[i] = t, world.q_arm(), p_ee, balls
+        bq_log[i] = quats
         gap_log[i] = np.linalg.norm(balls - p_ee, axis=1) - r_sum
         for b in range(k):
             est[b] = vis[b].step(balls[b], t)
@@ -383,7 +382,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
             cmd.update(pending[1])
             pending = None
         if t >= next_plan_t - 1e-12 and all(s.valid for s in est):
-            x_hat = _estimate_vector(plant, layout, p_ee, v_ee, est)
+            x_hat = _estimate_vector(plant, layout, p_ee, v_ee, est, t if o.extrapolate_vision else None)
             plan = planner.plan(x_hat, t)
             steps_late = max(1, int(math.ceil(plan.total_time / o.sim_dt - 1e-9)))
             t_act = t + steps_late * o.sim_dt
@@ -412,7 +411,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         if i == n_steps or stop:
             i_end = i
             break
-        sim.step()
+        world.step()
         if progress and time.perf_counter() - last_print > 1.0:
             last_print = time.perf_counter()
             extra = (f"lap {math.degrees(lap_angle):5.0f} deg" if o.n_balls == 1 else
@@ -439,9 +438,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         "impedance": dataclasses.asdict(gains), "lap_time_s": lap_time,
         "lap_angle_deg": math.degrees(lap_angle), "line_done_time_s": done_time,
         "ball_start": balls0.tolist(), "ee_start": ee0.tolist(),
-        "simulated": ("full Panda (example-robot-data URDF, 7 joints, fingers welded) with a "
-                      "spherical end effector and free-body balls in plants.sim "
-                      f"(solver {o.solver}, dt {o.sim_dt} s); C3 plans on {o.plant_name}"),
+        "simulated": world.description,
     }
     return FrankaBallLog(
         t=t_log[sl], q_arm=q_log[sl], ee=ee_log[sl], balls=b_log[sl], ball_quat=bq_log[sl],
@@ -454,6 +451,96 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         plan_contact=np.array(col[8], float).reshape(P, k),
         plan_x_d=np.array(col[9], float).reshape(P, 3),
         wall_time=time.perf_counter() - wall0, info=info)
+
+
+class _PandaWorld:
+    """The full Panda + balls in ``plants.sim``, arm torques from eq. (36)."""
+
+    def __init__(self, o: FrankaBallOptions, gains: Any, ee0: np.ndarray, balls0: np.ndarray):
+        from plants.franka_sim import EE_FRAME, N_ARM, arm_model, build_franka_ball_scene, solve_ik
+        from plants.impedance import TaskSpaceImpedance
+        from plants.sim import Simulator
+
+        self.n_arm = N_ARM
+        arm = arm_model()
+        q_arm0 = solve_ik(arm, ee0)
+        scene = build_franka_ball_scene(q_arm0, balls0)
+        self.imp = imp = TaskSpaceImpedance(arm, EE_FRAME, gains, q_nullspace=q_arm0)
+        _, R0, _, _ = imp.frame_state(q_arm0, np.zeros(N_ARM))
+        self.cmd = cmd = {"p": ee0.copy(), "v": np.zeros(3), "f": np.zeros(3), "a": np.zeros(3)}
+        acc = o.acceleration_feedforward
+
+        def controller(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+            tau = np.zeros(v.shape[0])
+            tau[:N_ARM] = imp.torque(q[:N_ARM], v[:N_ARM], cmd["p"], cmd["v"], R0, cmd["f"],
+                                      cmd["a"] if acc else None)
+            return tau
+
+        self.sim = Simulator(scene, solver=o.solver, dt=o.sim_dt, controller=controller)
+        self.ball_q = [N_ARM + 7 * i for i in range(len(balls0))]
+        self.description = (
+            "full Panda (example-robot-data URDF, 7 joints, fingers welded) with a spherical end "
+            "effector and free-body balls in plants.sim (solver "
+            f"{o.solver}, dt {o.sim_dt} s), arm torques from the impedance law")
+
+    @property
+    def t(self) -> float:
+        return self.sim.t
+
+    def ee_state(self) -> tuple[np.ndarray, np.ndarray]:
+        q, v = self.sim.q, self.sim.v
+        p, _, lin, _ = self.imp.frame_state(q[:self.n_arm], v[:self.n_arm])
+        return p, lin
+
+    def balls(self) -> tuple[np.ndarray, np.ndarray]:
+        q = self.sim.q
+        return (np.array([q[j:j + 3] for j in self.ball_q]),
+                np.array([q[j + 3:j + 7] for j in self.ball_q]))
+
+    def q_arm(self) -> np.ndarray:
+        return self.sim.q[:self.n_arm]
+
+    def step(self) -> None:
+        self.sim.step()
+
+
+class _ModelWorld:
+    """The simplified model itself as the world (its LCS re-linearised and stepped every
+    ``sim_dt``), the end effector a point mass m_ee under the same impedance law with Λ = m_ee I
+    (for diagnosis and as the honest fallback when the full simulator is not wanted)."""
+
+    def __init__(self, o: FrankaBallOptions, gains: Any, plant: Any, layout: BallTaskLayout):
+        self.o, self.g, self.plant, self.layout = o, gains, plant, layout
+        self.x = np.array(plant.defaults.x0, float)
+        self.t = 0.0
+        ee0 = layout.ee(self.x)
+        self.cmd = {"p": ee0.copy(), "v": np.zeros(3), "f": np.zeros(3), "a": np.zeros(3)}
+        self.description = (f"the simplified model {plant.name} (LCS re-linearised and stepped "
+                            f"every {o.sim_dt} s; end effector = point mass {layout.ee_mass} kg "
+                            "under the impedance law)")
+
+    def ee_state(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.layout.ee(self.x), self.x[list(self.layout.ee_velocity)].copy()
+
+    def balls(self) -> tuple[np.ndarray, np.ndarray]:
+        b = self.layout.balls(self.x)
+        if self.plant.name == "franka-ball":
+            return b, self.x[6:10][None, :].copy()
+        return b, np.tile([0.0, 0.0, 0.0, 1.0], (len(b), 1))
+
+    def q_arm(self) -> np.ndarray:
+        return np.full(7, np.nan)
+
+    def step(self) -> None:
+        g, c = self.g, self.cmd
+        p, v = self.ee_state()
+        a = g.translational_stiffness * (c["p"] - p) + g.translational_damping * (c["v"] - v)
+        if self.o.acceleration_feedforward:
+            a = a + c["a"]
+        if g.feedforward:
+            a = a + c["f"] / self.layout.ee_mass
+        self.x, _ = self.plant.step(self.x, a, dt=self.o.sim_dt)
+        self.t += self.o.sim_dt
 
 
 def _planned_contact(plan: Plan, planner: Algorithm3Planner, layout: BallTaskLayout) -> np.ndarray:

@@ -1,0 +1,145 @@
+"""The report folder of a Franka ball run (``c3mpc run franka-ball --report DIR``, ``make demo``).
+
+Files:
+
+* ``summary.json``: :func:`c3mpc.tasks_franka.summarize` (band_fraction, max_error_m,
+  controller_rate_hz, solve_time_median_s, excursions, contact statistics, options) plus the
+  machine;
+* ``trajectory.png``: top view of the balls against the desired path and its band, tracking error
+  against the band, the contact timeline (true end effector-ball contact in the simulator and
+  the contact C3 decided at its first knot, with the heuristic phase) and the plan times;
+* ``trajectory.npz``: the logged arrays;
+* ``meshcat.html``: the standalone meshcat recording (unless disabled).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["write_report", "plot_run"]
+
+
+def plot_run(log: Any, summary: dict[str, Any], path: Path) -> None:
+    """Write the four-panel figure of the run to ``path`` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    o = summary["options"]
+    band = summary["band_m"]
+    fig = plt.figure(figsize=(11, 9))
+    ax0 = fig.add_subplot(2, 2, 1)
+    if summary["n_balls"] == 1:
+        s = np.linspace(0, 2 * np.pi, 300)
+        cx, cy = o["center"]
+        r = o["radius"]
+        for rr, st in ((r, "--"), (r - band, ":"), (r + band, ":")):
+            ax0.plot(cx + rr * np.sin(s), cy + rr * np.cos(s), "g" + st, lw=1)
+        ax0.fill(np.r_[cx + (r + band) * np.sin(s), cx + (r - band) * np.sin(s[::-1])],
+                 np.r_[cy + (r + band) * np.cos(s), cy + (r - band) * np.cos(s[::-1])],
+                 color="pink", alpha=0.5, label="2 cm band")
+    else:
+        xc = o["center"][0]
+        ax0.axvspan(xc - band, xc + band, color="pink", alpha=0.5, label="band")
+        ax0.axvline(xc, color="g", ls="--")
+    for b in range(log.balls.shape[1]):
+        ax0.plot(log.balls[:, b, 0], log.balls[:, b, 1], "k", lw=1.2,
+                 label="ball" if b == 0 else None)
+    ax0.plot(log.ee[:, 0], log.ee[:, 1], color="tab:orange", lw=0.6, alpha=0.7,
+             label="end effector")
+    ax0.set_aspect("equal")
+    ax0.set_xlabel("x [m]")
+    ax0.set_ylabel("y [m]")
+    ax0.legend(fontsize=7, loc="best")
+    ax0.set_title("top view")
+
+    ax1 = fig.add_subplot(2, 2, 2)
+    ax1.plot(log.t, log.error * 100, "k", lw=1)
+    ax1.axhline(band * 100, color="r", ls="--", label=f"band {band * 100:.0f} cm")
+    ax1.set_xlabel("t [s]")
+    ax1.set_ylabel("tracking error [cm]")
+    ax1.set_title(f"in band {summary['band_fraction'] * 100:.1f}% of the time, "
+                  f"max {summary['max_error_m'] * 100:.2f} cm")
+    ax1.legend(fontsize=7)
+
+    ax2 = fig.add_subplot(2, 2, 3)
+    k = log.balls.shape[1]
+    for b in range(k):
+        true_c = log.ee_ball_gap[:, b] <= 1e-3
+        ax2.fill_between(log.t, b + 0.05, b + 0.05 + 0.4 * true_c, step="post",
+                         color="tab:blue", label="contact (simulator)" if b == 0 else None)
+        if log.plan_t.size:
+            planned = log.plan_contact[:, b] > 1e-6
+            ax2.fill_between(log.plan_t, b + 0.5, b + 0.5 + 0.4 * planned, step="post",
+                             color="tab:red", label="contact C3 decided" if b == 0 else None)
+    if log.plan_t.size:
+        ax2.step(log.plan_t, -0.6 + 0.4 * log.plan_phase, where="post", color="gray",
+                 label="phase (low I, high II)")
+    ax2.set_yticks([b + 0.5 for b in range(k)], [f"ball {b + 1}" for b in range(k)])
+    ax2.set_xlabel("t [s]")
+    ax2.set_title("contact timeline")
+    ax2.legend(fontsize=7, loc="upper right")
+
+    ax3 = fig.add_subplot(2, 2, 4)
+    if log.plan_t.size:
+        ax3.plot(log.plan_t, log.plan_time * 1e3, ".", ms=2, label="Algorithm 3 cycle")
+        ax3.plot(log.plan_t, log.solve_time * 1e3, ".", ms=2, label="Δt_c (LCS + C3)")
+    ax3.set_xlabel("t [s]")
+    ax3.set_ylabel("wall time [ms]")
+    ax3.set_title(f"controller {summary['controller_rate_hz']:.0f} Hz (median), "
+                  f"C3 median {summary['solve_time_median_s'] * 1e3:.1f} ms")
+    ax3.legend(fontsize=7)
+    fig.suptitle(f"{summary['plant']}: {summary['simulated_time_s']:.1f} s simulated, "
+                 f"noise {o['noise_std'] * 1e3:g} mm")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def write_report(out: str | Path, log: Any, summary: dict[str, Any],
+                 viewer: Any = None) -> dict[str, Path]:
+    """Write the report folder; returns the written paths by name.
+
+    Args:
+        out: folder (created).
+        log: the :class:`~c3mpc.tasks_franka.FrankaBallLog`.
+        summary: its :func:`~c3mpc.tasks_franka.summarize` dict.
+        viewer: a :class:`~c3mpc.viz.FrankaBallViewer` to record into ``meshcat.html`` (None:
+            no HTML).
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+    s = dict(summary)
+    s["machine"] = {"platform": platform.platform(), "python": platform.python_version(),
+                    "processor": platform.processor() or platform.machine()}
+    if viewer is not None:
+        viewer.record(log)
+        paths["meshcat.html"] = viewer.save_html(out / "meshcat.html")
+        s["meshcat_html"] = "meshcat.html"
+    paths["summary.json"] = out / "summary.json"
+    paths["summary.json"].write_text(json.dumps(s, indent=2, default=_json_default))
+    paths["trajectory.npz"] = out / "trajectory.npz"
+    np.savez_compressed(paths["trajectory.npz"], t=log.t, q_arm=log.q_arm, ee=log.ee,
+                        balls=log.balls, balls_est=log.balls_est, error=log.error,
+                        ee_ball_gap=log.ee_ball_gap, plan_t=log.plan_t,
+                        plan_time=log.plan_time, solve_time=log.solve_time,
+                        plan_phase=log.plan_phase, plan_contact=log.plan_contact,
+                        plan_ee_force=log.plan_ee_force, plan_x_d=log.plan_x_d)
+    paths["trajectory.png"] = out / "trajectory.png"
+    plot_run(log, s, paths["trajectory.png"])
+    return paths
+
+
+def _json_default(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    raise TypeError(f"not JSON serializable: {type(v).__name__}")
