@@ -1,7 +1,9 @@
 """The ``c3mpc`` command line.
 
     c3mpc run TASK [--projection P] [--config FILE] [--duration S] [--report DIR] [--seed N]
-                   [--noise SIGMA] [--horizon N] [--quiet]
+                   [--noise SIGMA] [--replan-every M] [--horizon N] [--quiet]
+    c3mpc run franka-ball [--balls 1|2|3] [--noise 0.001] [--solver sap] [--world panda|model]
+                   [--duration S] [--report DIR] [--no-html]
 
 ``run`` closes the loop on one of the paper's tasks with C3 and prints a summary; ``--report``
 writes ``summary.json`` (success, accumulated cost, median/mean solve time, control rate) and
@@ -49,8 +51,8 @@ def _summary(task_name: str, log: ClosedLoopLog, success: bool, criterion: str,
         "steps": int(log.u.shape[0]),
         "simulated_time_s": float(log.t[-1]),
         "accumulated_cost": log.accumulated_cost,
-        "median_solve_time_s": float(np.median(log.solve_time)),
-        "mean_solve_time_s": float(np.mean(log.solve_time)),
+        "median_solve_time_s": float(np.median(log.solve_times)),
+        "mean_solve_time_s": float(np.mean(log.solve_times)),
         "control_rate_hz": log.control_rate,
         "failed_steps": int(np.sum(log.status >= C3Status.QP_FAILED)),
         "final_state": log.x[-1].tolist(),
@@ -93,6 +95,10 @@ def _write_report(out: Path, summary: dict[str, Any], log: ClosedLoopLog, plant:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    if args.task == "franka-ball":
+        from .franka_cli import run_franka_ball_command
+
+        return run_franka_ball_command(args)
     task = get_task(args.task)
     plant = task.plant()
     d = plant.defaults
@@ -111,10 +117,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"c3mpc run {task.name}: projection={options.projection}, N={N}, "
               f"admm_iter={options.admm_iter}, {steps} steps of {plant.dt} s")
-    log = run_closed_loop(plant, ctrl, x0, steps, noise_std=args.noise,
-                          rng=np.random.default_rng(args.seed or 0), progress=not args.quiet)
+    replan_every = args.replan_every or task.replan_every
+    log = run_closed_loop(plant, ctrl, x0, steps, noise_std=args.noise * task.noise_scale,
+                          rng=np.random.default_rng(args.seed or 0), replan_every=replan_every,
+                          progress=not args.quiet)
     ok = task.success(log)
     summary = _summary(task.name, log, ok, task.criterion, options, N)
+    summary.update(replan_every=replan_every, noise_sigma=args.noise,
+                   noise_std_per_step=args.noise * task.noise_scale)
     print(f"  success: {ok} ({task.criterion})")
     print(f"  accumulated cost {summary['accumulated_cost']:.6g}; solve time median "
           f"{summary['median_solve_time_s'] * 1e3:.2f} ms, mean "
@@ -154,7 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="close the loop on a task with C3",
                          description="Run C3 in closed loop on one of the paper's tasks.")
-    run.add_argument("task", choices=sorted(TASKS), help="task name")
+    run.add_argument("task", choices=sorted([*TASKS, "franka-ball"]), help="task name "
+                     "(franka-ball: C3 + full Panda in the contact simulator, docs/franka-ball.md)")
     run.add_argument("--projection", choices=PROJECTIONS, help="projection method "
                      "(default: the paper's for the task)")
     run.add_argument("--config", help="YAML/TOML file of C3Options overrides")
@@ -163,8 +174,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--report", help="directory for summary.json and plots")
     run.add_argument("--seed", type=int, help="random start from the paper's distribution "
                      "(finger gaiting) and noise seed")
-    run.add_argument("--noise", type=float, default=0.0, help="process-noise σ per step")
+    run.add_argument("--noise", type=float, default=0.0,
+                     help="process-noise σ in the task's units (per-step std = σ × the task's "
+                          "noise scale: 1, or Δt for pivoting as in the paper's script)")
+    run.add_argument("--replan-every", type=int, default=None, metavar="M",
+                     help="re-plan every M plant steps, holding u_0 in between (default: the "
+                          "task's protocol; 7 for pivoting, else 1)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    fb = run.add_argument_group("franka-ball")
+    fb.add_argument("--balls", type=int, choices=(1, 2, 3), default=1,
+                    help="1: circle; 2, 3: line (default 1)")
+    fb.add_argument("--solver", default="sap", help="contact solver of the simulator "
+                    "(default sap)")
+    fb.add_argument("--world", choices=("panda", "model"), default="panda",
+                    help="panda: full Panda in the contact simulator; model: the simplified "
+                    "model's LCS (default panda)")
+    fb.add_argument("--no-html", action="store_true", help="skip the meshcat recording")
     run.set_defaults(func=_cmd_run)
     _add_deploy_parser(sub)
     _add_sweep_parsers(sub)

@@ -30,8 +30,9 @@ class ClosedLoopLog:
         x: (T+1, n_x) plant states.
         u: (T, n_u) applied inputs.
         lam: (T, n_lambda) plant contact forces.
-        solve_time: (T,) controller wall time per step [s].
-        status: (T,) :class:`C3Status` codes.
+        solve_time: (T,) controller wall time per step [s]; NaN on steps that held the
+            previous input (``replan_every > 1``).
+        status: (T,) :class:`C3Status` codes (of the plan whose input was applied).
         stage_cost: (T,) (x_k − x_des)ᵀQ(·) + u_kᵀR u_k per step (the accumulated cost is the sum).
         stopped_early: the stop criterion fired before the requested duration.
     """
@@ -52,9 +53,15 @@ class ClosedLoopLog:
         return float(self.stage_cost.sum())
 
     @property
+    def solve_times(self) -> np.ndarray:
+        """(P,) wall times of the steps that solved C3 [s] (held steps left out)."""
+        return self.solve_time[np.isfinite(self.solve_time)]
+
+    @property
     def control_rate(self) -> float:
-        """1 / median solve time [Hz]."""
-        return float(1.0 / np.median(self.solve_time)) if self.solve_time.size else 0.0
+        """1 / median solve time [Hz] over the steps that solved C3."""
+        t = self.solve_times
+        return float(1.0 / np.median(t)) if t.size else 0.0
 
 
 def _progress(k: int, total: int, t0: float, stream: Any) -> None:
@@ -71,7 +78,7 @@ def _progress(k: int, total: int, t0: float, stream: Any) -> None:
 def run_closed_loop(plant: Any, controller: C3, x0: Any, steps: int, *,
                     Q: np.ndarray | None = None, R: np.ndarray | None = None,
                     x_des: np.ndarray | None = None, noise_std: float = 0.0,
-                    rng: np.random.Generator | None = None,
+                    rng: np.random.Generator | None = None, replan_every: int = 1,
                     stop: Callable[[np.ndarray, int], bool] | None = None,
                     progress: bool = False, stream: Any = None) -> ClosedLoopLog:
     """Run Algorithm 2 for ``steps`` plant steps.
@@ -80,6 +87,10 @@ def run_closed_loop(plant: Any, controller: C3, x0: Any, steps: int, *,
     LCS depends on the state, solve C3 from the current state, apply ``u_0``, step the plant, and
     add Gaussian process noise of standard deviation ``noise_std`` to every state entry (the
     paper's pivoting robustness test).
+
+    With ``replan_every = m > 1`` the controller re-plans only every m-th step and the plan's
+    ``u_0`` is held (zero-order hold) in between, as the C3 authors' pivoting script does
+    (re-planning every 70 ms); held steps log a NaN solve time.
 
     Args:
         plant: the plant (see module docstring).
@@ -90,6 +101,7 @@ def run_closed_loop(plant: Any, controller: C3, x0: Any, steps: int, *,
             paper defaults, if it has them).
         noise_std: process-noise standard deviation.
         rng: random generator for the noise (default: seeded 0).
+        replan_every: re-plan every this many plant steps (>= 1), holding ``u_0`` in between.
         stop: optional ``stop(x, k) -> bool`` checked after each step.
         progress: print a progress bar to ``stream`` (default stderr).
 
@@ -101,6 +113,8 @@ def run_closed_loop(plant: Any, controller: C3, x0: Any, steps: int, *,
         raise C3ValueError(f"steps must be an integer >= 1, got {steps!r}")
     if noise_std < 0:
         raise C3ValueError(f"noise_std must be >= 0, got {noise_std}")
+    if not isinstance(replan_every, (int, np.integer)) or replan_every < 1:
+        raise C3ValueError(f"replan_every must be an integer >= 1, got {replan_every!r}")
     dflt = getattr(plant, "defaults", None)
     Q = dflt.Q if Q is None and dflt is not None else Q
     R = dflt.R if R is None and dflt is not None else R
@@ -124,14 +138,19 @@ def run_closed_loop(plant: Any, controller: C3, x0: Any, steps: int, *,
     t0 = time.perf_counter()
     T = steps
     stopped = False
+    u = u_prev
     for k in range(steps):
-        t_start = time.perf_counter()
-        if state_dependent:
-            controller.update_lcs(plant.lcs(x, u_prev))
-        res = controller.solve(x)
-        times[k] = time.perf_counter() - t_start
-        statuses[k] = int(res.status)
-        u = res.u[0] if np.all(np.isfinite(res.u[0])) else np.zeros(plant.n_u)
+        if k % replan_every == 0:
+            t_start = time.perf_counter()
+            if state_dependent:
+                controller.update_lcs(plant.lcs(x, u_prev))
+            res = controller.solve(x)
+            times[k] = time.perf_counter() - t_start
+            status = int(res.status)
+            u = res.u[0] if np.all(np.isfinite(res.u[0])) else np.zeros(plant.n_u)
+        else:
+            times[k] = np.nan
+        statuses[k] = status
         e = x - x_des
         costs[k] = float(e @ Q @ e + u @ R @ u)
         x, lam = plant.step(x, u)

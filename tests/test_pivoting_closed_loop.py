@@ -25,52 +25,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from c3mpc import C3, C3Options, run_closed_loop
+from c3mpc import run_closed_loop
+from c3mpc.cli import main as cli_main
 from c3mpc.tasks import build_controller, get_task
 from plants import load_plant
 
 TOL = 0.1  # final |x| [m] and |θ - π/4| [rad]
-HOLD_STEPS = 7  # the authors' script re-plans every 70 ms (every 7 plant steps of 10 ms)
-SCRIPT_VELOCITY_WEIGHTS = (11.0, 9.0, 11.0)  # Q[1,1], Q[3,3], Q[5,5] in the authors' script
-
-
-class ZeroOrderHold:
-    """Re-plan every ``period`` calls and hold the last plan's u_0 in between.
-
-    Duck-types the two methods ``run_closed_loop`` uses (``update_lcs``, ``solve``); the LCS
-    handed over between re-plans is kept and used at the next re-plan (the state's LCS).
-    """
-
-    def __init__(self, controller: C3, period: int):
-        self.controller, self.period = controller, period
-        self._calls, self._lcs, self._result = 0, None, None
-
-    def update_lcs(self, lcs) -> None:
-        self._lcs = lcs
-
-    def solve(self, x):
-        if self._calls % self.period == 0:
-            if self._lcs is not None:
-                self.controller.update_lcs(self._lcs)
-            self._result = self.controller.solve(x)
-        self._calls += 1
-        return self._result
 
 
 def script_protocol_run(sigma: float, seed: int, duration: float = 6.0):
-    """The authors' script's protocol on our plant and C3 (see module docstring)."""
-    plant = load_plant("pivoting")
+    """The ``pivoting`` task's protocol (the authors' script's): re-plan every 70 ms, hold u_0,
+    process noise σ·Δt per step, velocity weights 11, 9, 11 (the plant's defaults)."""
+    task = get_task("pivoting")
+    plant = task.plant()
     d = plant.defaults
-    Q = d.Q.copy()
-    Q[[1, 3, 5], [1, 3, 5]] = SCRIPT_VELOCITY_WEIGHTS
-    opts = C3Options(projection=d.projection, admm_iter=d.admm_iter, rho=d.rho,
-                     rho_scale=d.rho_scale)
-    ctrl = C3(plant.lcs(d.x0), Q, d.R, d.G, d.U, N=d.N, x_des=d.x_goal, QN=Q, options=opts)
-    ctrl.set_bounds(u_lower=d.u_lower, u_upper=d.u_upper)
     steps = int(round(duration / plant.dt))
-    # the paper's σ is applied as σ·Δt per step in the authors' script
-    return run_closed_loop(plant, ZeroOrderHold(ctrl, HOLD_STEPS), d.x0, steps,
-                           noise_std=sigma * plant.dt, rng=np.random.default_rng(seed))
+    return run_closed_loop(plant, build_controller(plant), d.x0, steps,
+                           noise_std=sigma * task.noise_scale, replan_every=task.replan_every,
+                           rng=np.random.default_rng(seed))
 
 
 def final_errors(log) -> tuple[float, float]:
@@ -78,17 +50,37 @@ def final_errors(log) -> tuple[float, float]:
     return abs(x_end[0]), abs(x_end[4] - np.pi / 4)
 
 
+def test_task_protocol_is_the_authors_script():
+    task = get_task("pivoting")
+    d = task.plant().defaults
+    assert task.replan_every == 7  # 70 ms at Δt = 10 ms
+    assert task.noise_scale == pytest.approx(d.dt)
+    np.testing.assert_array_equal(np.diag(d.Q), [100, 11, 100, 9, 100, 11, 50, 1, 50, 1])
+
+
 def test_zero_order_hold_replans_every_period():
+    """Held steps apply the last plan's u_0 and log no solve."""
     plant = load_plant("pivoting")
-    ctrl = build_controller(plant)
-    held = ZeroOrderHold(ctrl, 3)
-    x = plant.defaults.x0
-    results = []
-    for _ in range(4):
-        held.update_lcs(plant.lcs(x))
-        results.append(held.solve(x))
-    assert results[0] is results[1] is results[2]
-    assert results[3] is not results[0]
+    log = run_closed_loop(plant, build_controller(plant), plant.defaults.x0, 8, replan_every=3)
+    solved = np.isfinite(log.solve_time)
+    np.testing.assert_array_equal(solved, [True, False, False, True, False, False, True, False])
+    np.testing.assert_array_equal(log.u[0], log.u[1])
+    np.testing.assert_array_equal(log.u[0], log.u[2])
+    assert log.solve_times.size == 3 and log.control_rate > 0
+    with pytest.raises(ValueError, match="replan_every"):
+        run_closed_loop(plant, build_controller(plant), plant.defaults.x0, 2, replan_every=0)
+
+
+def test_cli_run_pivoting_with_paper_noise_succeeds(tmp_path):
+    """``c3mpc run pivoting --noise 0.1`` is the paper's σ = 0.1 (applied as σ·Δt)."""
+    import json
+
+    code = cli_main(["run", "pivoting", "--noise", "0.1", "--seed", "1", "--quiet",
+                     "--report", str(tmp_path)])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert code == 0 and summary["success"]
+    assert summary["replan_every"] == 7
+    assert summary["noise_std_per_step"] == pytest.approx(0.1 * 0.01)
 
 
 @pytest.mark.parametrize("sigma,seed", [(0.0, 0), (0.1, 0)])

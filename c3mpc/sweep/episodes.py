@@ -160,8 +160,9 @@ class ClosedLoopTask:
             return False
 
         log = run_closed_loop(plant, ctrl, x0, steps, Q=d.Q, R=d.R, x_des=d.x_goal,
-                              noise_std=noise, rng=np.random.default_rng(seed + 1_000_003),
-                              stop=stop)
+                              noise_std=noise * self.task.noise_scale,
+                              rng=np.random.default_rng(seed + 1_000_003),
+                              replan_every=self.task.replan_every, stop=stop)
         return Episode(success=bool(self.task.success(log)),
                        accumulated_cost=log.accumulated_cost, control_rate=log.control_rate,
                        failed_steps=int(log.extras.get("failed_steps", 0)),

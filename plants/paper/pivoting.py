@@ -155,12 +155,15 @@ class Pivoting(PaperLCSPlant):
         this bound, but without it a plan can ask for a negative normal force, for which the
         friction rows of the LCS have no solution.
 
-        Q is the authors' C++ example's (velocity weights 1). The authors' Python script, whose
-        protocol reproduces Table II's cost, uses velocity weights 11, 9, 11, re-plans only every
-        70 ms and scales the process noise by Δt; with per-step re-planning these settings give a
+        Q follows the authors' Python script, whose protocol reproduces Table II's cost: 100 on
+        x, y, θ, 50 on the finger positions, velocity weights 11, 9, 11 on ẋ, ẏ, θ̇ and 1 on the
+        finger velocities (their C++ example has velocity weights 1). That script also re-plans
+        only every 70 ms and scales the process noise by Δt; the ``pivoting`` task of
+        :mod:`c3mpc.tasks` runs that protocol. With per-step re-planning these settings end in a
         limit cycle around the goal (docs/c3.md, "Pivoting: what we found").
         """
         Q = np.eye(10)
+        Q[[1, 3, 5], [1, 3, 5]] = (11.0, 9.0, 11.0)  # velocity weights of the authors' script
         Q[[0, 2, 4], [0, 2, 4]] = 100.0
         Q[[6, 8], [6, 8]] = 50.0
         U = np.diag([1000.0] * 10 + [1.0] * 14)
