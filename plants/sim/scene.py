@@ -382,6 +382,29 @@ class Scene:
         self.geom_k = np.array([g.params.stiffness for g in geometries])
         self.geom_tau = np.array([g.params.dissipation for g in geometries])
         self.geom_mu = np.array([g.params.mu for g in geometries])
+        # joint supports: column k of data.J belongs to joint j's Jacobian iff the dof's joint is j
+        # or an ancestor of j
+        self.joint_support = np.zeros((model.njoints, model.nv))
+        for j in range(1, model.njoints):
+            a = j
+            while a > 0:
+                jm = model.joints[a]
+                self.joint_support[j, jm.idx_v : jm.idx_v + jm.nv] = 1.0
+                a = int(parents[a])
+        # per-pair contact parameters (k in series, stiffness-weighted τ_d, harmonic-mean μ) and the
+        # weight of the contact point on a's witness point (on the stiffer surface)
+        ka, kb = self.geom_k[:, None], self.geom_k[None, :]
+        ta, tb = self.geom_tau[:, None], self.geom_tau[None, :]
+        ma, mb = self.geom_mu[:, None], self.geom_mu[None, :]
+        ia, ib = np.isinf(ka), np.isinf(kb)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.pair_stiffness = np.where(ia, kb, np.where(ib, ka, ka * kb / (ka + kb)))
+            self.pair_dissipation = np.where(
+                ia & ib, np.maximum(ta, tb), np.where(ia, tb, np.where(ib, ta, (kb * ta + ka * tb) / (ka + kb)))
+            )
+            self.pair_mu = np.where(ma + mb > 0, 2 * ma * mb / np.where(ma + mb > 0, ma + mb, 1.0), 0.0)
+            self.pair_weight_a = np.where(ia & ib, 0.5, np.where(ia, 1.0, np.where(ib, 0.0, ka / (ka + kb))))
+        self.n_geoms = len(geometries)
         geom_tree = self.tree_of_joint[self.geom_joint]
         groups = [g.group for g in geometries]
         n_g = len(geometries)

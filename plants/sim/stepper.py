@@ -207,14 +207,10 @@ class Simulator:
         if n_c:
             ja = scene.geom_joint[c.a]
             jb = scene.geom_joint[c.b]
-            joints = np.unique(np.concatenate([ja, jb]))
-            Jall = np.zeros((model.njoints, 6, model.nv))
-            for j in joints[joints > 0]:
-                Jall[j] = np.reshape(pin.getJointJacobian(model, data, int(j), pin.ReferenceFrame.WORLD), (6, model.nv))
-            ka, kb = scene.geom_k[c.a], scene.geom_k[c.b]
-            with np.errstate(invalid="ignore"):
-                w_a = np.where(np.isinf(ka) & np.isinf(kb), 0.5,
-                               np.where(np.isinf(ka), 1.0, np.where(np.isinf(kb), 0.0, ka / (ka + kb))))
+            # world-frame joint Jacobians: data.J (6 x n_v) restricted to each joint's support
+            Jall = np.reshape(data.J, (6, model.nv))[None, :, :] * scene.joint_support[:, None, :]
+            pair = c.a * scene.n_geoms + c.b
+            w_a = scene.pair_weight_a.reshape(-1)[pair]
             point = c.point(w_a)  # on the stiffer surface (k_a/(k_a+k_b) weighting)
             lin = Jall[jb, :3] - Jall[ja, :3]
             ang = Jall[jb, 3:] - Jall[ja, 3:]
@@ -225,15 +221,9 @@ class Simulator:
             Jrel = lin - skew @ ang
             frames = tangent_basis(c.normal)
             J = np.einsum("cij,cjk->cik", frames, Jrel).reshape(3 * n_c, model.nv)
-            ta, tb = scene.geom_tau[c.a], scene.geom_tau[c.b]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                k = np.where(np.isinf(ka), kb, np.where(np.isinf(kb), ka, ka * kb / (ka + kb)))
-                tau_d = np.where(
-                    np.isinf(ka) & np.isinf(kb), np.maximum(ta, tb),
-                    np.where(np.isinf(ka), tb, np.where(np.isinf(kb), ta, (kb * ta + ka * tb) / (ka + kb))),
-                )
-                ma, mb = scene.geom_mu[c.a], scene.geom_mu[c.b]
-                mu = np.where(ma + mb > 0, 2 * ma * mb / np.where(ma + mb > 0, ma + mb, 1.0), 0.0)
+            k = scene.pair_stiffness.reshape(-1)[pair]
+            tau_d = scene.pair_dissipation.reshape(-1)[pair]
+            mu = scene.pair_mu.reshape(-1)[pair]
             trees = np.stack([scene.tree_of_joint[ja], scene.tree_of_joint[jb]], axis=1)
         else:
             J = np.zeros((0, model.nv))
