@@ -236,6 +236,9 @@ class ContactProblem:
         if self.n_c == 0:
             return W
         Jc = self.J.reshape(self.n_c, 3, self.n_v)
+        if self.n_v <= 64:  # small: one dense inverse beats the per-tree bookkeeping
+            X = self.J @ np.linalg.inv(self.A)
+            return np.einsum("cik,cjk->cij", X.reshape(self.n_c, 3, self.n_v), Jc)
         ts = self.tree_starts
         sizes = np.diff(ts)
         for size in np.unique(sizes):  # batched inverse over the trees of one size

@@ -9,7 +9,7 @@ owns contiguous velocity indices (the block structure :class:`ContactProblem` re
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
