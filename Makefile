@@ -15,10 +15,20 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
+# Chromium (Debian) renders the meshcat recording in tests/test_franka_ball_viz.py; installed
+# here when missing (root or passwordless sudo), otherwise that test skips and says why.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo "sudo -n")
+CHROMIUM_INSTALL = command -v chromium >/dev/null 2>&1 || \
+	{ { $(SUDO) apt-get install -y chromium || { $(SUDO) apt-get update -qq && \
+	    $(SUDO) apt-get install -y chromium; }; } >/dev/null 2>&1 \
+	  || echo "note: chromium could not be installed; the meshcat screenshot test will skip"; }
+
 test: $(STAMP)
+	@$(CHROMIUM_INSTALL)
 	$(PY) -m pytest -q
 
 test-slow: $(STAMP)
+	@$(CHROMIUM_INSTALL)
 	$(PY) -m pytest -q -m slow
 
 bench: $(STAMP)

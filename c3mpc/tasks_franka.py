@@ -78,6 +78,8 @@ class FrankaBallOptions:
             model's own LCS as the world, see :class:`_ModelWorld`).
         extrapolate_vision: predict each ball position from its last camera sample to the plan
             time at the estimated velocity (False: use the held sample).
+        plan_on_new_sample: start a plan only when a camera sample newer than the last plan's
+            has arrived (and the planner is free); False: plan whenever the planner is free.
         acceleration_feedforward: add the operational-space term J_fᵀ Λ u_C3 (u_C3 is the
             simplified model's end-effector acceleration) to eq. (36); False: eq. (36) exactly
             (docs/franka-ball.md: then the arm gets only about B·Δt_c of C3's acceleration).
@@ -108,6 +110,7 @@ class FrankaBallOptions:
     acceleration_feedforward: bool = True
     world: str = "panda"
     extrapolate_vision: bool = True
+    plan_on_new_sample: bool = True
     ball_velocity_weight: float = 10.0
     phase2_ee_weight: float = 5000.0
     gait: GaitOptions = field(default_factory=lambda: GaitOptions(phase2_back=0.045))
@@ -297,7 +300,8 @@ def _default_vision(o: FrankaBallOptions, i: int) -> Any:
 def run_franka_ball(options: FrankaBallOptions | None = None, *,
                     vision_factory: Callable[[FrankaBallOptions, int], Any] | None = None,
                     progress: bool = False, stream: Any = None,
-                    on_plan: Callable[[float, Plan], None] | None = None) -> FrankaBallLog:
+                    on_plan: Callable[[float, Plan, dict[str, Any]], None] | None = None
+                    ) -> FrankaBallLog:
     """Run the closed loop (module docstring) and return its :class:`FrankaBallLog`.
 
     Args:
@@ -307,7 +311,9 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
             ``.orientation`` (w, x, y, z), ``.valid``); default
             ``estimators.EmulatedBallVision``.
         progress: print a progress line to ``stream`` (default stderr).
-        on_plan: optional callback ``on_plan(t, plan)`` after every plan (live visualization).
+        on_plan: optional callback ``on_plan(t, plan, frame)`` after every plan (live
+            visualization); ``frame`` holds ``q_arm``, ``balls``, ``ball_quat``, ``ee`` and
+            ``plan_ee`` (C3's planned end-effector positions (N+1, 3)).
     """
     from plants import load_plant
     from plants.impedance import ImpedanceGains
@@ -356,6 +362,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
     wall0 = time.perf_counter()
     last_print = wall0
     i_end = n_steps
+    last_sample_t = -math.inf
     r_sum = layout.ee_radius + layout.ball_radius
     for i in range(n_steps + 1):
         t = world.t
@@ -381,7 +388,10 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         if pending is not None and t >= pending[0] - 1e-12:
             cmd.update(pending[1])
             pending = None
-        if t >= next_plan_t - 1e-12 and all(s.valid for s in est):
+        fresh = max(s.t for s in est) > last_sample_t
+        if (t >= next_plan_t - 1e-12 and all(s.valid for s in est)
+                and (fresh or not o.plan_on_new_sample)):
+            last_sample_t = max(s.t for s in est)
             x_hat = _estimate_vector(plant, layout, p_ee, v_ee, est, t if o.extrapolate_vision else None)
             plan = planner.plan(x_hat, t)
             steps_late = max(1, int(math.ceil(plan.total_time / o.sim_dt - 1e-9)))
@@ -404,7 +414,8 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
                           plan.plan_x[:, ee_idx].copy(), plan.ee_force.copy(), lam_force,
                           plan.x_d[ee_idx].copy()))
             if on_plan is not None:
-                on_plan(t, plan)
+                on_plan(t, plan, {"q_arm": world.q_arm(), "balls": balls, "ball_quat": quats,
+                                  "ee": p_ee, "plan_ee": plans[-1][6]})
         tgt_log[i] = tgt
         stop = (o.n_balls == 1 and o.stop_after_lap and lap_time is not None) or (
             o.n_balls > 1 and done_time is not None)
