@@ -1,0 +1,106 @@
+"""Solver-neutral accuracy of a contact solve (seed 000 §VII, digest §5) and the single-step test
+sets of seed 000 (a frozen contact problem perturbed by random external wrenches).
+
+The metric scores the impulses alone, so that dual (PGS), primal (SAP) and primal-dual (CANAL,
+SubADMM, NSN) solvers are compared on equal terms:
+
+1. ``v̂ = v̂* + Â⁻¹ Jᵀ λ``: the dynamics hold exactly;
+2. per contact, the natural-map residual ``r_i = ‖λ_i − T(λ_i − (J_i v̂ + e_i))‖`` with the strict
+   operator T (eq. 17; β = 1), zero iff the Signorini–Coulomb conditions hold exactly;
+3. ``residual = ‖r‖₂ / n_c`` (the seed divides by the number of contacts).
+
+The value mixes impulse and velocity units, as the seed's does (β = 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from .contact_laws import RigidContactForm, rigid_contact_form, strict_operator
+from .contact_problem import ContactProblem, ContactSolverResult
+
+__all__ = ["ContactAccuracy", "contact_residual", "score_result", "perturbed_problems", "save_problem_set",
+           "load_problem_set"]
+
+
+@dataclass(frozen=True)
+class ContactAccuracy:
+    """Natural-map accuracy of impulses λ.
+
+    Attributes:
+        residual: ``‖r‖₂ / n_c`` (0 without contacts).
+        per_contact: (n_c,) ``r_i``.
+        v_hat: (n_v,) mid-step velocity recomputed from λ.
+    """
+
+    residual: float
+    per_contact: np.ndarray
+    v_hat: np.ndarray
+
+
+def contact_residual(problem: ContactProblem | RigidContactForm, gamma: np.ndarray, theta: float = 0.0) -> ContactAccuracy:
+    """Seed 000's accuracy metric of impulses ``gamma`` (3 n_c,) or (n_c, 3) on ``problem``."""
+    form = problem if isinstance(problem, RigidContactForm) else rigid_contact_form(problem, theta)
+    n_c = form.n_c
+    lam = np.asarray(gamma, dtype=float).reshape(-1)
+    if lam.shape != (3 * n_c,):
+        raise ValueError(f"gamma must have 3 n_c = {3 * n_c} entries, got {lam.size}")
+    if not np.isfinite(lam).all():
+        return ContactAccuracy(float("inf"), np.full(n_c, np.inf), np.full(form.n_v, np.nan))
+    v_hat = form.v_free + form.tree_solver().solve(form.J.T @ lam)
+    if n_c == 0:
+        return ContactAccuracy(0.0, np.zeros(0), v_hat)
+    lam = lam.reshape(n_c, 3)
+    y = (form.J @ v_hat).reshape(n_c, 3) + form.e
+    t = strict_operator(lam - y, form.mu, 1.0 + form.compliance)
+    per = np.linalg.norm(lam - t, axis=1)
+    return ContactAccuracy(float(np.linalg.norm(per) / n_c), per, v_hat)
+
+
+def score_result(problem: ContactProblem, result: ContactSolverResult, theta: float = 0.0) -> float:
+    """:func:`contact_residual` of a solver result's impulses (inf for non-finite impulses)."""
+    return contact_residual(problem, result.gamma, theta).residual
+
+
+def perturbed_problems(problem: ContactProblem, n_cases: int = 100, seed: int = 0,
+                       wrench_scale: float = 1.0) -> list[ContactProblem]:
+    """Single-step test set: ``problem`` with random external generalized forces added.
+
+    Case ``k`` gets ``v* ← v* + Â⁻¹ δt f_k`` with ``f_k ~ N(0, (s g A_jj)²)`` per dof ``j``
+    (``s = wrench_scale``, ``g`` = 9.81 m/s²): on a free body, a random wrench of the order of
+    ``s`` times its weight (and the matching torque scale through the rotational inertia).
+
+    Args:
+        problem: the frozen step.
+        n_cases: number of cases (the seed uses 100).
+        seed: RNG seed (the set is deterministic given it).
+        wrench_scale: s > 0.
+    """
+    if int(n_cases) < 1:
+        raise ValueError(f"n_cases must be >= 1, got {n_cases}")
+    if not (np.isfinite(wrench_scale) and wrench_scale > 0):
+        raise ValueError(f"wrench_scale must be finite and > 0, got {wrench_scale}")
+    rng = np.random.default_rng(seed)
+    solver = rigid_contact_form(problem).tree_solver()
+    scale = wrench_scale * 9.81 * np.diag(problem.A)
+    out = []
+    for _ in range(int(n_cases)):
+        f = rng.normal(size=problem.n_v) * scale
+        dv = solver.solve(problem.dt * f)
+        out.append(replace(problem, v_star=problem.v_star + dv, v0=problem.v0))
+    return out
+
+
+def save_problem_set(problems: list[ContactProblem], directory: str | Path, prefix: str = "case") -> list[Path]:
+    """Save each problem as ``directory/prefix_KKK.npz`` (``ContactProblem.save``)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    return [p.save(directory / f"{prefix}_{k:03d}.npz") for k, p in enumerate(problems)]
+
+
+def load_problem_set(directory: str | Path, prefix: str = "case") -> list[ContactProblem]:
+    """The problems written by :func:`save_problem_set`, in order."""
+    return [ContactProblem.load(f) for f in sorted(Path(directory).glob(f"{prefix}_*.npz"))]

@@ -1,0 +1,339 @@
+"""CANAL: Cascaded Newton-based Augmented Lagrangian (seed 000 §V, Algorithm 1).
+
+Per AL iteration ``l`` the friction term ``p_i = (0, 0, μ_i ‖z_{i,t}^l‖)`` is frozen (eq. 20-21),
+which makes the surrogate a cone complementarity problem, the gradient of the strongly convex
+
+    h(v̂) = ½ v̂ᵀÂv̂ − b̂ᵀv̂ + (1/β) Σ_i ψ_i(λ̃_i*(v̂)),   λ̃_i* = −β(J_i v̂ + ẽ_i) − u_i     (eq. 22)
+
+(ψ_i the support-type function whose gradient is the proximal projection Π, so ∇h = r of eq. 21).
+It is minimized by Newton's method with the generalized Hessian ``H = Â + β Jᵀ (∂Π) J`` (eq. 24,
+SPD, factored per island of coupled trees) and an exact line search (rtsafe on h'(α), eq. 26);
+then the multipliers are updated (eq. 12: ``u ← −λ``) and β grows by κ when the primal residual
+``‖Jv̂ − z‖`` did not fall by ζ (eq. 27). Math: ``docs/contact-solvers.md``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+from ._blas import blas_threads
+from .accuracy import contact_residual
+from .contact_laws import contact_islands, jt_g_j, project_cone_with_jacobian, rigid_contact_form
+from .contact_problem import (
+    ContactProblem,
+    ContactSolver,
+    ContactSolverResult,
+    ContactSolverStatus,
+    register_contact_solver,
+)
+
+__all__ = ["CANALOptions", "CANALSolver", "ALSolverResult", "rtsafe_line_search"]
+
+
+@dataclass(frozen=True)
+class ALSolverResult(ContactSolverResult):
+    """:class:`ContactSolverResult` plus augmented-Lagrangian statistics.
+
+    Attributes:
+        inner_iterations: Newton (CANAL) or linear (NSN) iterations summed over outer iterations.
+        beta: final penalty β [kg] (NaN when the solver has none).
+        primal_residual: final ``‖J v̂ − z‖₂`` [m/s] (AL solvers).
+    """
+
+    inner_iterations: int = 0
+    beta: float = float("nan")
+    primal_residual: float = float("nan")
+
+
+@dataclass(frozen=True)
+class CANALOptions:
+    """Options of :class:`CANALSolver`.
+
+    The paper gives only β₀ = 1e4 (§V-C); κ, β_max, ζ and the tolerances are ours (digest §2.4 [?]).
+
+    Attributes:
+        beta0: initial penalty β₀ [kg] (paper: 1e4).
+        kappa: penalty growth factor κ > 1 of eq. (27) (ours: 2; κ = 10 overshot to β where the
+            surrogate is so stiff that Newton needs many more steps, on random problems).
+        beta_max: cap on β (ours: 1e6; λ̃* ~ β‖Jv̂‖ cancels to λ, so large β costs accuracy
+            ~ β ε in the impulses).
+        zeta: required decrease ζ ∈ (0, 1) of ‖Jv̂ − z‖ per AL iteration, else β grows (ours: 0.5;
+            the paper's unused η is taken to be the same quantity).
+        tol: stop when the accuracy metric of seed 000 §VII (natural-map residual / n_c) ≤ tol.
+        al_tol: also stop when ‖Jv̂ − z‖₂ ≤ al_tol [m/s] (Algorithm 1's θ_th^AL).
+        max_iterations: AL iteration budget (Algorithm 1 has none; the seed's experiments use
+            fixed counts).
+        newton_rel_tol: Newton stops when ‖D r‖ ≤ newton_rel_tol · max(‖D Âv̂‖, ‖D Jᵀλ‖, ‖D b̂‖),
+            D = diag(M)^-1/2 (θ_th^N, scaled as SAP's eq. 26).
+        max_newton: Newton iteration budget per AL iteration.
+        ls_rel_tol: the exact line search stops when |h'(α)| ≤ ls_rel_tol |h'(0)|.
+        ls_max_iterations: rtsafe budget per Newton step.
+        theta: mid-step parameter θ ∈ [0, 1) of the constraint velocity (eq. 2); 0 constrains
+            the next velocity, as SAP does.
+        warm_start: reuse the previous solve's impulses (and hence u) when the new problem has the
+            same contacts (same count and trees): warm start across time steps (§V-C).
+        blas_threads: BLAS threads during the solve (None: leave as is).
+    """
+
+    beta0: float = 1e4
+    kappa: float = 2.0
+    beta_max: float = 1e6
+    zeta: float = 0.5
+    tol: float = 1e-10
+    al_tol: float = 0.0
+    max_iterations: int = 100
+    newton_rel_tol: float = 1e-11
+    max_newton: int = 50
+    ls_rel_tol: float = 1e-6
+    ls_max_iterations: int = 60
+    theta: float = 0.0
+    warm_start: bool = True
+    blas_threads: int | None = 1
+
+    def __post_init__(self) -> None:
+        for name in ("beta0", "beta_max", "tol", "newton_rel_tol", "ls_rel_tol"):
+            val = getattr(self, name)
+            if not (np.isfinite(val) and val > 0):
+                raise ValueError(f"{name} must be finite and > 0, got {val}")
+        if not self.kappa > 1:
+            raise ValueError(f"kappa must be > 1, got {self.kappa}")
+        if not self.beta_max >= self.beta0:
+            raise ValueError(f"beta_max must be >= beta0, got {self.beta_max} < {self.beta0}")
+        if not 0 < self.zeta < 1:
+            raise ValueError(f"zeta must lie in (0, 1), got {self.zeta}")
+        if not self.al_tol >= 0:
+            raise ValueError(f"al_tol must be >= 0, got {self.al_tol}")
+        for name in ("max_iterations", "max_newton", "ls_max_iterations"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.theta < 1:
+            raise ValueError(f"theta must lie in [0, 1), got {self.theta}")
+
+
+def _options(cls, options, overrides):
+    if options is None:
+        return cls(**overrides)
+    if not isinstance(options, cls):
+        raise TypeError(f"options must be {cls.__name__}, got {type(options).__name__}")
+    return replace(options, **overrides) if overrides else options
+
+
+def rtsafe_line_search(dphi, alpha_hi: float = 1.0, rel_tol: float = 1e-10, max_iterations: int = 60,
+                       alpha_cap: float = 1e6) -> tuple[float, int]:
+    """Minimizer of a convex 1-D function from its derivatives (seed 000 eq. 26, "rtsafe").
+
+    Args:
+        dphi: ``dphi(α) -> (φ'(α), φ''(α))``, with φ'(0) < 0 and φ' non-decreasing.
+        alpha_hi: first upper bracket (doubled until φ' ≥ 0 or ``alpha_cap``).
+        rel_tol: stop when |φ'(α)| ≤ rel_tol |φ'(0)|.
+
+    Returns:
+        (α, number of derivative evaluations).
+    """
+    d0, _ = dphi(0.0)
+    n = 1
+    lo, hi = 0.0, alpha_hi
+    f_hi, df_hi = dphi(hi)
+    n += 1
+    while f_hi < 0 and hi < alpha_cap:
+        lo, hi = hi, 2.0 * hi
+        f_hi, df_hi = dphi(hi)
+        n += 1
+    if f_hi <= 0:
+        return hi, n
+    scale = abs(d0)
+    alpha = hi if lo > 0 else min(1.0, hi)
+    f, df = (f_hi, df_hi) if alpha == hi else dphi(alpha)
+    n += alpha != hi
+    dx_old = hi - lo
+    while n < max_iterations:
+        if abs(f) <= rel_tol * scale:
+            break
+        if f < 0:
+            lo = alpha
+        else:
+            hi = alpha
+        step_ok = df > 0 and lo < alpha - f / df < hi and abs(2.0 * f) <= abs(dx_old * df)
+        if step_ok:
+            dx_old = abs(f / df)
+            alpha = alpha - f / df
+        else:
+            dx_old = 0.5 * (hi - lo)
+            alpha = lo + dx_old
+        if hi - lo <= 1e-12 * max(hi, 1.0):
+            break
+        f, df = dphi(alpha)
+        n += 1
+    return alpha, n
+
+
+class _Warm:
+    """Impulses of the previous solve, reused when the contact set is the same."""
+
+    def __init__(self):
+        self.trees = None
+        self.lam = None
+
+    def get(self, problem: ContactProblem):
+        if self.lam is not None and self.trees is not None and np.array_equal(self.trees, problem.contact_trees):
+            return self.lam.copy()
+        return None
+
+    def put(self, problem: ContactProblem, lam: np.ndarray) -> None:
+        self.trees = problem.contact_trees.copy()
+        self.lam = lam.copy()
+
+
+@register_contact_solver("canal")
+class CANALSolver(ContactSolver):
+    """CANAL (seed 000 Algorithm 1). ``CANALSolver(options=None, **overrides)``."""
+
+    name = "canal"
+
+    def __init__(self, options: CANALOptions | None = None, **overrides):
+        self.options = _options(CANALOptions, options, overrides)
+        self._warm = _Warm()
+
+    def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None,
+              lambda_guess: np.ndarray | None = None) -> ALSolverResult:
+        """Solve the step. ``v_guess`` (n_v,) next-step velocity and ``lambda_guess`` (3 n_c,)
+        impulses warm-start (defaults: ``problem.v0`` and the previous step's impulses)."""
+        if not isinstance(problem, ContactProblem):
+            raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
+        with blas_threads(self.options.blas_threads):
+            return self._solve(problem, v_guess, lambda_guess)
+
+    def _solve(self, problem, v_guess, lambda_guess) -> ALSolverResult:
+        o = self.options
+        t0 = time.perf_counter()
+        form = rigid_contact_form(problem, o.theta)
+        n_c, n_v = form.n_c, form.n_v
+        v = np.array(problem.v0 if v_guess is None else v_guess, dtype=float)
+        if v.shape != (n_v,) or not np.isfinite(v).all():
+            raise ValueError(f"v_guess must be a finite array of shape ({n_v},)")
+        v_hat = form.mid_velocity(v)
+        if lambda_guess is not None:
+            lam = np.array(lambda_guess, dtype=float).reshape(-1)
+            if lam.shape != (3 * n_c,) or not np.isfinite(lam).all():
+                raise ValueError(f"lambda_guess must be a finite array of shape ({3 * n_c},)")
+            lam = lam.reshape(n_c, 3)
+        else:
+            lam = self._warm.get(problem) if o.warm_start else None
+            lam = np.zeros((n_c, 3)) if lam is None else lam
+        A, J, e, mu, c = form.A, form.J, form.e, form.mu, form.compliance
+        b = A @ form.v_free
+        Jc = J.reshape(n_c, 3, n_v)
+        D = 1.0 / np.sqrt(problem.M_diag)
+        islands = contact_islands(problem)
+        stats = {"factor": 0.0, "line_search": 0.0, "metric": 0.0}
+        history: list[float] = []
+        beta = o.beta0
+        u = -lam
+        z = (J @ v_hat).reshape(n_c, 3)  # z⁰ = J v̂⁰ + (u⁰ + λ⁰)/β
+        prev_primal = np.inf
+        newton_total = ls_total = 0
+        status, message = ContactSolverStatus.MAX_ITERATIONS, f"no convergence in {o.max_iterations} AL iterations"
+        it = 0
+        primal = np.nan
+        tm = time.perf_counter()
+        acc = contact_residual(form, lam) if n_c else None
+        stats["metric"] += time.perf_counter() - tm
+        history.append(acc.residual if n_c else 0.0)
+        if n_c == 0 or acc.residual <= o.tol:
+            if n_c == 0:
+                v_hat = form.v_free.copy()
+            else:
+                v_hat = acc.v_hat
+            status, message = ContactSolverStatus.SOLVED, ""
+        while status is not ContactSolverStatus.SOLVED and it < o.max_iterations:
+            it += 1
+            # frozen friction term: ẽ = e + (0, 0, μ ‖z_t^l‖)  (eq. 21)
+            e_tilde = e.copy()
+            e_tilde[:, 2] += mu * np.hypot(z[:, 0], z[:, 1])
+            rho = 1.0 + beta * c
+            # ---------------- Newton on h(v̂) with exact line search
+            for _ in range(o.max_newton):
+                jv = (J @ v_hat).reshape(n_c, 3)
+                x = -beta * (jv + e_tilde) - u
+                lam_new, G = project_cone_with_jacobian(x, mu, rho)
+                jl = J.T @ lam_new.reshape(-1)
+                Av = A @ v_hat
+                r = Av - b - jl
+                scale = max(np.linalg.norm(D * Av), np.linalg.norm(D * jl), np.linalg.norm(D * b))
+                if not np.isfinite(r).all():
+                    status, message = ContactSolverStatus.NUMERICAL_ERROR, "non-finite Newton residual"
+                    break
+                # round-off floor: λ = Π(λ̃*) cancels terms of size |λ̃*| ~ β‖Jv̂ + ẽ‖
+                active = np.abs(x) * (lam_new != 0).any(axis=1)[:, None]
+                floor = 64 * np.finfo(float).eps * np.linalg.norm(D * (np.abs(J.T) @ active.reshape(-1)))
+                if np.linalg.norm(D * r) <= o.newton_rel_tol * scale + floor:
+                    break
+                tf = time.perf_counter()
+                H = A + beta * jt_g_j(Jc, G)
+                d = np.empty(n_v)
+                try:
+                    for dofs in islands:
+                        d[dofs] = cho_solve(cho_factor(H[np.ix_(dofs, dofs)], check_finite=False), -r[dofs],
+                                            check_finite=False)
+                except (LinAlgError, ValueError) as err:
+                    status, message = ContactSolverStatus.NUMERICAL_ERROR, f"Cholesky failed: {err}"
+                    break
+                stats["factor"] += time.perf_counter() - tf
+                newton_total += 1
+                tl = time.perf_counter()
+                jd = (J @ d).reshape(n_c, 3)
+                Ad = A @ d
+                dAd = float(d @ Ad)
+                rd0 = float((Av - b) @ d)
+
+                def dphi(alpha, jv=jv, jd=jd, dAd=dAd, rd0=rd0, e_tilde=e_tilde, rho=rho):
+                    xa = -beta * (jv + alpha * jd + e_tilde) - u
+                    la, Ga = project_cone_with_jacobian(xa, mu, rho)
+                    return (rd0 + alpha * dAd - float(np.einsum("ci,ci->", jd, la)),
+                            dAd + beta * float(np.einsum("ci,cij,cj->", jd, Ga, jd)))
+
+                if not rd0 - float(np.einsum("ci,ci->", jd, lam_new)) < 0:
+                    break  # no descent left: round-off level
+                alpha, n_ls = rtsafe_line_search(dphi, 1.0, o.ls_rel_tol, o.ls_max_iterations)
+                ls_total += n_ls
+                stats["line_search"] += time.perf_counter() - tl
+                v_hat = v_hat + alpha * d
+                if alpha * np.linalg.norm(d) <= 4 * np.finfo(float).eps * np.linalg.norm(v_hat):
+                    break  # the step no longer changes v̂
+            if status is ContactSolverStatus.NUMERICAL_ERROR:
+                break
+            jv = (J @ v_hat).reshape(n_c, 3)
+            x = -beta * (jv + e_tilde) - u
+            lam_new = project_cone_with_jacobian(x, mu, rho, want_jacobian=False)[0]
+            # ---------------- multiplier update (eq. 12-13): z = Jv̂ + (u + λ)/β, u ← u + β(Jv̂ − z)
+            z = jv + (u + lam_new) / beta
+            u = u + beta * (jv - z)  # = −λ
+            primal = float(np.linalg.norm(jv - z))
+            lam = lam_new
+            tm = time.perf_counter()
+            acc = contact_residual(form, lam)
+            stats["metric"] += time.perf_counter() - tm
+            history.append(acc.residual)
+            if not np.isfinite(acc.residual):
+                status, message = ContactSolverStatus.NUMERICAL_ERROR, "non-finite impulses"
+                break
+            if acc.residual <= o.tol or (o.al_tol > 0 and primal <= o.al_tol):
+                status, message = ContactSolverStatus.SOLVED, ""
+                break
+            if primal > o.zeta * prev_primal:
+                beta = min(o.kappa * beta, o.beta_max)
+            prev_primal = primal
+        if status.ok and o.warm_start:
+            self._warm.put(problem, lam)
+        v_next = form.next_velocity(v_hat)
+        res = history[-1]
+        return ALSolverResult(
+            status=status, v=v_next, gamma=lam.reshape(-1), iterations=it, line_search_iterations=ls_total,
+            residual=res, momentum_error=float("nan"), cost=float("nan"), solve_time=time.perf_counter() - t0,
+            timings=stats, residual_history=tuple(history), solver="canal", message=message,
+            inner_iterations=newton_total, beta=beta, primal_residual=primal,
+        )
