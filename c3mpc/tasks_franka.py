@@ -601,7 +601,7 @@ def summarize(log: FrankaBallLog) -> dict[str, Any]:
     dt = np.diff(log.t)
     inside = log.error[:-1] <= band
     sim_time = float(log.t[-1] - log.t[0])
-    frac = float(np.sum(dt[inside]) / sim_time) if sim_time > 0 else float("nan")
+    frac = float(min(1.0, np.sum(dt[inside]) / sim_time)) if sim_time > 0 else float("nan")
     # excursions outside the band and whether each came back
     out = ~(log.error <= band)
     edges = np.flatnonzero(np.diff(np.concatenate([[0], out.astype(int), [0]])))
