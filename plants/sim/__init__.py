@@ -53,3 +53,13 @@ __all__ += [
     "Simulator",
     "Trajectory",
 ]
+
+# Augmented-Lagrangian (seed 000), non-smooth Newton (seed 002) and PGS solvers: importing
+# registers "canal", "subadmm", "nsn" and "pgs" with make_contact_solver / load_scene(solver=...).
+from .canal import CANALOptions, CANALSolver  # noqa: E402
+from .nsn import NSNOptions, NSNSolver  # noqa: E402
+from .pgs import PGSOptions, PGSSolver  # noqa: E402
+from .subadmm import SubADMMOptions, SubADMMSolver  # noqa: E402
+
+__all__ += ["CANALOptions", "CANALSolver", "NSNOptions", "NSNSolver", "PGSOptions", "PGSSolver",
+            "SubADMMOptions", "SubADMMSolver"]

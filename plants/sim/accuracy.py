@@ -22,7 +22,7 @@ import numpy as np
 from .contact_laws import RigidContactForm, rigid_contact_form, strict_operator
 from .contact_problem import ContactProblem, ContactSolverResult
 
-__all__ = ["ContactAccuracy", "contact_residual", "score_result", "perturbed_problems", "save_problem_set",
+__all__ = ["ContactAccuracy", "contact_residual", "natural_map_residual", "score_result", "perturbed_problems", "save_problem_set",
            "load_problem_set"]
 
 
@@ -55,9 +55,15 @@ def contact_residual(problem: ContactProblem | RigidContactForm, gamma: np.ndarr
         return ContactAccuracy(0.0, np.zeros(0), v_hat)
     lam = lam.reshape(n_c, 3)
     y = (form.J @ v_hat).reshape(n_c, 3) + form.e
-    t = strict_operator(lam - y, form.mu, 1.0 + form.compliance)
-    per = np.linalg.norm(lam - t, axis=1)
+    per = natural_map_residual(lam, y, form.mu, form.compliance)
     return ContactAccuracy(float(np.linalg.norm(per) / n_c), per, v_hat)
+
+
+def natural_map_residual(lam: np.ndarray, y: np.ndarray, mu: np.ndarray, compliance: np.ndarray) -> np.ndarray:
+    """Per-contact ``‖λ_i − T(λ_i − y_i)‖`` (n_c,) for impulses λ and constraint velocities
+    ``y = J v̂ + e`` (both (n_c, 3)), T the strict operator with ρ = 1 + c."""
+    t = strict_operator(lam - y, mu, 1.0 + compliance)
+    return np.linalg.norm(lam - t, axis=1)
 
 
 def score_result(problem: ContactProblem, result: ContactSolverResult, theta: float = 0.0) -> float:

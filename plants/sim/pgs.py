@@ -1,0 +1,135 @@
+"""Projected Gauss–Seidel on the Delassus operator: the baseline of seed 000 §VII.
+
+With ``W = J Â⁻¹ Jᵀ`` and ``w = J v̂* + e`` the contact velocities are ``y = W λ + w``. One sweep
+visits the contacts in order and, per contact ``i``, updates the normal impulse
+``λ_n ← max(0, λ_n − (y_n + c λ_n)/(W_nn + c))`` and then the friction impulse
+``λ_t ← Π_{disk(μ λ_n)}(λ_t − y_t/w_t)`` (``w_t = ½ tr W_tt``) with ``y`` refreshed in between (the nested,
+strict-operator order of seed 000 eq. 17). It solves the rigid NCP without relaxation of the model,
+as the seed's PGS does. The sweep is sequential by nature (Gauss–Seidel), so it loops over contacts.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._blas import blas_threads
+from .accuracy import natural_map_residual
+from .canal import ALSolverResult, _options
+from .contact_laws import rigid_contact_form
+from .contact_problem import ContactProblem, ContactSolver, ContactSolverStatus, register_contact_solver
+
+__all__ = ["PGSOptions", "PGSSolver"]
+
+
+@dataclass(frozen=True)
+class PGSOptions:
+    """Options of :class:`PGSSolver`.
+
+    Attributes:
+        max_iterations: sweep budget.
+        tol: stop when the accuracy metric (natural-map residual / n_c) ≤ tol.
+        theta: mid-step parameter θ ∈ [0, 1) (as CANAL).
+        warm_start: start from the previous solve's impulses when the contact set is the same.
+        blas_threads: BLAS threads during the solve.
+    """
+
+    max_iterations: int = 100
+    tol: float = 1e-10
+    theta: float = 0.0
+    warm_start: bool = True
+    blas_threads: int | None = 1
+
+    def __post_init__(self) -> None:
+        if int(self.max_iterations) < 1:
+            raise ValueError(f"max_iterations must be >= 1, got {self.max_iterations}")
+        if not (np.isfinite(self.tol) and self.tol > 0):
+            raise ValueError(f"tol must be finite and > 0, got {self.tol}")
+        if not 0 <= self.theta < 1:
+            raise ValueError(f"theta must lie in [0, 1), got {self.theta}")
+
+
+@register_contact_solver("pgs")
+class PGSSolver(ContactSolver):
+    """Projected Gauss–Seidel baseline. ``PGSSolver(options=None, **overrides)``."""
+
+    name = "pgs"
+
+    def __init__(self, options: PGSOptions | None = None, **overrides):
+        from .canal import _Warm
+
+        self.options = _options(PGSOptions, options, overrides)
+        self._warm = _Warm()
+
+    def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None,
+              lambda_guess: np.ndarray | None = None) -> ALSolverResult:
+        """Solve the step (``v_guess`` is ignored: PGS iterates on impulses only)."""
+        if not isinstance(problem, ContactProblem):
+            raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
+        with blas_threads(self.options.blas_threads):
+            return self._solve(problem, lambda_guess)
+
+    def _solve(self, problem: ContactProblem, lambda_guess) -> ALSolverResult:
+        o = self.options
+        t0 = time.perf_counter()
+        form = rigid_contact_form(problem, o.theta)
+        n_c = form.n_c
+        solver = form.tree_solver()
+        X = solver.solve(form.J.T) if n_c else np.zeros((form.n_v, 0))
+        W = form.J @ X  # Delassus operator (3 n_c, 3 n_c)
+        w = form.J @ form.v_free + form.e.reshape(-1)
+        if lambda_guess is not None:
+            lam = np.array(lambda_guess, dtype=float).reshape(-1)
+            if lam.shape != (3 * n_c,) or not np.isfinite(lam).all():
+                raise ValueError(f"lambda_guess must be a finite array of shape ({3 * n_c},)")
+        else:
+            warm = self._warm.get(problem) if o.warm_start else None
+            lam = np.zeros(3 * n_c) if warm is None else warm.reshape(-1)
+        mu, c = form.mu, form.compliance
+        Wnn = np.diag(W)[2::3] + c
+        # scalar tangential step 1/w_t, w_t = ½ tr W_tt: an anisotropic W_tt⁻¹ step would have fixed
+        # points that violate maximal dissipation (y_t ∦ −λ_t on the cone boundary)
+        d = np.diag(W)
+        wt_inv = 2.0 / (d[0::3] + d[1::3])
+        t_setup = time.perf_counter() - t0
+
+        def metric(lam):
+            y = (W @ lam + w).reshape(n_c, 3)
+            return float(np.linalg.norm(natural_map_residual(lam.reshape(n_c, 3), y, mu, c)) / max(n_c, 1))
+
+        history = [metric(lam)]
+        status, message = ContactSolverStatus.MAX_ITERATIONS, f"no convergence in {o.max_iterations} sweeps"
+        it = 0
+        if history[-1] <= o.tol:
+            status, message = ContactSolverStatus.SOLVED, ""
+        while not status.ok and it < o.max_iterations:
+            it += 1
+            for k in range(n_c):  # Gauss–Seidel: sequential over contacts
+                i = 3 * k
+                y = W[i : i + 3] @ lam + w[i : i + 3]
+                ln = max(0.0, lam[i + 2] - (y[2] + c[k] * lam[i + 2]) / Wnn[k])
+                dn = ln - lam[i + 2]
+                lam[i + 2] = ln
+                yt = y[:2] + W[i : i + 2, i + 2] * dn
+                lt = lam[i : i + 2] - wt_inv[k] * yt
+                s = np.hypot(lt[0], lt[1])
+                rad = mu[k] * ln
+                if s > rad:
+                    lt = lt * (rad / s)
+                lam[i : i + 2] = lt
+            history.append(metric(lam))
+            if not np.isfinite(history[-1]):
+                status, message = ContactSolverStatus.NUMERICAL_ERROR, "non-finite impulses"
+                break
+            if history[-1] <= o.tol:
+                status, message = ContactSolverStatus.SOLVED, ""
+        if status.ok and o.warm_start:
+            self._warm.put(problem, lam.reshape(n_c, 3))
+        v_hat = form.v_free + X @ lam
+        return ALSolverResult(
+            status=status, v=form.next_velocity(v_hat), gamma=lam.copy(), iterations=it, residual=history[-1],
+            solve_time=time.perf_counter() - t0, timings={"setup": t_setup}, residual_history=tuple(history),
+            solver="pgs", message=message,
+        )
