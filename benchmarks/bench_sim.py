@@ -362,9 +362,10 @@ def markdown(res: dict) -> str:
         if "drake SAP (finger boxes)" in res["franka"]:
             ratio = res["franka"]["ours SAP (finger boxes)"]["us_per_step"] / res["franka"]["drake SAP (finger boxes)"]["us_per_step"]
             L += ["", f"Per-step time ours / Drake SAP on the Franka scene (finger boxes only in both): **{ratio:.1f}×**. "
-                  "The ball's final position differs (Drake's URDF parser couples the fingers through the `<mimic>` "
-                  "tag; ours keeps two independent PD-held finger joints, between which the ball wedges); "
-                  "the comparison is of cost per step, not of identical trajectories."]
+                  "The ball's final position differs: in ours the ball wedges between the two fingers and stops "
+                  "with the hand, in Drake it rolls on. Not investigated; a probable cause is that Drake's URDF "
+                  "parser couples the fingers through the `<mimic>` tag while ours keeps two independent "
+                  "PD-held finger joints. The comparison is of cost per step, not of identical trajectories."]
     L += ["", f"Seed prediction β²gδt²/(4π²) = {G * 1e-6 / (4 * np.pi**2):.3g} m for one body's weight; "
           "the bottom contacts carry five (docs/sap.md §3).", "",
           "### Ours only", "", "| scene | δt | µs/step | iterations mean / max | contacts max | not converged |",
