@@ -18,7 +18,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, LinAlgError
+from scipy.linalg import LinAlgError
+
+from ._linalg import cholesky, cholesky_solve
 
 from ._blas import blas_threads
 from .contact_problem import (
@@ -233,7 +235,7 @@ class _Workspace:
         for root in np.unique(label):  # loop over islands (groups of trees), not contacts
             trees = np.flatnonzero(label == root)
             dofs = np.concatenate([np.arange(ts[t], ts[t + 1]) for t in trees])
-            const = None if touched[trees].any() else cho_factor(problem.A[np.ix_(dofs, dofs)])
+            const = None if touched[trees].any() else cholesky(problem.A[np.ix_(dofs, dofs)])
             self.islands.append((dofs, const))
         if self.sparse:
             # Per-contact dense blocks: the (padded) dofs of the <= 2 trees each contact touches.
@@ -377,10 +379,10 @@ class SAPSolver(ContactSolver):
             try:
                 for dofs, const in ws.islands:
                     if const is None:
-                        fac = cho_factor(H[np.ix_(dofs, dofs)], check_finite=False)
+                        fac = cholesky(H[np.ix_(dofs, dofs)] if len(ws.islands) > 1 else H)
                     else:
                         fac = const
-                    dv[dofs] = cho_solve(fac, -grad[dofs], check_finite=False)
+                    dv[dofs] = cholesky_solve(fac, -grad[dofs])
             except (LinAlgError, ValueError) as err:
                 status, message = ContactSolverStatus.NUMERICAL_ERROR, f"Cholesky failed: {err}"
                 break

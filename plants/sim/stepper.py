@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
 from ..errors import ContactSolveError
 from ._blas import blas_threads
+from ._linalg import cholesky, cholesky_solve
 from .contact_problem import ContactProblem, ContactSolver, ContactSolverResult, make_contact_solver
 from .geometry import tangent_basis
 from .scene import Scene
@@ -173,7 +173,7 @@ class Simulator:
         dt, th, tvq = self.dt, self.theta, self.theta_vq
         M0 = self._mass(q0)
         k0 = self._forces(q0, v0, tau)
-        v = v0 + dt * cho_solve(cho_factor(M0), k0)
+        v = v0 + dt * cholesky_solve(cholesky(M0), k0)
         self._fm_iterations = 0
         if th == 0.0:
             return v, M0
@@ -190,7 +190,7 @@ class Simulator:
             self._fm_iterations = it
             if np.linalg.norm(m) <= self.free_motion_tol * (np.linalg.norm(M @ v) + dt * np.linalg.norm(k) + 1e-300):
                 return v, A
-            v = v - cho_solve(cho_factor(A), m)
+            v = v - cholesky_solve(cholesky(A), m)
         return v, A
 
     def contact_problem(self) -> tuple[ContactProblem, dict[str, Any]]:
