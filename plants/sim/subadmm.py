@@ -200,13 +200,15 @@ class SubADMMSolver(ContactSolver):
             lam = lam_new
             r = A @ v - b - form.J.T @ lam.reshape(-1)
             theta_d = float(np.sqrt(np.max(np.add.reduceat(r * r, ts[:-1]))))
-            acc = contact_residual(form, lam.reshape(-1)).residual
+            accuracy = contact_residual(form, lam.reshape(-1))
+            acc = accuracy.residual
             history.append(acc)
             if not np.isfinite(acc):
                 status, message = ContactSolverStatus.NUMERICAL_ERROR, "non-finite impulses"
                 break
             if acc <= o.tol or (o.residual_tol > 0 and theta_p + theta_d <= o.residual_tol):
                 status, message = ContactSolverStatus.SOLVED, ""
+                v = accuracy.v_hat  # the velocities of the converged impulses (dynamics exact)
                 break
             if o.adaptive_penalty and theta_p > 0 and theta_d > 0 and (
                     theta_p > o.gamma * theta_d or theta_d > o.gamma * theta_p):
