@@ -63,3 +63,4 @@ from .subadmm import SubADMMOptions, SubADMMSolver  # noqa: E402
 
 __all__ += ["CANALOptions", "CANALSolver", "NSNOptions", "NSNSolver", "PGSOptions", "PGSSolver",
             "SubADMMOptions", "SubADMMSolver"]
+from . import al_scenes  # noqa: E402,F401  (registers "mass-ratio-stack")
