@@ -12,6 +12,7 @@ from typing import Any
 __all__ = ["blas_threads"]
 
 _CONTROLLERS: list[Any] | None = None
+_ACTIVE: list[int] = []  # thread counts of the enclosing ``blas_threads`` blocks (innermost last)
 
 
 def _controllers() -> list[Any]:
@@ -27,24 +28,35 @@ def _controllers() -> list[Any]:
 
 
 class blas_threads:  # noqa: N801 - used like a function: ``with blas_threads(1):``
-    """Limit every loaded BLAS library to ``n`` threads inside the block (None: no-op)."""
+    """Limit every loaded BLAS library to ``n`` threads inside the block (None: no-op).
 
-    __slots__ = ("n", "_prev")
+    Nested blocks asking for the thread count already set by an enclosing block cost nothing
+    (no threadpoolctl query): the stepper sets it once per run, the solver's own block per step
+    is then free (threadpoolctl's get/set took ~25 µs per step).
+    """
+
+    __slots__ = ("n", "_prev", "_pushed")
 
     def __init__(self, n: int | None):
         self.n = n
         self._prev: list[tuple[Any, int]] = []
+        self._pushed = False
 
     def __enter__(self) -> "blas_threads":
-        if self.n is not None:
+        if self.n is not None and not (_ACTIVE and _ACTIVE[-1] == self.n):
             for c in _controllers():
                 prev = c.num_threads
                 if prev != self.n:
                     c.set_num_threads(self.n)
                     self._prev.append((c, prev))
+            _ACTIVE.append(self.n)
+            self._pushed = True
         return self
 
     def __exit__(self, *exc: Any) -> None:
         for c, prev in self._prev:
             c.set_num_threads(prev)
         self._prev.clear()
+        if self._pushed:
+            _ACTIVE.pop()
+            self._pushed = False

@@ -188,6 +188,42 @@ class ContactProblem:
         set_(self, "v0", v0)
         set_(self, "M_diag", M_diag)
 
+    @classmethod
+    def trusted(
+        cls,
+        A: np.ndarray,
+        v_star: np.ndarray,
+        J: np.ndarray,
+        phi0: np.ndarray,
+        mu: np.ndarray,
+        stiffness: np.ndarray,
+        dissipation: np.ndarray,
+        dt: float,
+        tree_starts: np.ndarray,
+        contact_trees: np.ndarray,
+        v0: np.ndarray,
+        M_diag: np.ndarray | None = None,
+    ) -> "ContactProblem":
+        """A problem from arrays already in canonical form, **without validation**.
+
+        For internal producers that build the arrays themselves every step (the stepper): float64
+        arrays of the documented shapes, ``J`` of shape (3 n_c, n_v) even when n_c = 0,
+        ``tree_starts``/``contact_trees`` int64, ``A`` symmetric and block diagonal over trees.
+        The arrays are marked read-only (not copied). User-built problems go through the
+        validating constructor.
+        """
+        self = object.__new__(cls)
+        set_ = object.__setattr__
+        if M_diag is None:
+            M_diag = A.diagonal().copy()
+        for name, arr in (("A", A), ("v_star", v_star), ("J", J), ("phi0", phi0), ("mu", mu),
+                          ("stiffness", stiffness), ("dissipation", dissipation), ("tree_starts", tree_starts),
+                          ("contact_trees", contact_trees), ("v0", v0), ("M_diag", M_diag)):
+            arr.flags.writeable = False
+            set_(self, name, arr)
+        set_(self, "dt", float(dt))
+        return self
+
     @staticmethod
     def _trees_from_jacobian(J: np.ndarray, tree_starts: np.ndarray) -> np.ndarray:
         n_c = J.shape[0] // 3

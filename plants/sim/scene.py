@@ -434,17 +434,25 @@ class Scene:
         return self.tree_starts.size - 1
 
     # ------------------------------------------------------------------ kinematics helpers
-    def geometry_poses(self, data) -> tuple[np.ndarray, np.ndarray]:
-        """World poses (R (n_g,3,3), p (n_g,3)) of the geometries from ``data.oMi`` (forwardKinematics done)."""
-        n_j = self.model.njoints
+    def geometry_poses(self, data, joints: list[int] | None = None, slot: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """World poses (R (n_g,3,3), p (n_g,3)) of the geometries from ``data.oMi`` (forwardKinematics done).
+
+        ``joints`` (the sorted joints carrying geometry) and ``slot`` (each geometry's index into
+        ``joints``), both precomputed by the stepper, restrict the reads of ``data.oMi`` to those
+        joints; by default every joint is read.
+        """
+        if joints is None:
+            joints, slot = list(range(self.model.njoints)), self.geom_joint
+        n_j = len(joints)
         Rj = np.empty((n_j, 3, 3))
         pj = np.empty((n_j, 3))
-        for j in range(n_j):
-            M = data.oMi[j]
-            Rj[j] = M.rotation
-            pj[j] = M.translation
-        Rg = Rj[self.geom_joint]
-        return Rg @ self.geom_R, np.einsum("kij,kj->ki", Rg, self.geom_p) + pj[self.geom_joint]
+        oMi = data.oMi
+        for i, j in enumerate(joints):  # loop over joints carrying geometry (Pinocchio objects)
+            M = oMi[j]
+            Rj[i] = M.rotation
+            pj[i] = M.translation
+        Rg = Rj[slot]
+        return Rg @ self.geom_R, (Rg @ self.geom_p[:, :, None])[:, :, 0] + pj[slot]
 
     def spring_forces(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Generalized spring-damper forces (n_v,)."""

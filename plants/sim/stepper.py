@@ -133,6 +133,7 @@ class Simulator:
         self.blas_threads = blas_threads
         self.model = scene.model
         self.data = scene.model.createData()
+        self._precompute()
         self.set_state(scene.q0, scene.v0, 0.0)
         self.last_problem: ContactProblem | None = None
         self.last_result: ContactSolverResult | None = None
@@ -152,10 +153,30 @@ class Simulator:
         self.q, self.v, self.t = q, v, float(t)
         self.step_index = 0
 
+    def _precompute(self) -> None:
+        """Per-scene constant structures used by every step (nothing here depends on the state)."""
+        scene, nv = self.scene, self.model.nv
+        self._tril = np.tril_indices(nv, -1)
+        # joints that carry geometry: only their poses and Jacobian supports are needed per step
+        joints, slot = np.unique(scene.geom_joint, return_inverse=True)
+        self._geom_joints = [int(j) for j in joints]
+        self._geom_slot = slot.astype(np.int64)
+        self._slot_support = np.ascontiguousarray(scene.joint_support[joints])  # (n_gj, n_v) 0/1
+        self._slot_tree = scene.tree_of_joint[joints].astype(np.int64)
+        self._n_geoms = scene.n_geoms
+        self._pair_w = scene.pair_weight_a.reshape(-1)
+        self._pair_k = scene.pair_stiffness.reshape(-1)
+        self._pair_tau = scene.pair_dissipation.reshape(-1)
+        self._pair_mu = scene.pair_mu.reshape(-1)
+        self._tree_starts = np.array(scene.tree_starts, dtype=np.int64)
+        self._tree_starts.flags.writeable = False
+        self._no_contacts = (np.zeros((0, nv)), np.zeros(0), np.zeros((0, 2), dtype=np.int64))
+
     # ------------------------------------------------------------------ dynamics pieces
     def _mass(self, q: np.ndarray) -> np.ndarray:
-        M = self._pin.crba(self.model, self.data, q)
-        return np.triu(M) + np.triu(M, 1).T
+        M = self._pin.crba(self.model, self.data, q).copy()  # upper triangle filled
+        M[self._tril] = M.T[self._tril]
+        return M
 
     def _forces(self, q, v, tau) -> np.ndarray:
         return tau - self._pin.nonLinearEffects(self.model, self.data, q, v) + self.scene.spring_forces(q, v)
@@ -201,37 +222,36 @@ class Simulator:
         v_star, A = self.free_motion(q0, v0, tau)
         model, data, scene = self.model, self.data, self.scene
         pin.computeJointJacobians(model, data, q0)  # also forward kinematics at q0
-        Rg, pg = scene.geometry_poses(data)
+        Rg, pg = scene.geometry_poses(data, self._geom_joints, self._geom_slot)
         c = scene.detector.detect(Rg, pg)
         n_c = c.n_c
         if n_c:
-            ja = scene.geom_joint[c.a]
-            jb = scene.geom_joint[c.b]
-            # world-frame joint Jacobians: data.J (6 x n_v) restricted to each joint's support
-            Jall = np.reshape(data.J, (6, model.nv))[None, :, :] * scene.joint_support[:, None, :]
-            pair = c.a * scene.n_geoms + c.b
-            w_a = scene.pair_weight_a.reshape(-1)[pair]
-            point = c.point(w_a)  # on the stiffer surface (k_a/(k_a+k_b) weighting)
-            lin = Jall[jb, :3] - Jall[ja, :3]
-            ang = Jall[jb, 3:] - Jall[ja, 3:]
-            # velocity of the material points at p: v_o + ω × p  =>  J_p = J_lin − [p]× J_ang
-            px, py, pz = point[:, 0], point[:, 1], point[:, 2]
-            zero = np.zeros_like(px)
-            skew = np.stack([zero, -pz, py, pz, zero, -px, -py, px, zero], axis=1).reshape(-1, 3, 3)
-            Jrel = lin - skew @ ang
-            frames = tangent_basis(c.normal)
-            J = np.einsum("cij,cjk->cik", frames, Jrel).reshape(3 * n_c, model.nv)
-            k = scene.pair_stiffness.reshape(-1)[pair]
-            tau_d = scene.pair_dissipation.reshape(-1)[pair]
-            mu = scene.pair_mu.reshape(-1)[pair]
-            trees = np.stack([scene.tree_of_joint[ja], scene.tree_of_joint[jb]], axis=1)
+            sa = self._geom_slot[c.a]
+            sb = self._geom_slot[c.b]
+            pair = c.a * self._n_geoms + c.b
+            point = c.point(self._pair_w[pair])  # on the stiffer surface (k_a/(k_a+k_b) weighting)
+            # World-frame joint Jacobians are data.J (6 x n_v) restricted to each joint's support
+            # (a 0/1 column mask), so J_b − J_a = data.J · (support_b − support_a) column-wise.
+            # Velocity of the material points at p: v_o + ω × p, projected on the frame rows f:
+            # f·(v_o − p × ω) = f·v_o + (p × f)·ω.
+            F = tangent_basis(c.normal)  # (n_c, 3, 3) rows (t1, t2, n)
+            px, py, pz = point[:, 0:1], point[:, 1:2], point[:, 2:3]
+            Fx, Fy, Fz = F[:, :, 0], F[:, :, 1], F[:, :, 2]
+            C = np.stack([py * Fz - pz * Fy, pz * Fx - px * Fz, px * Fy - py * Fx], axis=2)
+            Jw = np.reshape(data.J, (6, model.nv))
+            mask = self._slot_support[sb] - self._slot_support[sa]  # (n_c, n_v)
+            J = ((F @ Jw[:3] + C @ Jw[3:]) * mask[:, None, :]).reshape(3 * n_c, model.nv)
+            k = self._pair_k[pair]
+            tau_d = self._pair_tau[pair]
+            mu = self._pair_mu[pair]
+            trees = np.stack([self._slot_tree[sa], self._slot_tree[sb]], axis=1)
         else:
             J = np.zeros((0, model.nv))
-            k = tau_d = mu = np.zeros(0)
+            k, tau_d, mu = np.zeros(0), np.zeros(0), np.zeros(0)
             trees = np.zeros((0, 2), dtype=np.int64)
-        problem = ContactProblem(
-            A=A, v_star=v_star, J=J, phi0=c.phi, mu=mu, stiffness=k, dissipation=tau_d, dt=self.dt,
-            tree_starts=scene.tree_starts, contact_trees=trees, v0=v0,
+        problem = ContactProblem.trusted(
+            A=A, v_star=v_star, J=J, phi0=c.phi.copy(), mu=mu, stiffness=k, dissipation=tau_d, dt=self.dt,
+            tree_starts=self._tree_starts, contact_trees=trees, v0=v0.copy(),
         )
         return problem, {"contacts": c, "tau": tau}
 
