@@ -294,3 +294,73 @@ def test_islands_give_the_same_newton_step_as_a_dense_factorization():
     assert len(ws.islands) >= 2
     ref = SAPSolver(sparse_threshold=10**6, rel_tol=1e-12).solve(p)
     np.testing.assert_allclose(sol.solve(p).v, ref.v, atol=1e-10)
+
+
+# --------------------------------------------------------------------------- compiled kernels vs numpy reference
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), mu_zero=st.booleans())
+def test_projection_kernel_matches_numpy_reference(seed, mu_zero):
+    """The numba kernel (plants.sim._sap_kernels) and the numpy reference give the same γ and G
+    in all three regions, including the boundaries (y exactly on the cone and on its polar)."""
+    from plants.sim._sap_kernels import project_into
+    from plants.sim.sap import _project_numpy
+
+    rng = np.random.default_rng(seed)
+    n = 64
+    y = rng.normal(size=(n, 3)) * rng.uniform(0.01, 10.0)
+    R = np.repeat(rng.uniform(1e-3, 1.0, (n, 2)), [2, 1], axis=1)
+    mu = np.zeros(n) if mu_zero else rng.uniform(0.05, 2.0, n)
+    ratio = R[:, 0] / R[:, 2]
+    mh, mt2 = mu * ratio, mu**2 * ratio
+    yr = np.linalg.norm(y[:, :2], axis=1)
+    y[:8, 2] = yr[:8] / np.where(mu[:8] > 0, mu[:8], 1.0)  # on the friction cone
+    y[8:16, 2] = -mh[8:16] * yr[8:16]  # on the polar cone
+    g_ref, G_ref = _project_numpy(y, R, mu, mh, mt2, True)
+    gamma, G = np.empty((n, 3)), np.empty((n, 3, 3))
+    project_into(y, R, mu, mh, mt2, True, gamma, G)
+    np.testing.assert_allclose(gamma, g_ref, rtol=1e-13, atol=1e-14 * np.abs(y).max())
+    np.testing.assert_allclose(G, G_ref, rtol=1e-12, atol=1e-12 * np.abs(G_ref).max())
+
+
+def test_line_search_terms_kernel_matches_numpy():
+    from plants.sim._sap_kernels import line_search_terms
+    from plants.sim.sap import _project_numpy
+
+    p = random_problem(13, n_c=12)
+    par = sap_parameters(p)
+    rng = np.random.default_rng(1)
+    vc0 = rng.normal(size=(p.n_c, 3))
+    dvc = rng.normal(size=(p.n_c, 3))
+    for alpha in (0.0, 0.3, 1.0, 1.5):
+        gam, G = _project_numpy(-(vc0 + alpha * dvc - par.v_hat) / par.R, par.R, p.mu, par.mu_hat, par.mu_tilde2, True)
+        ref = (np.sum(dvc * gam), np.einsum("ci,cij,cj->", dvc, G, dvc), np.sum(gam * par.R * gam))
+        got = line_search_terms(alpha, vc0, dvc, par.v_hat, par.R, p.mu, par.mu_hat, par.mu_tilde2, True)
+        np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+def test_trusted_constructor_equals_validated_problem_and_solution():
+    """ContactProblem.trusted (the stepper's, no validation) holds the same data and gives the
+    same SAP solution as the validating constructor."""
+    p = random_problem(17)
+    q = ContactProblem.trusted(
+        A=p.A.copy(), v_star=p.v_star.copy(), J=p.J.copy(), phi0=p.phi0.copy(), mu=p.mu.copy(),
+        stiffness=p.stiffness.copy(), dissipation=p.dissipation.copy(), dt=p.dt,
+        tree_starts=p.tree_starts.copy(), contact_trees=p.contact_trees.copy(), v0=p.v0.copy(),
+    )
+    for name in ("A", "v_star", "J", "phi0", "mu", "stiffness", "dissipation", "tree_starts", "contact_trees", "v0", "M_diag"):
+        np.testing.assert_array_equal(getattr(p, name), getattr(q, name))
+        assert not getattr(q, name).flags.writeable
+    np.testing.assert_array_equal(SAPSolver().solve(p).v, SAPSolver().solve(q).v)
+
+
+@pytest.mark.parametrize("line_search", ["exact", "armijo"])
+def test_solve_with_numpy_reference_path_equals_compiled_path(monkeypatch, line_search):
+    p = random_problem(23, n_c=10)
+    fast = SAPSolver(line_search=line_search, rel_tol=1e-10).solve(p)
+    import plants.sim.sap as sap_mod
+
+    monkeypatch.setattr(sap_mod, "HAVE_NUMBA", False)
+    ref = SAPSolver(line_search=line_search, rel_tol=1e-10).solve(p)
+    assert fast.iterations == ref.iterations
+    np.testing.assert_allclose(fast.v, ref.v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fast.gamma, ref.gamma, rtol=1e-10, atol=1e-12 * np.abs(ref.gamma).max())

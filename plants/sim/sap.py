@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import LinAlgError
 
-from ._linalg import cholesky, cholesky_solve
-
 from ._blas import blas_threads
+from ._linalg import cholesky, cholesky_solve
+from ._sap_kernels import HAVE_NUMBA, line_search_terms, project_into
 from .contact_problem import (
     ContactProblem,
     ContactSolver,
@@ -156,6 +156,21 @@ def project_cone_r_with_hessian(y, R, mu, mu_hat, mu_tilde2):
 
 
 def _project(y, R, mu, mu_hat, mu_tilde2, want_hessian):
+    """(γ, G or None): the compiled kernel when numba is present, else the numpy reference."""
+    if not HAVE_NUMBA:
+        return _project_numpy(y, R, mu, mu_hat, mu_tilde2, want_hessian)
+    n = y.shape[0]
+    gamma = np.empty((n, 3))
+    G = np.empty((n, 3, 3)) if want_hessian else _NO_G
+    project_into(np.ascontiguousarray(y, dtype=float), R, mu, mu_hat, mu_tilde2, want_hessian, gamma, G)
+    return gamma, (G if want_hessian else None)
+
+
+_NO_G = np.empty((0, 3, 3))
+
+
+def _project_numpy(y, R, mu, mu_hat, mu_tilde2, want_hessian):
+    """Pure-numpy reference of the projection and its Hessian blocks (vectorized over contacts)."""
     yt = y[:, :2]
     yn = y[:, 2]
     yr = np.sqrt(yt[:, 0] ** 2 + yt[:, 1] ** 2)
@@ -198,10 +213,44 @@ def _project(y, R, mu, mu_hat, mu_tilde2, want_hessian):
     return gamma, G
 
 
+def _island_partition(tree_starts: np.ndarray, ct: np.ndarray, islands: bool) -> list[tuple]:
+    """Connected groups of trees (nodes) linked by contacts (edges), as (dofs, has_contact,
+    np.ix_(dofs, dofs)) triples.
+
+    Vectorized min-label propagation with pointer jumping over the edges (converges in at most
+    the graph's diameter sweeps). ``islands=False``: one group with every dof.
+    """
+    n_t = tree_starts.size - 1
+    label = np.arange(n_t)
+    both = (ct >= 0).all(axis=1)
+    e1, e2 = ct[both, 0], ct[both, 1]
+    if not islands:
+        label = np.zeros(n_t, dtype=np.int64)
+        e1 = e1[:0]
+    while e1.size:
+        m = np.minimum(label[e1], label[e2])
+        new = label.copy()
+        np.minimum.at(new, e1, m)
+        np.minimum.at(new, e2, m)
+        new = new[new]  # pointer jumping
+        if np.array_equal(new, label):
+            break
+        label = new
+    touched = np.zeros(n_t, bool)
+    touched[ct[ct >= 0]] = True
+    ts = tree_starts
+    parts = []
+    for root in np.unique(label):  # loop over islands (groups of trees), not contacts
+        trees = np.flatnonzero(label == root)
+        dofs = np.concatenate([np.arange(ts[t], ts[t + 1]) for t in trees])
+        parts.append((dofs, bool(touched[trees].any()), np.ix_(dofs, dofs)))
+    return parts
+
+
 class _Workspace:
     """Per-problem data reused by every Newton iteration."""
 
-    def __init__(self, problem: ContactProblem, opts: SAPOptions):
+    def __init__(self, problem: ContactProblem, opts: SAPOptions, island_cache: dict | None = None):
         self.p = problem
         self.par = sap_parameters(problem, opts.beta, opts.sigma)
         self.n_c = problem.n_c
@@ -209,34 +258,26 @@ class _Workspace:
         self.J = problem.J
         self.JT = problem.J.T
         self.D = 1.0 / np.sqrt(problem.M_diag)
-        # islands: trees coupled through contacts (graph: trees = nodes, contacts = edges),
-        # by vectorized min-label propagation over the edges (converges in <= diameter sweeps)
+        # islands: trees coupled through contacts (graph: trees = nodes, contacts = edges); the
+        # partition depends only on (tree_starts, contact_trees), which repeat from step to step
         ct = problem.contact_trees
-        n_t = problem.n_trees
-        label = np.arange(n_t)
-        both = (ct >= 0).all(axis=1)
-        e1, e2 = ct[both, 0], ct[both, 1]
-        if not opts.islands:
-            label = np.zeros(n_t, dtype=np.int64)
-            e1 = e1[:0]
-        while e1.size:
-            m = np.minimum(label[e1], label[e2])
-            new = label.copy()
-            np.minimum.at(new, e1, m)
-            np.minimum.at(new, e2, m)
-            new = new[new]  # pointer jumping
-            if np.array_equal(new, label):
-                break
-            label = new
-        touched = np.zeros(n_t, bool)
-        touched[ct[ct >= 0]] = True
-        ts = problem.tree_starts
-        self.islands = []  # (dof index array, constant factor or None)
-        for root in np.unique(label):  # loop over islands (groups of trees), not contacts
-            trees = np.flatnonzero(label == root)
-            dofs = np.concatenate([np.arange(ts[t], ts[t + 1]) for t in trees])
-            const = None if touched[trees].any() else cholesky(problem.A[np.ix_(dofs, dofs)])
-            self.islands.append((dofs, const))
+        key = (opts.islands, problem.tree_starts.tobytes(), ct.tobytes())
+        parts = None if island_cache is None else island_cache.get(key)
+        if parts is None:
+            parts = _island_partition(problem.tree_starts, ct, opts.islands)
+            if island_cache is not None:
+                if len(island_cache) >= 64:
+                    island_cache.clear()
+                island_cache[key] = parts
+        self.islands = []  # (dof index array, np.ix_ block index or None for all, constant factor or None)
+        A = problem.A
+        single = len(parts) == 1
+        for dofs, touched, ix in parts:  # loop over islands (groups of trees), not contacts
+            ix = None if single else ix
+            if touched:
+                self.islands.append((dofs, ix, None))
+            else:
+                self.islands.append((dofs, ix, cholesky(A if single else A[ix])))
         if self.sparse:
             # Per-contact dense blocks: the (padded) dofs of the <= 2 trees each contact touches.
             # Jᵀ G J is then a batched (2s x 3)(3 x 3)(3 x 2s) product scattered with bincount.
@@ -314,11 +355,12 @@ class SAPSolver(ContactSolver):
         if not isinstance(options, SAPOptions):
             raise TypeError(f"options must be SAPOptions, got {type(options).__name__}")
         self.options = options
+        self._island_cache: dict = {}
 
     # ---------------------------------------------------------------- pieces (also used by tests)
     def workspace(self, problem: ContactProblem) -> _Workspace:
         """Precomputed per-problem data (regularization, islands, sparse J)."""
-        return _Workspace(problem, self.options)
+        return _Workspace(problem, self.options, self._island_cache)
 
     @staticmethod
     def evaluate(ws: _Workspace, v: np.ndarray, want_hessian: bool = False):
@@ -377,12 +419,12 @@ class SAPSolver(ContactSolver):
             H = A + ws.jtgj(G) if problem.n_c else A
             dv = np.empty_like(v)
             try:
-                for dofs, const in ws.islands:
-                    if const is None:
-                        fac = cholesky(H[np.ix_(dofs, dofs)] if len(ws.islands) > 1 else H)
+                for dofs, ix, const in ws.islands:
+                    fac = const if const is not None else cholesky(H if ix is None else H[ix])
+                    if ix is None:
+                        dv = cholesky_solve(fac, -grad)
                     else:
-                        fac = const
-                    dv[dofs] = cholesky_solve(fac, -grad[dofs])
+                        dv[dofs] = cholesky_solve(fac, -grad[dofs])
             except (LinAlgError, ValueError) as err:
                 status, message = ContactSolverStatus.NUMERICAL_ERROR, f"Cholesky failed: {err}"
                 break
@@ -433,16 +475,19 @@ class SAPSolver(ContactSolver):
             return 0.0, 0, False
 
         def at(alpha: float, hess: bool):
-            y = -(vc0 + alpha * dvc - par.v_hat) / par.R
-            gam, G = _project(y, par.R, p.mu, par.mu_hat, par.mu_tilde2, hess)
-            d1 = dpe + alpha * dvdp - float(np.einsum("ci,ci->", dvc, gam))
+            if HAVE_NUMBA:
+                dg, dGd, gRg = line_search_terms(alpha, vc0, dvc, par.v_hat, par.R, p.mu, par.mu_hat,
+                                                 par.mu_tilde2, hess)
+            else:
+                y = -(vc0 + alpha * dvc - par.v_hat) / par.R
+                gam, G = _project_numpy(y, par.R, p.mu, par.mu_hat, par.mu_tilde2, hess)
+                dg = float(np.einsum("ci,ci->", dvc, gam))
+                gRg = float(np.einsum("ci,ci,ci->", gam, par.R, gam))
+                dGd = float(np.einsum("ci,cij,cj->", dvc, G, dvc)) if hess else 0.0
+            d1 = dpe + alpha * dvdp - dg
             if not hess:
-                ell = 0.5 * eAe + alpha * dpe + 0.5 * alpha**2 * dvdp + 0.5 * float(
-                    np.einsum("ci,ci,ci->", gam, par.R, gam)
-                )
-                return ell, d1
-            d2 = dvdp + float(np.einsum("ci,cij,cj->", dvc, G, dvc))
-            return d1, d2
+                return 0.5 * eAe + alpha * dpe + 0.5 * alpha**2 * dvdp + 0.5 * gRg, d1
+            return d1, dvdp + dGd
 
         if opts.line_search == "armijo":
             alpha = opts.alpha_max
