@@ -23,7 +23,7 @@ from .contact_laws import RigidContactForm, rigid_contact_form, strict_operator
 from .contact_problem import ContactProblem, ContactSolverResult
 
 __all__ = ["ContactAccuracy", "contact_residual", "natural_map_residual", "score_result", "perturbed_problems", "save_problem_set",
-           "load_problem_set"]
+           "load_problem_set", "random_problem"]
 
 
 @dataclass(frozen=True)
@@ -110,3 +110,28 @@ def save_problem_set(problems: list[ContactProblem], directory: str | Path, pref
 def load_problem_set(directory: str | Path, prefix: str = "case") -> list[ContactProblem]:
     """The problems written by :func:`save_problem_set`, in order."""
     return [ContactProblem.load(f) for f in sorted(Path(directory).glob(f"{prefix}_*.npz"))]
+
+
+def random_problem(seed: int, n_trees: int = 3, n_c: int = 6, dt: float = 1e-2, rigid: bool = True) -> ContactProblem:
+    """A random contact problem (tests and benchmarks): ``n_trees`` trees of 6 dofs with random SPD
+    blocks, ``n_c`` contacts between two random trees or a tree and the world, random dense 3×6
+    Jacobian blocks, φ₀ ∈ ±1 mm, μ ∈ [0.1, 1], rigid (k = inf) or k ∈ [1e3, 1e5] N/m."""
+    rng = np.random.default_rng(seed)
+    starts = np.arange(n_trees + 1) * 6
+    n_v = 6 * n_trees
+    A = np.zeros((n_v, n_v))
+    for t in range(n_trees):
+        X = rng.normal(size=(6, 6))
+        A[starts[t] : starts[t + 1], starts[t] : starts[t + 1]] = X @ X.T + 0.5 * np.eye(6)
+    J = np.zeros((3 * n_c, n_v))
+    trees = np.zeros((n_c, 2), dtype=int)
+    for i in range(n_c):
+        t1, t2 = rng.choice(n_trees + 1, size=2, replace=False) - 1
+        trees[i] = (t1, t2)
+        for t in (t1, t2):
+            if t >= 0:
+                J[3 * i : 3 * i + 3, starts[t] : starts[t + 1]] = rng.normal(size=(3, 6))
+    return ContactProblem(A=A, v_star=rng.normal(size=n_v), J=J, phi0=rng.uniform(-1e-3, 1e-3, n_c),
+                          mu=rng.uniform(0.1, 1.0, n_c),
+                          stiffness=np.full(n_c, np.inf) if rigid else rng.uniform(1e3, 1e5, n_c),
+                          dissipation=np.zeros(n_c), dt=dt, tree_starts=starts, contact_trees=trees)
