@@ -14,6 +14,7 @@ diagonal over trees, so trees that share no contact give independent blocks of H
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -119,7 +120,7 @@ def sap_parameters(problem: ContactProblem, beta: float = 1.0, sigma: float = 1e
     with w_i = ‖W_ii‖_F/3 and W_ii the diagonal 3×3 block of J A⁻¹ Jᵀ (exact per-tree sum).
     """
     n_c = problem.n_c
-    W = problem.delassus_diagonal()
+    W = _delassus_diagonal(problem)
     w = np.sqrt(np.einsum("cij,cij->c", W, W)) / 3.0
     dt = problem.dt
     k = problem.stiffness
@@ -134,6 +135,17 @@ def sap_parameters(problem: ContactProblem, beta: float = 1.0, sigma: float = 1e
     ratio = R_t / R_n
     mu = problem.mu
     return SAPParameters(R=R, v_hat=v_hat, mu_tilde2=mu**2 * ratio, mu_hat=mu * ratio, w=w)
+
+
+def _delassus_diagonal(problem: ContactProblem) -> np.ndarray:
+    """(n_c, 3, 3) blocks W_ii = J_i A⁻¹ J_iᵀ: :meth:`ContactProblem.delassus_diagonal`, with
+    small problems (n_v ≤ 64) done by one Cholesky solve A⁻¹Jᵀ (LAPACK) instead of ``inv``."""
+    n_c, n_v = problem.n_c, problem.n_v
+    if n_c == 0 or n_v > 64:
+        return problem.delassus_diagonal()
+    X = cholesky_solve(cholesky(problem.A), problem.J.T)  # (n_v, 3 n_c) = A⁻¹Jᵀ
+    Jc = problem.J.reshape(n_c, 3, n_v)
+    return Jc @ X.T.reshape(n_c, 3, n_v).transpose(0, 2, 1)
 
 
 def project_cone_r(y: np.ndarray, R: np.ndarray, mu: np.ndarray, mu_hat: np.ndarray, mu_tilde2: np.ndarray) -> np.ndarray:
@@ -258,6 +270,9 @@ class _Workspace:
         self.J = problem.J
         self.JT = problem.J.T
         self.D = 1.0 / np.sqrt(problem.M_diag)
+        self.Av_star = problem.A @ problem.v_star
+        self.Rinv = 1.0 / self.par.R
+        self.y_shift = self.par.v_hat * self.Rinv
         # islands: trees coupled through contacts (graph: trees = nodes, contacts = edges); the
         # partition depends only on (tree_starts, contact_trees), which repeat from step to step
         ct = problem.contact_trees
@@ -365,15 +380,22 @@ class SAPSolver(ContactSolver):
     @staticmethod
     def evaluate(ws: _Workspace, v: np.ndarray, want_hessian: bool = False):
         """Cost ℓ_p(v), gradient ∇ℓ_p = A(v − v*) − Jᵀγ, impulses γ and (optionally) G blocks."""
+        cost, grad, gamma, G, jc, _ = SAPSolver._evaluate(ws, v, want_hessian)
+        return cost, grad, gamma, G, jc
+
+    @staticmethod
+    def _evaluate(ws: _Workspace, v: np.ndarray, want_hessian: bool):
+        """As :meth:`evaluate`, also returning the momentum A v (for the stopping criterion)."""
         p, par = ws.p, ws.par
+        Av = p.A @ v
+        Ae = Av - ws.Av_star
         e = v - p.v_star
-        Ae = p.A @ e
-        vc = (ws.J @ v).reshape(-1, 3)
-        y = -(vc - par.v_hat) / par.R
+        y = ws.y_shift - (ws.J @ v).reshape(-1, 3) * ws.Rinv  # −R⁻¹(J v − v̂)
         gamma, G = _project(y, par.R, p.mu, par.mu_hat, par.mu_tilde2, want_hessian)
-        jc = ws.JT @ gamma.reshape(-1)
-        cost = 0.5 * e @ Ae + 0.5 * np.einsum("ci,ci,ci->", gamma, par.R, gamma)
-        return cost, Ae - jc, gamma, G, jc
+        g = gamma.reshape(-1)
+        jc = ws.JT @ g
+        cost = 0.5 * float(e @ Ae) + 0.5 * float(g @ (par.R.reshape(-1) * g))
+        return cost, Ae - jc, gamma, G, jc, Av
 
     # ---------------------------------------------------------------- solve
     def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None) -> ContactSolverResult:
@@ -400,10 +422,12 @@ class SAPSolver(ContactSolver):
         status = ContactSolverStatus.MAX_ITERATIONS
         message = ""
         it = 0
-        cost, grad, gamma, G, jc = self.evaluate(ws, v, want_hessian=True)
+        cost, grad, gamma, G, jc, Av = self._evaluate(ws, v, True)
         while True:
-            res = float(np.linalg.norm(D * grad))
-            scale = max(float(np.linalg.norm(D * (A @ v))), float(np.linalg.norm(D * jc)))
+            x = D * grad
+            res = math.sqrt(float(x @ x))
+            x, y = D * Av, D * jc
+            scale = math.sqrt(max(float(x @ x), float(y @ y)))
             history.append(res)
             if not np.isfinite(res):
                 status, message = ContactSolverStatus.NUMERICAL_ERROR, "non-finite gradient"
@@ -439,8 +463,9 @@ class SAPSolver(ContactSolver):
                 message = "no descent along the Newton direction (dℓ/dα(0) >= 0)"
                 break
             v = v + alpha * dv
-            cost, grad, gamma, G, jc = self.evaluate(ws, v, want_hessian=True)
-        scale = max(float(np.linalg.norm(D * (A @ v))), float(np.linalg.norm(D * jc)))
+            cost, grad, gamma, G, jc, Av = self._evaluate(ws, v, True)
+        x, y = D * Av, D * jc
+        scale = math.sqrt(max(float(x @ x), float(y @ y)))
         res = history[-1]
         return ContactSolverResult(
             status=status,

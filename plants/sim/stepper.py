@@ -289,6 +289,11 @@ class Simulator:
         v = np.empty((n + 1, self.model.nv))
         stats = {f: np.zeros(n, dtype=np.int64 if f in ("status", "iterations", "line_search_iterations", "n_contacts", "free_motion_iterations") else float) for f in STAT_FIELDS}
         t[0], q[0], v[0] = self.t, self.q, self.v
+        with blas_threads(self.blas_threads):  # once per run: the per-step blocks are then free
+            self._run_steps(n, t, q, v, stats)
+        return Trajectory(t=t, q=q, v=v, stats=stats)
+
+    def _run_steps(self, n: int, t: np.ndarray, q: np.ndarray, v: np.ndarray, stats: dict[str, np.ndarray]) -> None:
         for i in range(n):
             t0 = time.perf_counter()
             r = self.step()
@@ -305,7 +310,6 @@ class Simulator:
             stats["solve_time"][i] = r.solve_time
             stats["free_motion_iterations"][i] = self._fm_iterations
             t[i + 1], q[i + 1], v[i + 1] = self.t, self.q, self.v
-        return Trajectory(t=t, q=q, v=v, stats=stats)
 
     def energy(self, traj: Trajectory) -> np.ndarray:
         """(N+1,) total mechanical energy along ``traj`` [J]."""
