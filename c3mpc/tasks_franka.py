@@ -85,6 +85,9 @@ class FrankaBallOptions:
             (docs/franka-ball.md: then the arm gets only about B·Δt_c of C3's acceleration).
         ball_velocity_weight: Q on the ball velocities (the plants' default: 0.1).
         phase2_ee_weight: Q on the end-effector position in Phase II (Phase I: the plant's 500).
+        input_limit: bound on each end-effector acceleration input of C3 [m/s²] (None: the
+            plant's, unbounded; 5 here: fewer end-effector swings that kick the ball, see
+            docs/franka-ball.md).
         gait: the end-effector heuristic (:class:`GaitOptions`).
         center, radius, lead_angle_deg: the circle of eq. (25).
         line_dy: multi-ball d_y [m]; line_distance: how far every ball must advance along +y [m].
@@ -113,6 +116,7 @@ class FrankaBallOptions:
     plan_on_new_sample: bool = True
     ball_velocity_weight: float = 10.0
     phase2_ee_weight: float = 5000.0
+    input_limit: float | None = 5.0
     gait: GaitOptions = field(default_factory=lambda: GaitOptions(phase2_back=0.045))
     center: tuple[float, float] = (0.55, 0.0)
     radius: float = 0.1
@@ -205,20 +209,26 @@ def franka_layout(plant: Any) -> BallTaskLayout:
     m = float(plant.params.ee_mass)
     if plant.name == "franka-ball":
         return BallTaskLayout((0, 1, 2), (10, 11, 12), ((3, 4),), (5,), BALL_RADIUS, m,
-                              EE_RADIUS, BALL_RADIUS)
+                              EE_RADIUS, BALL_RADIUS, ((13, 14),))
     k = int(plant.num_balls)
     nq = 2 * k + 3
     return BallTaskLayout((2 * k, 2 * k + 1, 2 * k + 2), (nq + 2 * k, nq + 2 * k + 1,
                                                           nq + 2 * k + 2),
                           tuple((2 * i, 2 * i + 1) for i in range(k)), (None,) * k,
-                          BALL_RADIUS, m, EE_RADIUS, BALL_RADIUS)
+                          BALL_RADIUS, m, EE_RADIUS, BALL_RADIUS,
+                          tuple((nq + 2 * i, nq + 2 * i + 1) for i in range(k)))
 
 
-def _controller(plant: Any, Q: np.ndarray, options: C3Options, N: int) -> C3:
+def _controller(plant: Any, Q: np.ndarray, options: C3Options, N: int,
+                input_limit: float | None = None) -> C3:
     d = plant.defaults
     ctrl = C3(plant.lcs(d.x0, np.zeros(plant.n_u)), Q, d.R, d.G, d.U, N=N, x_des=d.x_goal,
               QN=Q, options=options)
-    ctrl.set_bounds(x_lower=d.x_lower, x_upper=d.x_upper, u_lower=d.u_lower, u_upper=d.u_upper)
+    u_lo, u_hi = d.u_lower, d.u_upper
+    if input_limit is not None:
+        u_lo = np.maximum(u_lo, -input_limit)
+        u_hi = np.minimum(u_hi, input_limit)
+    ctrl.set_bounds(x_lower=d.x_lower, x_upper=d.x_upper, u_lower=u_lo, u_upper=u_hi)
     return ctrl
 
 
@@ -239,8 +249,8 @@ def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, 
     q[_ball_velocity_indices(plant, layout)] = o.ball_velocity_weight
     q2 = q.copy()
     q2[list(layout.ee_position)] = o.phase2_ee_weight
-    ctrls = [_controller(plant, np.diag(q), opts, o.horizon),
-             _controller(plant, np.diag(q2), opts, o.horizon)]
+    ctrls = [_controller(plant, np.diag(q), opts, o.horizon, o.input_limit),
+             _controller(plant, np.diag(q2), opts, o.horizon, o.input_limit)]
     template = np.array(d.x_goal, dtype=float)
     if o.n_balls == 1:
         target: Any = CircleTarget(template, layout, tuple(o.center), o.radius,

@@ -187,6 +187,12 @@ def test_circle_target_is_eq25_and_the_gait_schedule():
     np.testing.assert_allclose(pt.x_goal[0:3], [x[3], x[4], x[5] + lay.ball_radius +
                                                 lay.ee_radius], atol=1e-12)
     assert [tgt(x, t).phase for t in (0.0, 0.99, 1.01, 1.49, 1.51, 2.6)] == [0, 0, 1, 1, 0, 1]
+    # optional: Phase I biases the end-effector velocity to the ball's (off by default)
+    x[13:15] = [0.03, -0.02]
+    np.testing.assert_allclose(tgt(x, 0.2).x_goal[10:13], 0.0)
+    tgt_v = CircleTarget(tgt.template, lay, gait=GaitOptions(phase1_match_velocity=True))
+    np.testing.assert_allclose(tgt_v(x, 0.2).x_goal[10:13], [0.03, -0.02, 0.0])
+    np.testing.assert_allclose(tgt_v(x, 1.2).x_goal[10:13], 0.0)
     # Phase II: behind the ball, opposite to the direction to the target
     p2 = tgt(x, 1.2)
     d = pt.x_goal[3:5] - x[3:5]
