@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from ._geometry_kernels import HAVE_NUMBA, closed_form_contacts, tangent_frames
+
 __all__ = [
     "Sphere",
     "Box",
@@ -222,13 +224,84 @@ class ContactDetector:
         special = np.zeros(len(a), bool)
         special[np.concatenate([self.sel_hs, self.sel_ss, self.sel_bs])] = True
         self.sel_generic = np.flatnonzero(~special)
+        order = np.concatenate([self.sel_hs, self.sel_ss, self.sel_bs])  # the reference's order
+        self._cf_a = a[order].astype(np.int64)
+        self._cf_b = b[order].astype(np.int64)
+        self._cf_kind = np.repeat(np.arange(3, dtype=np.int64), [self.sel_hs.size, self.sel_ss.size, self.sel_bs.size])
         self.hs_pairs = np.flatnonzero(ka == 2)  # pairs with a half-space (bounding test vs plane)
         self._coal = [g.shape.coal() for g in geometries] if len(self.sel_generic) else None
         self._req = coal.DistanceRequest()
         self._req.enable_signed_distance = True
 
     def detect(self, R: np.ndarray, p: np.ndarray) -> Contacts:
-        """Contacts at geometry poses ``R`` (n_g, 3, 3), ``p`` (n_g, 3) (world)."""
+        """Contacts at geometry poses ``R`` (n_g, 3, 3), ``p`` (n_g, 3) (world).
+
+        Uses the compiled closed-form kernel when numba is present (same contacts, same order as
+        :meth:`detect_numpy`, the reference).
+        """
+        if not HAVE_NUMBA:
+            return self.detect_numpy(R, p)
+        if self.a.size == 0:
+            return _empty_contacts()
+        R = np.ascontiguousarray(R, dtype=float)
+        p = np.ascontiguousarray(p, dtype=float)
+        n_p = self._cf_a.size
+        phi = np.empty(n_p)
+        nrm = np.empty((n_p, 3))
+        pa = np.empty((n_p, 3))
+        pb = np.empty((n_p, 3))
+        ia = np.empty(n_p, dtype=np.int64)
+        ib = np.empty(n_p, dtype=np.int64)
+        n = closed_form_contacts(self._cf_a, self._cf_b, self._cf_kind, R, p, self.radius, self.rad,
+                                 self.half, self.margin, phi, nrm, pa, pb, ia, ib)
+        out = [(phi[:n], nrm[:n], pa[:n], pb[:n], ia[:n], ib[:n])]
+        if self.sel_generic.size:
+            a, b = self.a[self.sel_generic], self.b[self.sel_generic]
+            d_plane = np.einsum("ij,ij->i", R[a, :, 2], p[b] - p[a]) - self.radius[b]
+            d_sph = np.linalg.norm(p[b] - p[a], axis=1) - self.radius[a] - self.radius[b]
+            cand = np.where(self.kind[a] == 2, d_plane, np.where(self.kind[b] == 2, np.inf, d_sph)) < self.margin
+            g = self._generic(R, p, self.sel_generic[cand])
+            if g is not None:
+                out.append(g)
+                phi, nrm, pa, pb, ia, ib = (np.concatenate(x) for x in zip(*out))
+                active = phi < self.margin
+                return Contacts(phi[active], nrm[active], pa[active], pb[active], ia[active], ib[active])
+        return Contacts(*out[0])
+
+    def _generic(self, R: np.ndarray, p: np.ndarray, s: np.ndarray):
+        """coal GJK/EPA on the candidate pairs ``s`` (one call per pair); None if none is close."""
+        if not s.size:
+            return None
+        import coal
+
+        a, b, m = self.a, self.b, self.margin
+        phi_l, n_l, pa_l, pb_l, keep = [], [], [], [], []
+        for k in s:
+            ia, ib = int(a[k]), int(b[k])
+            res = coal.DistanceResult()
+            d = coal.distance(
+                self._coal[ia], coal.Transform3s(R[ia], p[ia]),
+                self._coal[ib], coal.Transform3s(R[ib], p[ib]), self._req, res,
+            )
+            if d >= m:
+                continue
+            p1, p2 = res.getNearestPoint1(), res.getNearestPoint2()
+            nv = np.asarray(res.normal, float)
+            if not np.isfinite(nv).all() or np.linalg.norm(nv) < 0.5:
+                dd = p2 - p1
+                nv = dd / max(np.linalg.norm(dd), 1e-300)
+            phi_l.append(d)
+            n_l.append(nv)
+            pa_l.append(p1)
+            pb_l.append(p2)
+            keep.append(k)
+        if not keep:
+            return None
+        keep = np.array(keep)
+        return np.array(phi_l), np.array(n_l), np.array(pa_l), np.array(pb_l), a[keep], b[keep]
+
+    def detect_numpy(self, R: np.ndarray, p: np.ndarray) -> Contacts:
+        """Pure-numpy reference of :meth:`detect` (vectorized per pair kind)."""
         if self.a.size == 0:
             return _empty_contacts()
         a, b = self.a, self.b
@@ -287,33 +360,9 @@ class ContactDetector:
             pb = p[b[s]] - r[:, None] * n
             out.append((signed - r, n, pa, pb, a[s], b[s]))
         # ---- everything else: coal GJK/EPA (one call per candidate pair)
-        s = self.sel_generic[cand[self.sel_generic]]
-        if s.size:
-            import coal
-
-            phi_l, n_l, pa_l, pb_l, keep = [], [], [], [], []
-            for k in s:
-                ia, ib = int(a[k]), int(b[k])
-                res = coal.DistanceResult()
-                d = coal.distance(
-                    self._coal[ia], coal.Transform3s(R[ia], p[ia]),
-                    self._coal[ib], coal.Transform3s(R[ib], p[ib]), self._req, res,
-                )
-                if d >= m:
-                    continue
-                p1, p2 = res.getNearestPoint1(), res.getNearestPoint2()
-                nv = np.asarray(res.normal, float)
-                if not np.isfinite(nv).all() or np.linalg.norm(nv) < 0.5:
-                    dd = p2 - p1
-                    nv = dd / max(np.linalg.norm(dd), 1e-300)
-                phi_l.append(d)
-                n_l.append(nv)
-                pa_l.append(p1)
-                pb_l.append(p2)
-                keep.append(k)
-            if keep:
-                keep = np.array(keep)
-                out.append((np.array(phi_l), np.array(n_l), np.array(pa_l), np.array(pb_l), a[keep], b[keep]))
+        g = self._generic(R, p, self.sel_generic[cand[self.sel_generic]])
+        if g is not None:
+            out.append(g)
         if not out:
             return _empty_contacts()
         phi, n, pa, pb, ia, ib = (np.concatenate(x) for x in zip(*out))
@@ -328,6 +377,16 @@ def detect_contacts(detector: ContactDetector, R: np.ndarray, p: np.ndarray) -> 
 
 def tangent_basis(n: np.ndarray) -> np.ndarray:
     """(n_c, 3, 3) contact frames with rows (t1, t2, n): right-handed, normal last."""
+    if not HAVE_NUMBA:
+        return tangent_basis_numpy(n)
+    n = np.ascontiguousarray(n, dtype=float)
+    out = np.empty((n.shape[0], 3, 3))
+    tangent_frames(n, out)
+    return out
+
+
+def tangent_basis_numpy(n: np.ndarray) -> np.ndarray:
+    """Pure-numpy reference of :func:`tangent_basis`."""
     n = np.asarray(n, float)
     # pick the world axis least aligned with n to build t1
     helper = np.zeros_like(n)
