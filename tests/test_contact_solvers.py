@@ -330,3 +330,26 @@ def test_resting_stack_stays_put(name):
     traj = load_scene("cube-rest-3", solver=name).run(0.2)
     assert np.abs(traj.q[-1] - traj.q[0]).max() < 1e-6
     assert traj.stats["min_phi"].min() > -1e-6
+
+
+def test_mass_ratio_stack_rests_with_canal():
+    traj = load_scene("mass-ratio-stack", solver="canal").run(0.05)
+    assert np.abs(traj.q[-1] - traj.q[0]).max() < 1e-6
+    assert traj.stats["min_phi"].min() > -1e-6
+
+
+@pytest.mark.slow
+def test_a1_drop_8_scene_with_every_solver():
+    """8 floating-base A1s (18 dofs each) from example-robot-data: trees and dofs, and one contact
+    step solved by every solver with the one-word switch (a frozen step with ground contact)."""
+    sim = load_scene("a1-drop-8", solver="sap")
+    assert sim.model.nv == 144 and sim.scene.tree_starts.tolist() == list(range(0, 145, 18))
+    for _ in range(110):
+        sim.step()
+    p, _ = sim.contact_problem()
+    assert p.n_c > 8 and p.n_trees == 8
+    ref = CANALSolver(warm_start=False).solve(p)
+    assert ref.status.ok and ref.residual <= 1e-8
+    r = SubADMMSolver(max_iterations=3000, tol=1e-6, warm_start=False).solve(p)
+    assert r.status.ok
+    assert np.abs(r.v - ref.v).max() < 1e-2
