@@ -407,3 +407,53 @@ def test_contact_jacobian_all_rows_match_material_point_velocities():
     vel = (rel(pin.integrate(sim.model, sim.q, eps * v)) - rel(pin.integrate(sim.model, sim.q, -eps * v))) / (2 * eps)
     expected = np.einsum("cij,cj->ci", frames, vel).reshape(-1)
     np.testing.assert_allclose(p.J @ v, expected, atol=1e-6 * np.abs(expected).max())
+
+
+# --------------------------------------------------------------------------- stack penetration, per contact
+def test_stack_penetration_is_the_per_contact_regularization_prediction():
+    """Seed 001 §V per contact: in steady stiction y = R⁻¹v̂, so γ_n = −φ₀/(δt R_n) and, with the
+    near-rigid branch R_n = β²/(4π²) w_i of eq. (29) and the contact's load F_i = γ_n/δt,
+
+        −φ_i = β²/(4π²) · w_i · F_i · δt²,
+
+    which is the single-body formula β²gδt²/(4π²) times w_i F_i / g. Checked three ways on the
+    5-stack: the solver's own impulses (identity), w_i from the cube's rigid-body mobility at the
+    contact point (analytic, independent of the Delassus code), and the static loads (n − k) m g
+    shared by the contacts of interface k. The bottom contacts sink 1.25 m w ≈ 3.2× the
+    single-body formula: they carry 5/4 of a cube each and a corner is 2.56× more mobile than a
+    particle of the same mass."""
+    sim = load_scene("cube-rest-5", dt=1e-3)
+    n, m, side, dt = 5, 1.0, 0.1, 1e-3
+    sim.run(0.3)
+    p, res, c = sim.last_problem, sim.last_result, sim._last_contacts
+    par = sap_parameters(p)
+    gamma_n = res.gamma.reshape(-1, 3)[:, 2]
+    # 1. identity of the regularized steady state (the solver's own impulses)
+    np.testing.assert_allclose(-p.phi0, gamma_n * dt * par.R[:, 2], rtol=1e-5)
+    assert np.allclose(par.R[:, 2], par.w / (4 * np.pi**2))  # near-rigid branch (k = 1e12 N/m)
+    # 2. w_i from the mobility of the touching cubes at the contact point
+    scene = sim.scene
+    pair = c.a * scene.n_geoms + c.b
+    point = c.point(scene.pair_weight_a.reshape(-1)[pair])
+    centres = sim.q.reshape(n, 7)[:, :3]
+    I_inv = 6.0 / (m * side**2)  # solid cube: I = m s²/6 about any axis
+    W = np.zeros((c.n_c, 3, 3))
+    for g in (c.a, c.b):
+        cube = scene.tree_of_joint[scene.geom_joint[g]]
+        on = cube >= 0
+        r = point[on] - centres[cube[on]]
+        rr = np.einsum("ci,ci->c", r, r)
+        W[on] += np.eye(3) / m + I_inv * (rr[:, None, None] * np.eye(3) - r[:, :, None] * r[:, None, :])
+    w = np.sqrt(np.einsum("cij,cij->c", W, W)) / 3
+    np.testing.assert_allclose(par.w, w, rtol=1e-3)
+    # 3. static loads: interface k carries the n − k cubes above it, shared equally (symmetry)
+    level = np.rint(0.5 * (c.point_a[:, 2] + c.point_b[:, 2]) / side).astype(int)
+    n_at = np.bincount(level, minlength=n)
+    load = (n - level) * m * G / n_at[level]
+    np.testing.assert_allclose(gamma_n / dt, load, rtol=1e-4)
+    predicted = w / (4 * np.pi**2) * load * dt**2
+    np.testing.assert_allclose(-p.phi0, predicted, rtol=2e-3)
+    single_body = G * dt**2 / (4 * np.pi**2)
+    bottom = level == 0
+    np.testing.assert_allclose(-p.phi0[bottom] / single_body, 1.25 * m * w[bottom], rtol=2e-3)
+    assert 3.1 < (-p.phi0[bottom] / single_body).min() < 3.3

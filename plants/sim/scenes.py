@@ -259,6 +259,7 @@ def _franka_push_ball(dt=None, ball_radius: float = 0.04, ball_mass: float = 0.1
     z_push = ball_radius + 0.06  # hand frame height: the fingertips (~0.1 m below it) pass the ball centre
     kp, kd = np.full(3, 1500.0), np.full(3, 80.0)
     kp_null, kd_null = 20.0, 4.0
+    null_weight = np.r_[np.ones(7) * 0.2, np.ones(2)]
 
     def target(t: float) -> np.ndarray:
         a = np.array([push_start, 0.0, z_push])
@@ -277,7 +278,7 @@ def _franka_push_ball(dt=None, ball_radius: float = 0.04, ball_mass: float = 0.1
         xd = Jf @ v[:nv_robot]
         f = kp * (target(t) - x) - kd * xd
         g = pin.computeGeneralizedGravity(model, data, q)[:nv_robot]
-        tau = Jf.T @ f + g - kp_null * (q[:nv_robot] - q_home) * np.r_[np.ones(7) * 0.2, np.ones(2)] - kd_null * v[:nv_robot]
+        tau = Jf.T @ f + g - kp_null * (q[:nv_robot] - q_home) * null_weight - kd_null * v[:nv_robot]
         out = np.zeros(model.nv)
         out[:nv_robot] = tau
         return out
