@@ -85,6 +85,76 @@ def ours_cylinder() -> dict:
     return out
 
 
+def drake_cylinder(duration: float, mu: float = 1.0, dt: float = 0.02):
+    """Seed 001 §VI-B spring-cylinder in Drake's discrete SAP (symplectic Euler): prismatic x,
+    prismatic z, revolute y (massless intermediate bodies, as ours), a 100 N/m ``PrismaticSpring``
+    on x, a sphere of R = 5 cm (k = 1e4 N/m, τ_d = 0.02 s) on a rigid half-space.
+
+    Returns (t, E, x): times, total mechanical energy (kinetic + spring + gravity with the datum
+    at the ground, Drake's ``CalcPotentialEnergy``) and the x position.
+    """
+    from pydrake.all import (AddContactMaterial, AddMultibodyPlant, CoulombFriction, DiagramBuilder, HalfSpace,
+                             MultibodyPlantConfig, PrismaticJoint, PrismaticSpring, ProximityProperties,
+                             RevoluteJoint, RigidTransform, RotationalInertia, Simulator, SpatialInertia, Sphere,
+                             UnitInertia)
+
+    m, radius, k, tau, ks, x0 = 0.5, 0.05, 1e4, 0.02, 100.0, 0.1
+    b = DiagramBuilder()
+    plant, _ = AddMultibodyPlant(MultibodyPlantConfig(time_step=dt, discrete_contact_approximation="sap",
+                                                      contact_model="point"), b)
+    tiny = SpatialInertia(1e-9, np.zeros(3), UnitInertia(1e-6, 1e-6, 1e-6))
+    bx, bz = plant.AddRigidBody("bx", tiny), plant.AddRigidBody("bz", tiny)
+    inertia = 0.5 * m * radius**2  # solid cylinder about its axis (ours: the same scalar on all axes)
+    cyl = plant.AddRigidBody("cylinder", SpatialInertia.MakeFromCentralInertia(
+        m, np.zeros(3), RotationalInertia(inertia, inertia, inertia)))
+    jx = plant.AddJoint(PrismaticJoint("x", plant.world_frame(), bx.body_frame(), [1, 0, 0]))
+    jz = plant.AddJoint(PrismaticJoint("z", bx.body_frame(), bz.body_frame(), [0, 0, 1]))
+    plant.AddJoint(RevoluteJoint("angle", bz.body_frame(), cyl.body_frame(), [0, 1, 0]))
+    plant.AddForceElement(PrismaticSpring(jx, 0.0, ks))
+
+    def props(kk, tt):
+        p = ProximityProperties()
+        AddContactMaterial(dissipation=None, point_stiffness=kk, friction=CoulombFriction(mu, mu), properties=p)
+        p.AddProperty("material", "relaxation_time", tt)
+        return p
+
+    # ground: stiffness far above the cylinder's, so the pair stiffness (in series) is the cylinder's
+    plant.RegisterCollisionGeometry(plant.world_body(), RigidTransform(), HalfSpace(), "ground", props(1e20, 0.0))
+    plant.RegisterCollisionGeometry(cyl, RigidTransform(), Sphere(radius), "disk", props(k, tau))
+    plant.Finalize()
+    sim = Simulator(b.Build())
+    pc = plant.GetMyMutableContextFromRoot(sim.get_mutable_context())
+    jx.set_translation(pc, x0)
+    jz.set_translation(pc, radius - m * G / k)
+    sim.Initialize()
+    n = int(round(duration / dt))
+    E, x = np.empty(n + 1), np.empty(n + 1)
+    for i in range(n + 1):
+        if i:
+            sim.AdvanceTo(i * dt)
+        E[i] = plant.CalcKineticEnergy(pc) + plant.CalcPotentialEnergy(pc)
+        x[i] = jx.get_translation(pc)
+    return dt * np.arange(n + 1), E, x
+
+
+def cylinder_loss(duration: float = 120.0, drake: bool = True) -> dict:
+    """Long-run energy loss of the rolling spring-cylinder (μ = 1): mean energy over the last 10
+    periods vs the first 10 (the oscillating band averages out), ours and Drake's SAP."""
+    out = {}
+    n_per = 270  # ≈ 10 periods of 27 steps
+    runs = {}
+    for scheme in ("symplectic_euler", "midpoint"):
+        sim = load_scene("spring-cylinder", mu=1.0, scheme=scheme)
+        traj = sim.run(duration)
+        runs[f"ours SAP ({scheme.replace('_', ' ')})"] = sim.energy(traj)
+    if drake:
+        runs["drake SAP (symplectic euler)"] = drake_cylinder(duration)[1]
+    for key, E in runs.items():
+        e0, e1 = E[:n_per].mean(), E[-n_per:].mean()
+        out[key] = {"E0": float(E[0]), "loss": float(1 - e1 / e0)}
+    return out
+
+
 def ours_scene(name: str, duration: float) -> dict:
     sim = load_scene(name)
     t0 = time.perf_counter()
