@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -29,6 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import _report  # noqa: E402
 from c3mpc import C3Options, run_closed_loop  # noqa: E402
 from c3mpc.miqp_mpc import solve_miqp_mpc  # noqa: E402
 from c3mpc.tasks import build_controller, get_task  # noqa: E402
@@ -43,17 +42,10 @@ PAPER_RATES = {"cartpole-softwalls": 240.0, "finger-gaiting": 30.3, "pivoting": 
 
 
 def machine() -> dict[str, Any]:
-    """Where the numbers were measured."""
-    model = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"platform": platform.platform(), "cpu": model, "cpus": os.cpu_count(),
-            "python": platform.python_version(), "load_avg": os.getloadavg()}
+    """Where the numbers were measured (see benchmarks/_report.py)."""
+    m = _report.machine_info()
+    return {"platform": m["platform"], "cpu": m["processor"], "cpus": m["cpu_count"],
+            "python": m["python"], "load_avg": m["load_avg"]}
 
 
 def stage_costs(x: np.ndarray, u: np.ndarray, d: Any) -> float:
@@ -85,6 +77,7 @@ def miqp_closed_loop(plant: Any, N: int, steps: int, time_limit: float) -> dict[
     xs, us, times, solvers, statuses = [x], [], [], [], []
     prev = None
     every = replan_every(plant)
+    u = np.zeros(plant.n_u)
     for k in range(steps):
         if k % every:  # hold the last plan's u_0 (the task's protocol)
             x, _ = plant.step(x, u)
@@ -317,16 +310,8 @@ def markdown(res: dict[str, Any]) -> str:
 
 def write_markdown(section: str, key: str = "bench_c3_tables") -> None:
     """Replace (or append) the ``key`` section of docs/BENCHMARKS.md."""
-    path = ROOT / "docs" / "BENCHMARKS.md"
-    start, end = f"<!-- {key}:start -->", f"<!-- {key}:end -->"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{start}\n{section}\n{end}"
-    if start in text and end in text:
-        text = text[: text.index(start)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.write_text(text)
-
+    start, end = _report.markers(key)
+    _report.replace_section(f"{start}\n{section}\n{end}", key)
 
 def main(argv: list[str] | None = None) -> int:
     """Run the selected tables and write JSON + markdown."""

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from datetime import datetime, timezone
@@ -35,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import _report  # noqa: E402
 import cv2  # noqa: E402
 
 from estimators import (BallTracker, BallTrackerOptions, TagDetector,  # noqa: E402
@@ -47,7 +46,7 @@ from estimators.transforms import (invert_transform, rotation_angle_between,  # 
 
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_estimators.json"
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- bench_estimators:start -->", "<!-- bench_estimators:end -->"
+START, END = _report.markers("bench_estimators")
 R = 0.03
 TABLE = Table()
 NOISES = (0.0, 2.0, 5.0)
@@ -189,18 +188,8 @@ def bench_tags(n_views: int, seed: int) -> dict:
 
 
 def machine_info() -> dict:
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {"platform": platform.platform(), "processor": cpu, "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__,
-            "opencv": cv2.__version__, "load_average": os.getloadavg()[0]}
+    """Where this benchmark ran (see benchmarks/_report.py)."""
+    return _report.machine_info(opencv=cv2.__version__)
 
 
 def _row(name, s):
@@ -215,7 +204,7 @@ def markdown(r: dict) -> str:
     b, t = r["ball"], r["tags"]
     lines = [START, "## Camera estimators (`benchmarks/bench_estimators.py`)", "",
              f"Run {r['date']} ({r['mode']} mode) on {m['processor']} ({m['cpu_count']} CPUs, "
-             f"load {m['load_average']:.1f}), Python {m['python']}, numpy {m['numpy']}, "
+             f"load {m['load_avg'][0]:.1f}), Python {m['python']}, numpy {m['numpy']}, "
              f"OpenCV {m['opencv']}.", "",
              f"Images rendered by `estimators.synthetic` at 640x480 (60° FOV, cameras 0.6 m "
              f"from the table centre and 0.45 m up, ball radius 3 cm ≈ 19-28 px), "
@@ -274,16 +263,9 @@ def markdown(r: dict) -> str:
     return "\n".join(lines)
 
 
-def write_markdown(section: str, path: Path = MD_PATH) -> None:
-    """Insert or replace the bench_estimators section of ``path``, leaving the rest untouched."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+def write_markdown(section: str) -> None:
+    """Insert or replace this benchmark's section of docs/BENCHMARKS.md."""
+    _report.replace_section(section, "bench_estimators")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from datetime import datetime, timezone
@@ -38,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python benchmarks/bench_lcp.py` without an install
     sys.path.insert(0, str(ROOT))
 
+import _report  # noqa: E402
 from lcs import LCPStatus, solve_lcp, solve_lcp_batch  # noqa: E402
 from lcs._lemke_kernel import STATUS_SOLVED  # noqa: E402
 from lcs._lemke_reference import lemke_reference  # noqa: E402
@@ -50,7 +49,7 @@ BATCH = 10
 POOL = 64  # distinct problems per case (cycled through during timing)
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_lcp.json"
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- bench_lcp:start -->", "<!-- bench_lcp:end -->"
+START, END = _report.markers("bench_lcp")
 
 
 # ----------------------------------------------------------------------------- problems
@@ -171,25 +170,9 @@ def case_rows(c: dict) -> list[dict]:
 
 # ----------------------------------------------------------------------------- machine / output
 def machine_info() -> dict:
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    """Where this benchmark ran (see benchmarks/_report.py)."""
     import numba
-
-    return {
-        "platform": platform.platform(),
-        "processor": cpu,
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "numba": numba.__version__,
-    }
+    return _report.machine_info(numba=numba.__version__)
 
 
 def _fmt(s: dict) -> str:
@@ -240,17 +223,9 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-def write_markdown(section: str, path: Path = MD_PATH) -> None:
-    """Insert or replace the bench_lcp section of ``path``, leaving the rest untouched."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+def write_markdown(section: str) -> None:
+    """Insert or replace this benchmark's section of docs/BENCHMARKS.md."""
+    _report.replace_section(section, "bench_lcp")
 
 
 def main(argv: list[str] | None = None) -> int:

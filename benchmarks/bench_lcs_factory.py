@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from datetime import datetime, timezone
@@ -41,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python benchmarks/bench_lcs_factory.py` without install
     sys.path.insert(0, str(ROOT))
 
+import _report  # noqa: E402
 from lcs.factory import build_lcs  # noqa: E402
 from plants import load_plant  # noqa: E402
 
@@ -49,7 +48,7 @@ PLANTS = ("cube-pivoting", "cartpole-urdf", "franka-ball", "franka-balls-2", "fr
 MODELS = ("stewart_trinkle", "anitescu", "frictionless_spring")
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_lcs_factory.json"
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- bench_lcs_factory:start -->", "<!-- bench_lcs_factory:end -->"
+START, END = _report.markers("bench_lcs_factory")
 PAPER_C3_HZ = 73.0  # seed 003 §VII-A: C3 on the simplified Franka ball model, i7-11800H
 
 
@@ -85,24 +84,12 @@ def state_pool(plant: Any, size: int, rng: np.random.Generator) -> list[np.ndarr
     return pool
 
 
-def machine_info() -> dict[str, Any]:
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+def machine_info() -> dict:
+    """Where this benchmark ran (see benchmarks/_report.py)."""
     import pinocchio
-
-    return {"platform": platform.platform(), "processor": cpu, "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__,
-            "pinocchio": pinocchio.__version__, "load_avg": list(os.getloadavg())}
+    return _report.machine_info(pinocchio=pinocchio.__version__)
 
 
-# ----------------------------------------------------------------------------- measurements
 def bench_plant(name: str, pool_size: int, repeats: int, rng: np.random.Generator) -> list[dict]:
     plant = load_plant(name)
     mb = plant.multibody
@@ -248,17 +235,9 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-def write_markdown(section: str, path: Path = MD_PATH) -> None:
-    """Insert or replace this benchmark's section of ``path``, leaving the rest untouched."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+def write_markdown(section: str) -> None:
+    """Insert or replace this benchmark's section of docs/BENCHMARKS.md."""
+    _report.replace_section(section, "bench_lcs_factory")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from datetime import datetime, timezone
@@ -50,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # allow `python benchmarks/bench_projection_miqp.py`
     sys.path.insert(0, str(ROOT))
 
+import _report  # noqa: E402
 from c3mpc.projections.base import ProjectionData, ProjectionStatus  # noqa: E402
 from c3mpc.projections.miqp_exact import ExactMIQPProjection  # noqa: E402
 from c3mpc.projections.miqp_gurobi import GurobiMIQPProjection  # noqa: E402
@@ -68,7 +68,7 @@ ABLATION = {"default": {}, "warm_start": {"warm_start": True},
             "lcp_heuristic": {"lcp_heuristic": True}}
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_projection_miqp.json"
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- bench_projection_miqp:start -->", "<!-- bench_projection_miqp:end -->"
+START, END = _report.markers("bench_projection_miqp")
 
 
 # ----------------------------------------------------------------------------- workload
@@ -211,22 +211,11 @@ def run_ablation(name: str, steps: int, seed: int, rounds: int) -> list[dict]:
 
 # ----------------------------------------------------------------------------- output
 def machine_info() -> dict:
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    """Where this benchmark ran (see benchmarks/_report.py)."""
     import gurobipy
     import numba
-
-    return {"platform": platform.platform(), "processor": cpu, "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__,
-            "numba": numba.__version__,
-            "gurobi": ".".join(str(x) for x in gurobipy.gurobi.version())}
+    return _report.machine_info(numba=numba.__version__,
+                         gurobi=".".join(str(x) for x in gurobipy.gurobi.version()))
 
 
 def _fmt(s: dict) -> str:
@@ -304,18 +293,9 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-def write_markdown(section: str, path: Path = MD_PATH) -> None:
-    """Insert or replace this benchmark's section of ``path``, leaving the rest untouched.
-    The file is re-read right before writing (other benchmarks write other sections)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+def write_markdown(section: str) -> None:
+    """Insert or replace this benchmark's section of docs/BENCHMARKS.md."""
+    _report.replace_section(section, "bench_projection_miqp")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,57 @@
+"""What every benchmark script shares: where it ran, and its section of docs/BENCHMARKS.md.
+
+Each script owns one section delimited by ``<!-- KEY:start -->`` / ``<!-- KEY:end -->`` and
+rewrites only that, so scripts can be re-run independently.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
+
+__all__ = ["ROOT", "MD_PATH", "markers", "cpu_model", "machine_info", "replace_section"]
+
+
+def markers(key: str) -> tuple[str, str]:
+    """The start and end comments delimiting section ``key``."""
+    return f"<!-- {key}:start -->", f"<!-- {key}:end -->"
+
+
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo where available)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_info(**versions: Any) -> dict[str, Any]:
+    """Platform, CPU, core count, Python/numpy versions, load average, plus ``versions``."""
+    return {"platform": platform.platform(), "processor": cpu_model(),
+            "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "numpy": np.__version__, "load_avg": list(os.getloadavg()), **versions}
+
+
+def replace_section(section: str, key: str, path: Path = MD_PATH) -> None:
+    """Insert or replace section ``key`` of ``path`` (``section`` includes its markers)."""
+    start, end = markers(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        text = head + section + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
