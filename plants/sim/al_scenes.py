@@ -100,8 +100,8 @@ class _FloatingRobotBuilder(SceneBuilder):
         self.v0.append(np.zeros(robot.nv))
         for go in gm.geometryObjects:
             shape = self._coal_shape(go)
-            if shape is None or (isinstance(shape, Box) and max(shape.half_extents if hasattr(shape, "half_extents") else (1,)) < 1e-3):
-                continue
+            if shape is None or shape.bounding_radius < 2e-3:
+                continue  # no shape, or a placeholder (the A1's 1 mm "imu" box)
             M = go.placement
             self._add_geom(prefix + go.name, shape, go.parentJoint + offset, M.rotation, M.translation, params, group)
 
