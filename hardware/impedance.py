@@ -1,32 +1,32 @@
-"""Impedance law of seed 003 (eq. 36) and its parameters.
+"""The deployment's view of the impedance law of seed 003 eq. (36).
 
-.. math::
+The law itself lives in :mod:`plants.impedance` (``ImpedanceGains``, ``nullspace_projector``,
+``impedance_torque``, used by the simulator's closed loop, issue 7). This module adds what the
+deployment needs on top, without a second copy of the math:
 
-    u = J_f^T \\Lambda \\begin{bmatrix} K & 0 \\\\ 0 & B \\end{bmatrix} \\tilde x^e + C_f
-        + \\tau_{ff} + N_f \\big(K_n (q^f_d - q^f) + B_n (\\dot q^f_d - \\dot q^f)\\big),
-    \\qquad \\tau_{ff} = J_c^T \\lambda_d,
-
-with :math:`\\tilde x^e = x^e_d - x^e` stacking the pose error (position, rotation vector) and
-the twist error, :math:`\\Lambda = (J_f M_f^{-1} J_f^T)^{-1}` the task-space inertia and
-:math:`N_f = I - J_f^T \\bar J_f^T`, :math:`\\bar J_f = M_f^{-1} J_f^T \\Lambda` the dynamically
-consistent null-space projector. Because the gains multiply :math:`\\Lambda`, ``K`` and ``B`` are
-per unit task-space inertia, in [1/s²] and [1/s]: with the robot's Coriolis/gravity compensated,
-the closed loop in task space is :math:`\\ddot x = K \\tilde x + B \\dot{\\tilde x} +
-\\Lambda^{-1} F`, for an external or feed-forward wrench F.
+* :class:`ImpedanceParams`: :class:`plants.impedance.ImpedanceGains` with strict YAML/TOML
+  loading (``from_dict``/``from_file``), :class:`~hardware.errors.HardwareValueError` on bad
+  values, and :meth:`ImpedanceParams.task_acceleration`, the closed loop in task space
+  ẍ = K x̃ + B ẋ̃ + Λ⁻¹ F (what the simulated robot and the C3 planner's equilibrium lead use);
+* :func:`impedance_torque`: the hardware-side argument order (C after the errors) with shape
+  and finiteness checks, delegating to :func:`plants.impedance.impedance_torque`;
+* :func:`feedforward_torque`: τ_ff = J_cᵀ λ_d.
 
 Defaults are the gains of the authors' hardware deployment (anchor-c3 §7): translational
 stiffness 500, rotational 900, damping ratio 1 (translational damping 2ζ√K ≈ 44.7),
-rotational damping 20, null-space 4 / 4.
+rotational damping 20, null-space 4 / 4. Dependencies: ``hardware -> plants`` only.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
+
+from plants.impedance import ImpedanceGains, nullspace_projector
+from plants.impedance import impedance_torque as _impedance_torque
 
 from .config import options_from_dict, options_from_file
 from .errors import HardwareValueError
@@ -35,42 +35,15 @@ __all__ = ["ImpedanceParams", "impedance_torque", "nullspace_projector", "feedfo
 
 
 @dataclass(frozen=True)
-class ImpedanceParams:
-    """Gains of the impedance law (eq. 36), shared by the simulated robot and the simulator's
-    impedance controller."""
-
-    translational_stiffness: float = 500.0
-    """K for the end-effector position [1/s²] (multiplies Λ)."""
-
-    rotational_stiffness: float = 900.0
-    """K for the end-effector orientation (rotation-vector error) [1/s²]."""
-
-    damping_ratio: float = 1.0
-    """ζ of the translational damping B = 2 ζ √K (1: critically damped)."""
-
-    rotational_damping: float = 20.0
-    """B for the angular velocity [1/s] (set explicitly on the hardware, not from ζ)."""
-
-    nullspace_stiffness: float = 4.0
-    """K_n of the null-space joint posture task [1/s² per rad]."""
-
-    nullspace_damping: float = 4.0
-    """B_n of the null-space joint velocity term [1/s]."""
-
-    feedforward: bool = True
-    """Apply τ_ff = J_cᵀ λ_d (False reproduces the 2-ball example's τ_ff = 0)."""
+class ImpedanceParams(ImpedanceGains):
+    """Gains of eq. (36) (the fields and defaults of :class:`plants.impedance.ImpedanceGains`),
+    loadable from configuration files, shared by the simulated robots and the C3 planner."""
 
     def __post_init__(self) -> None:
-        for name in ("translational_stiffness", "rotational_stiffness", "damping_ratio",
-                     "rotational_damping", "nullspace_stiffness", "nullspace_damping"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
-                    math.isfinite(v) and v >= 0):
-                raise HardwareValueError(f"ImpedanceParams.{name} must be a finite number "
-                                         f">= 0, got {v!r}")
-        if not isinstance(self.feedforward, bool):
-            raise HardwareValueError(f"ImpedanceParams.feedforward must be a bool, got "
-                                     f"{self.feedforward!r}")
+        try:
+            super().__post_init__()
+        except (ValueError, TypeError) as e:
+            raise HardwareValueError(str(e).replace("ImpedanceGains", "ImpedanceParams")) from e
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> ImpedanceParams:
@@ -81,21 +54,6 @@ class ImpedanceParams:
     def from_file(cls, path: str | Path, section: str | None = None) -> ImpedanceParams:
         """Load from YAML/TOML (optionally one top-level ``section``)."""
         return options_from_file(cls, path, section)
-
-    @property
-    def translational_damping(self) -> float:
-        """B for the end-effector velocity, 2 ζ √K [1/s]."""
-        return 2.0 * self.damping_ratio * math.sqrt(self.translational_stiffness)
-
-    @property
-    def K(self) -> np.ndarray:
-        """Task-space stiffness (6, 6): diag(k_t I₃, k_r I₃), [position; rotation] order."""
-        return np.diag([self.translational_stiffness] * 3 + [self.rotational_stiffness] * 3)
-
-    @property
-    def B(self) -> np.ndarray:
-        """Task-space damping (6, 6): diag(b_t I₃, b_r I₃)."""
-        return np.diag([self.translational_damping] * 3 + [self.rotational_damping] * 3)
 
     def task_acceleration(self, pose_error: np.ndarray, twist_error: np.ndarray,
                           wrench: np.ndarray | None = None,
@@ -129,23 +87,6 @@ def _check(a: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
     return arr
 
 
-def nullspace_projector(J: np.ndarray, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(N_f (n, n), Λ (6, 6))``: dynamically consistent null-space projector and task inertia.
-
-    Args:
-        J: (6, n) end-effector Jacobian.
-        M: (n, n) joint-space mass matrix.
-    """
-    J = np.asarray(J, dtype=float)
-    M = np.asarray(M, dtype=float)
-    if J.ndim != 2 or J.shape[0] != 6 or M.shape != (J.shape[1], J.shape[1]):
-        raise HardwareValueError(f"J must be (6, n) and M (n, n), got {J.shape} and {M.shape}")
-    Minv_JT = np.linalg.solve(M, J.T)
-    Lambda = np.linalg.inv(J @ Minv_JT)
-    J_bar = Minv_JT @ Lambda  # (n, 6)
-    return np.eye(J.shape[1]) - J.T @ J_bar.T, Lambda
-
-
 def feedforward_torque(J_c: np.ndarray, lambda_d: np.ndarray) -> np.ndarray:
     """τ_ff = J_cᵀ λ_d (n,): joint torques that produce the desired contact forces."""
     J_c = np.asarray(J_c, dtype=float)
@@ -156,14 +97,15 @@ def feedforward_torque(J_c: np.ndarray, lambda_d: np.ndarray) -> np.ndarray:
     return J_c.T @ lambda_d
 
 
-def impedance_torque(params: ImpedanceParams, J: np.ndarray, M: np.ndarray,
+def impedance_torque(params: ImpedanceGains, J: np.ndarray, M: np.ndarray,
                      pose_error: np.ndarray, twist_error: np.ndarray, C: np.ndarray,
                      q_error: np.ndarray, qdot_error: np.ndarray,
                      tau_ff: np.ndarray | None = None) -> np.ndarray:
-    """Joint torques u (n,) of eq. (36).
+    """Joint torques u (n,) of eq. (36): checked arguments in the hardware order, computed by
+    :func:`plants.impedance.impedance_torque`.
 
     Args:
-        params: Gains.
+        params: Gains (:class:`ImpedanceParams` or any ``ImpedanceGains``).
         J: (6, n) end-effector Jacobian J_f.
         M: (n, n) mass matrix M_f.
         pose_error: (6,) x̃ position/rotation part (desired minus actual) [m, rad].
@@ -174,13 +116,13 @@ def impedance_torque(params: ImpedanceParams, J: np.ndarray, M: np.ndarray,
         tau_ff: (n,) feed-forward torque (e.g. :func:`feedforward_torque`); ignored when
             ``params.feedforward`` is False.
     """
-    N, Lambda = nullspace_projector(J, M)
+    J = np.asarray(J, dtype=float)
+    M = np.asarray(M, dtype=float)
+    if J.ndim != 2 or J.shape[0] != 6 or M.shape != (J.shape[1], J.shape[1]):
+        raise HardwareValueError(f"J must be (6, n) and M (n, n), got {J.shape} and {M.shape}")
     n = J.shape[1]
-    e = _check(pose_error, (6,), "pose_error")
-    de = _check(twist_error, (6,), "twist_error")
-    u = J.T @ (Lambda @ (params.K @ e + params.B @ de)) + _check(C, (n,), "C")
-    u = u + N @ (params.nullspace_stiffness * _check(q_error, (n,), "q_error")
-                 + params.nullspace_damping * _check(qdot_error, (n,), "qdot_error"))
-    if tau_ff is not None and params.feedforward:
-        u = u + _check(tau_ff, (n,), "tau_ff")
-    return u
+    return _impedance_torque(
+        params, J, M, _check(C, (n,), "C"), _check(pose_error, (6,), "pose_error"),
+        _check(twist_error, (6,), "twist_error"), _check(q_error, (n,), "q_error"),
+        _check(qdot_error, (n,), "qdot_error"),
+        None if tau_ff is None else _check(tau_ff, (n,), "tau_ff"))
