@@ -487,3 +487,19 @@ def test_stack_penetration_is_the_per_contact_regularization_prediction():
     bottom = level == 0
     np.testing.assert_allclose(-p.phi0[bottom] / single_body, 1.25 * m * w[bottom], rtol=2e-3)
     assert 3.1 < (-p.phi0[bottom] / single_body).min() < 3.3
+
+
+@pytest.mark.parametrize("name,kw,duration", [("cube-drop-3", {}, 0.35), ("franka-push-ball", {}, 1.6)])
+def test_compiled_contact_jacobian_matches_numpy_reference(name, kw, duration):
+    sim = load_scene(name, **kw)
+    sim.run(duration)
+    p, info = sim.contact_problem()
+    c = info["contacts"]
+    assert c.n_c >= 1
+    from plants.sim.geometry import tangent_basis
+
+    scene = sim.scene
+    point = c.point(scene.pair_weight_a.reshape(-1)[c.a * scene.n_geoms + c.b])
+    ref = sim._contact_jacobian_numpy(tangent_basis(c.normal), point, np.reshape(sim.data.J, (6, -1)),
+                                      sim._geom_slot[c.a], sim._geom_slot[c.b])
+    np.testing.assert_allclose(p.J, ref, rtol=1e-13, atol=1e-14)

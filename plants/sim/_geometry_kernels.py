@@ -17,7 +17,7 @@ import numpy as np
 
 from ._sap_kernels import HAVE_NUMBA, njit
 
-__all__ = ["HAVE_NUMBA", "closed_form_contacts", "tangent_frames"]
+__all__ = ["HAVE_NUMBA", "closed_form_contacts", "tangent_frames", "contact_jacobian"]
 
 
 @njit(cache=True)
@@ -166,3 +166,36 @@ def tangent_frames(nrm, out):  # pragma: no cover - compiled
         out[k, 2, 0] = n0
         out[k, 2, 1] = n1
         out[k, 2, 2] = n2
+
+
+@njit(cache=True)
+def contact_jacobian(F, point, Jw, support, slot_a, slot_b, out):  # pragma: no cover - compiled
+    """Contact Jacobian rows ``out`` (3 n_c, n_v), zero outside the supports.
+
+    Row r of contact i: f·(v_o,b − v_o,a) + (p × f)·(ω_b − ω_a) with f = F[i, r] (frame row), p the
+    contact point and the world-frame joint Jacobians data.J restricted column-wise to each joint's
+    support (0/1 rows of ``support`` for the joints ``slot_a[i]``, ``slot_b[i]``):
+    J_b − J_a = Jw · (support_b − support_a). Reference: the numpy expression in
+    :meth:`plants.sim.stepper.Simulator._contact_jacobian_numpy`.
+    """
+    n_c = F.shape[0]
+    n_v = Jw.shape[1]
+    for i in range(n_c):
+        px = point[i, 0]
+        py = point[i, 1]
+        pz = point[i, 2]
+        for r in range(3):
+            fx = F[i, r, 0]
+            fy = F[i, r, 1]
+            fz = F[i, r, 2]
+            cx = py * fz - pz * fy
+            cy = pz * fx - px * fz
+            cz = px * fy - py * fx
+            row = 3 * i + r
+            for k in range(n_v):
+                m = support[slot_b[i], k] - support[slot_a[i], k]
+                if m == 0.0:
+                    out[row, k] = 0.0
+                else:
+                    out[row, k] = m * (fx * Jw[0, k] + fy * Jw[1, k] + fz * Jw[2, k]
+                                       + cx * Jw[3, k] + cy * Jw[4, k] + cz * Jw[5, k])

@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - exercised only on installs without num
         return lambda f: f
 
 
-__all__ = ["HAVE_NUMBA", "project_into", "line_search_terms"]
+__all__ = ["HAVE_NUMBA", "project_into", "line_search_terms", "delassus_blocks"]
 
 
 @njit(cache=True)
@@ -122,3 +122,45 @@ def line_search_terms(alpha, vc0, dvc, v_hat, R, mu, mu_hat, mu_tilde2, want_hes
                 for b in range(3):
                     d2 += dvc[i, a] * G[i, a, b] * dvc[i, b]
     return d_gamma, d2, cost
+
+
+@njit(cache=True)
+def delassus_blocks(A, J, tree_starts, contact_trees):  # pragma: no cover - compiled
+    """(n_c, 3, 3) diagonal blocks W_ii = Σ_t J_{i,t} A_t⁻¹ J_{i,t}ᵀ of the Delassus operator.
+
+    ``A`` is block diagonal over the trees (``tree_starts``); each contact touches the ≤ 2 trees in
+    ``contact_trees`` (−1 = world). One inverse per touched tree, then O(s²) per contact and side.
+    Reference: :meth:`plants.sim.contact_problem.ContactProblem.delassus_diagonal`.
+    """
+    n_c = contact_trees.shape[0]
+    n_t = tree_starts.shape[0] - 1
+    W = np.zeros((n_c, 3, 3))
+    s_max = 0
+    for t in range(n_t):
+        s_max = max(s_max, tree_starts[t + 1] - tree_starts[t])
+    inv = np.zeros((n_t, s_max, s_max))
+    done = np.zeros(n_t, dtype=np.bool_)
+    X = np.empty((3, s_max))
+    for i in range(n_c):
+        for side in range(2):
+            t = contact_trees[i, side]
+            if t < 0:
+                continue
+            a = tree_starts[t]
+            s = tree_starts[t + 1] - a
+            if not done[t]:
+                inv[t, :s, :s] = np.linalg.inv(np.ascontiguousarray(A[a : a + s, a : a + s]))
+                done[t] = True
+            for r in range(3):  # X = J_{i,t} A_t⁻¹
+                for k in range(s):
+                    acc = 0.0
+                    for l in range(s):
+                        acc += J[3 * i + r, a + l] * inv[t, l, k]
+                    X[r, k] = acc
+            for r in range(3):
+                for c in range(3):
+                    acc = 0.0
+                    for k in range(s):
+                        acc += X[r, k] * J[3 * i + c, a + k]
+                    W[i, r, c] += acc
+    return W

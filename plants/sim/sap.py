@@ -23,7 +23,7 @@ from scipy.linalg import LinAlgError
 
 from ._blas import blas_threads
 from ._linalg import cholesky, cholesky_solve
-from ._sap_kernels import HAVE_NUMBA, line_search_terms, project_into
+from ._sap_kernels import HAVE_NUMBA, delassus_blocks, line_search_terms, project_into
 from .contact_problem import (
     ContactProblem,
     ContactSolver,
@@ -138,10 +138,15 @@ def sap_parameters(problem: ContactProblem, beta: float = 1.0, sigma: float = 1e
 
 
 def _delassus_diagonal(problem: ContactProblem) -> np.ndarray:
-    """(n_c, 3, 3) blocks W_ii = J_i A⁻¹ J_iᵀ: :meth:`ContactProblem.delassus_diagonal`, with
-    small problems (n_v ≤ 64) done by one Cholesky solve A⁻¹Jᵀ (LAPACK) instead of ``inv``."""
+    """(n_c, 3, 3) blocks W_ii = J_i A⁻¹ J_iᵀ: the compiled per-tree kernel, else
+    :meth:`ContactProblem.delassus_diagonal` (the reference) with small problems (n_v ≤ 64) done
+    by one Cholesky solve A⁻¹Jᵀ (LAPACK) instead of ``inv``."""
     n_c, n_v = problem.n_c, problem.n_v
-    if n_c == 0 or n_v > 64:
+    if n_c == 0:
+        return np.zeros((0, 3, 3))
+    if HAVE_NUMBA:
+        return delassus_blocks(problem.A, problem.J, problem.tree_starts, problem.contact_trees)
+    if n_v > 64:
         return problem.delassus_diagonal()
     X = cholesky_solve(cholesky(problem.A), problem.J.T)  # (n_v, 3 n_c) = A⁻¹Jᵀ
     Jc = problem.J.reshape(n_c, 3, n_v)

@@ -26,6 +26,7 @@ from ..errors import ContactSolveError
 from ._blas import blas_threads
 from ._linalg import cholesky, cholesky_solve
 from .contact_problem import ContactProblem, ContactSolver, ContactSolverResult, make_contact_solver
+from ._geometry_kernels import HAVE_NUMBA, contact_jacobian
 from .geometry import tangent_basis
 from .scene import Scene
 
@@ -235,12 +236,12 @@ class Simulator:
             # Velocity of the material points at p: v_o + ω × p, projected on the frame rows f:
             # f·(v_o − p × ω) = f·v_o + (p × f)·ω.
             F = tangent_basis(c.normal)  # (n_c, 3, 3) rows (t1, t2, n)
-            px, py, pz = point[:, 0:1], point[:, 1:2], point[:, 2:3]
-            Fx, Fy, Fz = F[:, :, 0], F[:, :, 1], F[:, :, 2]
-            C = np.stack([py * Fz - pz * Fy, pz * Fx - px * Fz, px * Fy - py * Fx], axis=2)
             Jw = np.reshape(data.J, (6, model.nv))
-            mask = self._slot_support[sb] - self._slot_support[sa]  # (n_c, n_v)
-            J = ((F @ Jw[:3] + C @ Jw[3:]) * mask[:, None, :]).reshape(3 * n_c, model.nv)
+            if HAVE_NUMBA:
+                J = np.empty((3 * n_c, model.nv))
+                contact_jacobian(F, np.ascontiguousarray(point), np.ascontiguousarray(Jw), self._slot_support, sa, sb, J)
+            else:
+                J = self._contact_jacobian_numpy(F, point, Jw, sa, sb)
             k = self._pair_k[pair]
             tau_d = self._pair_tau[pair]
             mu = self._pair_mu[pair]
@@ -254,6 +255,16 @@ class Simulator:
             tree_starts=self._tree_starts, contact_trees=trees, v0=v0.copy(),
         )
         return problem, {"contacts": c, "tau": tau}
+
+    def _contact_jacobian_numpy(self, F: np.ndarray, point: np.ndarray, Jw: np.ndarray, sa: np.ndarray,
+                                sb: np.ndarray) -> np.ndarray:
+        """Reference of the compiled ``contact_jacobian``: (3 n_c, n_v) rows F·J_lin + (p × F)·J_ang,
+        masked by the difference of the two joints' supports."""
+        px, py, pz = point[:, 0:1], point[:, 1:2], point[:, 2:3]
+        Fx, Fy, Fz = F[:, :, 0], F[:, :, 1], F[:, :, 2]
+        C = np.stack([py * Fz - pz * Fy, pz * Fx - px * Fz, px * Fy - py * Fx], axis=2)
+        mask = self._slot_support[sb] - self._slot_support[sa]  # (n_c, n_v)
+        return ((F @ Jw[:3] + C @ Jw[3:]) * mask[:, None, :]).reshape(3 * F.shape[0], -1)
 
     # ------------------------------------------------------------------ stepping
     def step(self) -> ContactSolverResult:
