@@ -382,3 +382,20 @@ def test_delassus_kernel_matches_reference(seed, n_trees, n_c):
     dense = p.J @ np.linalg.solve(p.A, p.J.T)
     blocks = np.array([dense[3 * i : 3 * i + 3, 3 * i : 3 * i + 3] for i in range(p.n_c)])
     np.testing.assert_allclose(W, blocks, rtol=1e-9, atol=1e-12)
+
+
+def test_regularization_kernel_matches_numpy_reference():
+    """Compiled eqs. (29)-(30) against the numpy reference, with rigid (k = ∞), compliant and
+    near-rigid contacts mixed."""
+    from plants.sim.sap import _delassus_diagonal, _sap_parameters_numpy
+
+    p = random_problem(41, n_c=9)
+    k = p.stiffness.copy()
+    k[:3] = np.inf
+    k[3:5] = 1e12
+    q = ContactProblem(A=p.A, v_star=p.v_star, J=p.J, phi0=p.phi0, mu=p.mu, stiffness=k, dissipation=p.dissipation,
+                       dt=p.dt, tree_starts=p.tree_starts, contact_trees=p.contact_trees)
+    fast = sap_parameters(q, beta=0.7, sigma=2e-3)
+    ref = _sap_parameters_numpy(q, _delassus_diagonal(q), 0.7, 2e-3)
+    for f in ("R", "v_hat", "mu_tilde2", "mu_hat", "w"):
+        np.testing.assert_allclose(getattr(fast, f), getattr(ref, f), rtol=1e-13, atol=0)

@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - exercised only on installs without num
         return lambda f: f
 
 
-__all__ = ["HAVE_NUMBA", "project_into", "line_search_terms", "delassus_blocks"]
+__all__ = ["HAVE_NUMBA", "project_into", "line_search_terms", "delassus_blocks", "regularization"]
 
 
 @njit(cache=True)
@@ -164,3 +164,34 @@ def delassus_blocks(A, J, tree_starts, contact_trees):  # pragma: no cover - com
                         acc += X[r, k] * J[3 * i + c, a + k]
                     W[i, r, c] += acc
     return W
+
+
+@njit(cache=True)
+def regularization(W, dt, k, tau, phi0, mu, beta, sigma):  # pragma: no cover - compiled
+    """Per-contact R = (R_t, R_t, R_n), v̂, μ̃², μ̂ and w of seed 001 eqs. (29)-(30) from the
+    Delassus blocks ``W`` (n_c, 3, 3). Reference: :func:`plants.sim.sap._sap_parameters_numpy`."""
+    n_c = W.shape[0]
+    R = np.empty((n_c, 3))
+    v_hat = np.zeros((n_c, 3))
+    mu_tilde2 = np.empty(n_c)
+    mu_hat = np.empty(n_c)
+    w = np.empty(n_c)
+    near_rigid = beta * beta / (4.0 * math.pi * math.pi)
+    for i in range(n_c):
+        acc = 0.0
+        for a in range(3):
+            for b in range(3):
+                acc += W[i, a, b] * W[i, a, b]
+        wi = math.sqrt(acc) / 3.0
+        w[i] = wi
+        r_phys = 1.0 / (dt * k[i] * (dt + tau[i]))  # 0 for k = inf
+        Rn = max(near_rigid * wi, r_phys)
+        Rt = sigma * wi
+        R[i, 0] = Rt
+        R[i, 1] = Rt
+        R[i, 2] = Rn
+        v_hat[i, 2] = -phi0[i] / (dt + tau[i])
+        ratio = Rt / Rn
+        mu_tilde2[i] = mu[i] * mu[i] * ratio
+        mu_hat[i] = mu[i] * ratio
+    return R, v_hat, mu_tilde2, mu_hat, w

@@ -23,7 +23,7 @@ from scipy.linalg import LinAlgError
 
 from ._blas import blas_threads
 from ._linalg import cholesky, cholesky_solve
-from ._sap_kernels import HAVE_NUMBA, delassus_blocks, line_search_terms, project_into
+from ._sap_kernels import HAVE_NUMBA, delassus_blocks, line_search_terms, project_into, regularization
 from .contact_problem import (
     ContactProblem,
     ContactSolver,
@@ -119,8 +119,17 @@ def sap_parameters(problem: ContactProblem, beta: float = 1.0, sigma: float = 1e
     R_t = σ w_i,  R_n = max(β²/(4π²) w_i, 1/(δt k (δt + τ_d))),  v̂_n = −φ_0/(δt + τ_d),
     with w_i = ‖W_ii‖_F/3 and W_ii the diagonal 3×3 block of J A⁻¹ Jᵀ (exact per-tree sum).
     """
-    n_c = problem.n_c
     W = _delassus_diagonal(problem)
+    if HAVE_NUMBA:
+        R, v_hat, mu_tilde2, mu_hat, w = regularization(W, float(problem.dt), problem.stiffness, problem.dissipation,
+                                                        problem.phi0, problem.mu, float(beta), float(sigma))
+        return SAPParameters(R=R, v_hat=v_hat, mu_tilde2=mu_tilde2, mu_hat=mu_hat, w=w)
+    return _sap_parameters_numpy(problem, W, beta, sigma)
+
+
+def _sap_parameters_numpy(problem: ContactProblem, W: np.ndarray, beta: float, sigma: float) -> SAPParameters:
+    """Pure-numpy reference of :func:`sap_parameters` from the Delassus blocks ``W``."""
+    n_c = problem.n_c
     w = np.sqrt(np.einsum("cij,cij->c", W, W)) / 3.0
     dt = problem.dt
     k = problem.stiffness

@@ -245,7 +245,9 @@ class Simulator:
             k = self._pair_k[pair]
             tau_d = self._pair_tau[pair]
             mu = self._pair_mu[pair]
-            trees = np.stack([self._slot_tree[sa], self._slot_tree[sb]], axis=1)
+            trees = np.empty((n_c, 2), dtype=np.int64)
+            trees[:, 0] = self._slot_tree[sa]
+            trees[:, 1] = self._slot_tree[sb]
         else:
             J = np.zeros((0, model.nv))
             k, tau_d, mu = np.zeros(0), np.zeros(0), np.zeros(0)
