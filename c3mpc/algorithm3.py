@@ -32,6 +32,8 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from lcs.errors import LCPSolveError
+
 from .c3 import C3
 from .errors import C3ValueError
 from .result import C3Status
@@ -275,7 +277,8 @@ class Plan:
         dt_c: measured wall time of steps 2-3 [s].
         dt_resim: the time step used in step 5 [s] (Δt_c, at least ``min_resim_dt``).
         total_time: wall time of the whole cycle (steps 2-5) [s].
-        status: C3's status.
+        status: C3's status (FAILED if step 5's LCP could not be solved; then x_d, λ_d are
+            NaN and the caller keeps its previous command).
         phase: heuristic phase used.
         ball_targets: (k, 2) desired ball positions of the target generator.
     """
@@ -340,7 +343,13 @@ class Algorithm3Planner:
         self.u_prev = u
         h = max(dt_c, self.min_resim_dt)
         lcs_c = self.plant.lcs(x_hat, u, dt=h)
-        x_d, lam_d = lcs_c.step(x_hat, u)
+        status = res.status
+        try:
+            x_d, lam_d = lcs_c.step(x_hat, u)
+        except LCPSolveError:  # step 5's LCP unsolved: no command from this cycle
+            x_d = np.full(ctrl.n_x, np.nan)
+            lam_d = np.full(ctrl.n_lambda, np.nan)
+            status = C3Status.FAILED
         D = np.asarray(lcs_c.D)
         nx, nl = ctrl.n_x, ctrl.n_lambda
         decided = (np.asarray(res.delta)[:, nx:nx + nl] if res.delta is not None
@@ -348,5 +357,5 @@ class Algorithm3Planner:
         f_on_ee = self.layout.ee_mass * (D[list(self.layout.ee_velocity)] @ lam_d) / h
         return Plan(x_d=x_d, lam_d=lam_d, ee_force=-f_on_ee, u=u, plan_x=np.asarray(res.x),
                     plan_lam=np.asarray(res.lam), decided_lam=decided, dt_c=dt_c, dt_resim=h,
-                    total_time=clock() - t0, status=res.status, phase=pt.phase,
+                    total_time=clock() - t0, status=status, phase=pt.phase,
                     ball_targets=pt.ball_targets)

@@ -54,6 +54,10 @@ __all__ = ["FrankaBallOptions", "FrankaBallLog", "run_franka_ball", "franka_layo
 
 PLANT_FOR_BALLS = {1: "franka-ball", 2: "franka-balls-2", 3: "franka-balls-3"}
 
+TASK_STIFFNESS = 2000.0
+"""Translational stiffness of the task's default impedance [1/s²] (the authors' hardware: 500;
+see docs/franka-ball.md: with 500 the ball left the 2 cm band in our simulated laps)."""
+
 
 @dataclass(frozen=True)
 class FrankaBallOptions:
@@ -65,6 +69,10 @@ class FrankaBallOptions:
         stop_after_lap: single ball: stop once the ball has gone once round the circle.
         noise_std: Gaussian noise on each vision position sample [m] (paper: 0 or 0.001).
         vision_rate_hz: camera rate [Hz] (paper: 80).
+        vision_filter: ``estimators`` filter: "none" (raw positions, finite-difference
+            velocity: the paper's emulation), "lowpass", "kalman", or "auto" ("none" without
+            noise, "kalman" with its measurement σ = ``noise_std`` otherwise: finite differences
+            of 1 mm noise at 80 Hz give ~0.1 m/s velocity noise, see docs/franka-ball.md).
         sim_dt: simulator time step [s].
         solver: contact solver of the simulator ("sap").
         projection: C3 projection (None: the plant's, "miqp" for 1-2 balls, "qp" for 3).
@@ -73,13 +81,19 @@ class FrankaBallOptions:
             projection δ re-rolled through the LCS (False, here: with s <= 6 the QP iterate's λ
             moves the ball without the end effector, see docs/franka-ball.md).
         horizon: N (paper: 5).
-        min_resim_dt: smallest Δt_c of Algorithm 3's step 5 [s] (0: the measured time).
+        min_resim_dt: smallest Δt_c of Algorithm 3's step 5 [s] (0: the measured time, as
+            Algorithm 3; None: one camera period, 1 / vision_rate_hz: with camera-triggered
+            planning a command is held about that long, so x_d is taken at that horizon, see
+            docs/franka-ball.md).
         world: "panda" (the full Panda in the contact simulator) or "model" (the simplified
             model's own LCS as the world, see :class:`_ModelWorld`).
         extrapolate_vision: predict each ball position from its last camera sample to the plan
             time at the estimated velocity (False: use the held sample).
         plan_on_new_sample: start a plan only when a camera sample newer than the last plan's
             has arrived (and the planner is free); False: plan whenever the planner is free.
+        reference: "hold" (the impedance tracks x_d until the next command, Algorithm 3) or
+            "extrapolate" (x_d continued at the planned acceleration u_C3 until the next
+            command).
         acceleration_feedforward: add the operational-space term J_fᵀ Λ u_C3 (u_C3 is the
             simplified model's end-effector acceleration) to eq. (36); False: eq. (36) exactly
             (docs/franka-ball.md: then the arm gets only about B·Δt_c of C3's acceleration).
@@ -90,9 +104,12 @@ class FrankaBallOptions:
             docs/franka-ball.md).
         gait: the end-effector heuristic (:class:`GaitOptions`).
         center, radius, lead_angle_deg: the circle of eq. (25).
-        line_dy: multi-ball d_y [m]; line_distance: how far every ball must advance along +y [m].
+        line_dy: multi-ball d_y [m]; line_distance: how far every ball must advance along +y [m]
+            (the line task is complete when every ball has advanced that far while all are
+            within ``band`` of the line x = x_c).
         band: half-width of the error band [m] (paper: 2 cm).
-        impedance: :class:`plants.impedance.ImpedanceGains` (None: defaults; the feed-forward is
+        impedance: :class:`plants.impedance.ImpedanceGains` (None: the authors' gains with the
+            translational stiffness raised to :data:`TASK_STIFFNESS`; the force feed-forward is
             off for more than one ball, as in the paper's 2-ball example).
         seed: vision-noise seed.
         settle_time: seconds the arm holds its start pose before the first plan.
@@ -103,17 +120,19 @@ class FrankaBallOptions:
     stop_after_lap: bool = True
     noise_std: float = 0.0
     vision_rate_hz: float = 80.0
+    vision_filter: str = "auto"
     sim_dt: float = 0.002
     solver: str = "sap"
     projection: str | None = None
     admm_iter: int = 4
     end_on_qp_step: bool = False
     horizon: int = 5
-    min_resim_dt: float = 0.0
+    min_resim_dt: float | None = 0.0
     acceleration_feedforward: bool = True
     world: str = "panda"
     extrapolate_vision: bool = True
     plan_on_new_sample: bool = True
+    reference: str = "hold"
     ball_velocity_weight: float = 10.0
     phase2_ee_weight: float = 5000.0
     input_limit: float | None = 5.0
@@ -129,6 +148,9 @@ class FrankaBallOptions:
     settle_time: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.reference not in ("hold", "extrapolate"):
+            raise C3ValueError(f"reference must be 'hold' or 'extrapolate', got "
+                               f"{self.reference!r}")
         if self.world not in ("panda", "model"):
             raise C3ValueError(f"world must be 'panda' or 'model', got {self.world!r}")
         if self.n_balls not in PLANT_FOR_BALLS:
@@ -138,7 +160,8 @@ class FrankaBallOptions:
         for name in ("sim_dt", "vision_rate_hz", "band", "radius"):
             if not (getattr(self, name) > 0):
                 raise C3ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if not (self.noise_std >= 0 and self.min_resim_dt >= 0 and self.settle_time >= 0):
+        if not (self.noise_std >= 0 and (self.min_resim_dt or 0.0) >= 0
+                and self.settle_time >= 0):
             raise C3ValueError("noise_std, min_resim_dt and settle_time must be >= 0")
 
     @property
@@ -259,7 +282,8 @@ def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, 
         y0 = layout.balls(d.x0)[:, 1]
         target = LineTarget(template, layout, x_c=o.center[0], dy=o.line_dy, y_start=y0,
                             y_end=float(y0.max() + o.line_distance + 0.02), gait=o.gait)
-    return Algorithm3Planner(plant, ctrls, target, layout, min_resim_dt=o.min_resim_dt), opts
+    h = 1.0 / o.vision_rate_hz if o.min_resim_dt is None else o.min_resim_dt
+    return Algorithm3Planner(plant, ctrls, target, layout, min_resim_dt=h), opts
 
 
 def _quat_to_R(qxyzw: np.ndarray) -> np.ndarray:
@@ -302,7 +326,15 @@ def _default_vision(o: FrankaBallOptions, i: int) -> Any:
     from estimators import BallTrackerOptions, EmulatedBallVision
     from plants.models.franka_ball import BALL_RADIUS
 
-    opts = BallTrackerOptions(filter="none", velocity_cutoff_hz=None, radius=BALL_RADIUS)
+    f = o.vision_filter
+    if f == "auto":
+        f = "none" if o.noise_std == 0 else "kalman"
+    kw: dict[str, Any] = dict(filter=f, radius=BALL_RADIUS)
+    if f == "none":
+        kw["velocity_cutoff_hz"] = None
+    if f == "kalman" and o.noise_std > 0:
+        kw["kalman_measurement_std"] = o.noise_std
+    opts = BallTrackerOptions(**kw)
     return EmulatedBallVision(opts, rate_hz=o.vision_rate_hz, noise_std=o.noise_std,
                               rng=np.random.default_rng([o.seed, i]))
 
@@ -339,7 +371,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
     balls0 = layout.balls(x0)
     gains = o.impedance
     if gains is None:
-        gains = ImpedanceGains(feedforward=(k == 1))
+        gains = ImpedanceGains(translational_stiffness=TASK_STIFFNESS, feedforward=(k == 1))
     world = (_PandaWorld(o, gains, ee0, balls0) if o.world == "panda"
              else _ModelWorld(o, gains, plant, layout))
     cmd = world.cmd
@@ -393,7 +425,8 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
                 lap_time = t
         else:
             adv = balls[:, 1] - balls0[:, 1]
-            if done_time is None and np.all(adv >= o.line_distance):
+            on_line = np.all(np.abs(balls[:, 0] - o.center[0]) <= o.band)
+            if done_time is None and np.all(adv >= o.line_distance) and on_line:
                 done_time = t
         if pending is not None and t >= pending[0] - 1e-12:
             cmd.update(pending[1])
@@ -409,7 +442,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
             if plan.status.ok:
                 new = {"p": plan.x_d[list(layout.ee_position)].copy(),
                        "v": plan.x_d[list(layout.ee_velocity)].copy(),
-                       "f": plan.ee_force.copy(), "a": plan.u[:3].copy()}
+                       "f": plan.ee_force.copy(), "a": plan.u[:3].copy(), "t0": t_act}
                 if not (np.all(np.isfinite(new["p"])) and np.all(np.isfinite(new["f"]))):
                     new = None
             else:
@@ -474,6 +507,19 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         wall_time=time.perf_counter() - wall0, info=info)
 
 
+def _initial_command(ee0: np.ndarray) -> dict[str, Any]:
+    return {"p": ee0.copy(), "v": np.zeros(3), "f": np.zeros(3), "a": np.zeros(3), "t0": 0.0}
+
+
+def _reference(cmd: dict[str, Any], t: float, extrapolate: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The impedance reference at time t: x_d held, or x_d continued at the planned
+    acceleration u_C3 from its activation time (``reference="extrapolate"``)."""
+    if not extrapolate:
+        return cmd["p"], cmd["v"]
+    h = max(0.0, t - cmd["t0"])
+    return cmd["p"] + h * cmd["v"] + 0.5 * h * h * cmd["a"], cmd["v"] + h * cmd["a"]
+
+
 class _PandaWorld:
     """The full Panda + balls in ``plants.sim``, arm torques from eq. (36)."""
 
@@ -488,12 +534,14 @@ class _PandaWorld:
         scene = build_franka_ball_scene(q_arm0, balls0)
         self.imp = imp = TaskSpaceImpedance(arm, EE_FRAME, gains, q_nullspace=q_arm0)
         _, R0, _, _ = imp.frame_state(q_arm0, np.zeros(N_ARM))
-        self.cmd = cmd = {"p": ee0.copy(), "v": np.zeros(3), "f": np.zeros(3), "a": np.zeros(3)}
+        self.cmd = cmd = _initial_command(ee0)
         acc = o.acceleration_feedforward
+        extrapolate = o.reference == "extrapolate"
 
         def controller(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
             tau = np.zeros(v.shape[0])
-            tau[:N_ARM] = imp.torque(q[:N_ARM], v[:N_ARM], cmd["p"], cmd["v"], R0, cmd["f"],
+            p_r, v_r = _reference(cmd, t, extrapolate)
+            tau[:N_ARM] = imp.torque(q[:N_ARM], v[:N_ARM], p_r, v_r, R0, cmd["f"],
                                       cmd["a"] if acc else None)
             return tau
 
@@ -535,7 +583,7 @@ class _ModelWorld:
         self.x = np.array(plant.defaults.x0, float)
         self.t = 0.0
         ee0 = layout.ee(self.x)
-        self.cmd = {"p": ee0.copy(), "v": np.zeros(3), "f": np.zeros(3), "a": np.zeros(3)}
+        self.cmd = _initial_command(ee0)
         self.description = (f"the simplified model {plant.name} (LCS re-linearised and stepped "
                             f"every {o.sim_dt} s; end effector = point mass {layout.ee_mass} kg "
                             "under the impedance law)")
@@ -555,7 +603,8 @@ class _ModelWorld:
     def step(self) -> None:
         g, c = self.g, self.cmd
         p, v = self.ee_state()
-        a = g.translational_stiffness * (c["p"] - p) + g.translational_damping * (c["v"] - v)
+        p_r, v_r = _reference(c, self.t, self.o.reference == "extrapolate")
+        a = g.translational_stiffness * (p_r - p) + g.translational_damping * (v_r - v)
         if self.o.acceleration_feedforward:
             a = a + c["a"]
         if g.feedforward:

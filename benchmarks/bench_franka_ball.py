@@ -1,0 +1,140 @@
+"""Benchmark the Franka ball closed loop (issue 7): controller rate and tracking, in the loop.
+
+Configurations (each one closed-loop run of ``c3mpc.tasks_franka.run_franka_ball``: C3 /
+Algorithm 3 on the simplified model, full Panda in ``plants.sim`` under the impedance law,
+emulated 80 Hz vision; defaults of ``FrankaBallOptions``):
+
+* 1 ball, circle, MIQP projection (paper: C3 ~73 Hz, N = 5, s = 2; in the 2 cm band "always");
+* 1 ball with 1 mm vision noise (paper: ~75% in the band);
+* 2 balls, line, MIQP (paper: ~40 Hz, task succeeds);
+* 3 balls, line, Anitescu, convex "qp" projection (paper: ~100 Hz, succeeds) and MIQP
+  projection (paper: ~30 Hz, fails).
+
+Reported per run: ``controller_rate_hz`` (1 / median measured Algorithm 3 cycle: LCS, C3,
+re-simulation), ``plans_per_simulated_second`` (how often it actually planned in the loop:
+once per camera sample at most), C3's median solve time, band fraction, max error, task
+completion. The paper's numbers are the peer (i7-11800H, Drake); ours are measured here, with
+the machine in the JSON. The machine is shared (2 cores): rates move with its load.
+
+Writes ``benchmarks/results/bench_franka_ball.json`` and the ``bench_franka_ball`` section of
+``docs/BENCHMARKS.md`` (only that section is replaced).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from c3mpc.tasks_franka import FrankaBallOptions, run_franka_ball, summarize  # noqa: E402
+
+JSON_PATH = ROOT / "benchmarks" / "results" / "bench_franka_ball.json"
+MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
+START, END = "<!-- bench_franka_ball:start -->", "<!-- bench_franka_ball:end -->"
+
+RUNS = [
+    # name, options, paper rate [Hz], paper outcome
+    ("1 ball, circle", dict(n_balls=1), 73.0, "always in the 2 cm band"),
+    ("1 ball, 1 mm noise", dict(n_balls=1, noise_std=0.001, seed=1), 73.0, "~75% in the band"),
+    ("2 balls, line (MIQP)", dict(n_balls=2), 40.0, "succeeds"),
+    ("3 balls, line (qp)", dict(n_balls=3), 100.0, "succeeds"),
+    ("3 balls, line (MIQP)", dict(n_balls=3, projection="miqp"), 30.0, "fails"),
+]
+
+
+def run_all(duration: float | None) -> list[dict[str, Any]]:
+    out = []
+    for name, kw, paper_hz, paper_outcome in RUNS:
+        o = FrankaBallOptions(duration=duration, **kw) if duration else FrankaBallOptions(**kw)
+        print(f"  {name} ...", flush=True)
+        s = summarize(run_franka_ball(o))
+        out.append({
+            "name": name, "paper_rate_hz": paper_hz, "paper_outcome": paper_outcome,
+            "projection": s["c3_options"]["projection"], "plant": s["plant"],
+            "simulated_time_s": s["simulated_time_s"], "wall_time_s": s["wall_time_s"],
+            "controller_rate_hz": s["controller_rate_hz"],
+            "plans_per_simulated_second": s["plans_per_simulated_second"],
+            "solve_time_median_s": s["solve_time_median_s"],
+            "plan_time_p95_s": s["plan_time_p95_s"],
+            "band_fraction": s["band_fraction"], "max_error_m": s["max_error_m"],
+            "task_completed": s["task_completed"], "lap_angle_deg": s["lap_angle_deg"],
+            "ball_advance_m": s["ball_advance_m"], "failed_plans": s["failed_plans"],
+        })
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    lines = [
+        START,
+        "## Franka ball closed loop (`benchmarks/bench_franka_ball.py`)",
+        "",
+        f"{result['timestamp']}, {m['processor']} ({m['cpus']} CPUs, shared), Python "
+        f"{m['python']}; each row one closed-loop run (full Panda in `plants.sim`, C3 on the "
+        f"simplified model, 80 Hz emulated vision), {result['duration_note']}. Peer: the "
+        "paper's numbers (i7-11800H, Drake).",
+        "",
+        "| run | projection | controller rate [Hz] (paper) | plans / sim s | C3 median [ms] "
+        "| in 2 cm band | max error [cm] | completed (paper) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["runs"]:
+        lines.append(
+            f"| {r['name']} | {r['projection']} | {r['controller_rate_hz']:.0f} "
+            f"({r['paper_rate_hz']:.0f}) | {r['plans_per_simulated_second']:.0f} | "
+            f"{r['solve_time_median_s'] * 1e3:.1f} | {r['band_fraction'] * 100:.1f}% | "
+            f"{r['max_error_m'] * 100:.1f} | {r['task_completed']} ({r['paper_outcome']}) |")
+    lines += ["", "Controller rate = 1 / median Algorithm 3 cycle (LCS + C3 + re-simulation), "
+              "measured in the loop; the loop plans at most once per camera sample.", END]
+    return "\n".join(lines)
+
+
+def write_markdown(section: str, path: Path = MD_PATH) -> None:
+    """Insert or replace this benchmark's section of ``path``, leaving the rest untouched."""
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        _, tail = rest.split(END, 1)
+        text = head + section + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=float, default=None,
+                    help="simulated seconds per run (default: the task's limit; 1 ball stops "
+                    "after a lap)")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    args = ap.parse_args(argv)
+    result = {
+        "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {"platform": platform.platform(), "python": platform.python_version(),
+                    "processor": platform.processor() or platform.machine(),
+                    "cpus": os.cpu_count()},
+        "duration_note": (f"{args.duration:g} s simulated each" if args.duration else
+                          "1 ball: until one lap (at most 60 s), line: at most 30 s"),
+        "runs": run_all(args.duration),
+    }
+    md = markdown(result)
+    print(md)
+    if not args.no_write:
+        JSON_PATH.parent.mkdir(parents=True, exist_ok=True)
+        JSON_PATH.write_text(json.dumps(result, indent=2))
+        write_markdown(md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
