@@ -202,7 +202,8 @@ def test_solvers_agree_on_random_rigid_problems():
         ref = CANALSolver(warm_start=False).solve(p)
         assert ref.status is ContactSolverStatus.SOLVED and ref.residual <= 1e-8
         scale = np.abs(ref.gamma).max()
-        for solver in (SubADMMSolver(max_iterations=3000, warm_start=False),
+        for solver in (CANALSolver(penalty_scaling="delassus", warm_start=False),
+                       SubADMMSolver(max_iterations=3000, warm_start=False),
                        SubADMMSolver(variant="no_sub", max_iterations=3000, warm_start=False),
                        PGSSolver(max_iterations=3000, warm_start=False)):
             r = solver.solve(p)
@@ -257,7 +258,7 @@ def test_budget_exhaustion_gives_a_status_not_garbage(name):
 
 @pytest.mark.parametrize("name, bad, match", [
     ("canal", {"beta0": -1.0}, "beta0"), ("canal", {"kappa": 1.0}, "kappa"), ("canal", {"zeta": 1.5}, "zeta"),
-    ("canal", {"theta": 1.0}, "theta"), ("subadmm", {"variant": "body"}, "variant"),
+    ("canal", {"theta": 1.0}, "theta"), ("canal", {"penalty_scaling": "x"}, "penalty_scaling"), ("subadmm", {"variant": "body"}, "variant"),
     ("subadmm", {"gamma": 0.5}, "gamma"), ("nsn", {"ncp": "cp"}, "ncp"), ("nsn", {"step": 0.0}, "step"),
     ("pgs", {"max_iterations": 0}, "max_iterations"), ("pgs", {"tol": float("nan")}, "tol"),
 ])
