@@ -26,12 +26,21 @@ def closed_form_contacts(pairs_a, pairs_b, kinds, R, p, radius, rad, half, margi
     """Broad + narrow phase of the closed-form pairs, in the order given.
 
     Args:
-        pairs_a, pairs_b: (n_p,) geometry indices of the pairs (a = half-space/box/sphere, b = sphere).
+        pairs_a: (n_p,) geometry a of each pair (half-space, box or sphere).
+        pairs_b: (n_p,) geometry b of each pair (a sphere).
         kinds: (n_p,) 0 = half-space/sphere, 1 = sphere/sphere, 2 = box/sphere.
-        R, p: (n_g, 3, 3), (n_g, 3) world poses of the geometries.
-        radius: (n_g,) bounding radii; rad: (n_g,) sphere radii; half: (n_g, 3) box half extents.
+        R: (n_g, 3, 3) world orientations of the geometries.
+        p: (n_g, 3) world positions [m].
+        radius: (n_g,) bounding radii [m].
+        rad: (n_g,) sphere radii [m] (0 for other shapes).
+        half: (n_g, 3) box half extents [m].
         margin: detection margin [m].
-        phi, normal, pa, pb, ia, ib: output buffers of length ≥ n_p.
+        phi: output (≥ n_p,) signed distances.
+        normal: output (≥ n_p, 3) unit normals from a to b.
+        pa: output (≥ n_p, 3) witness points on a.
+        pb: output (≥ n_p, 3) witness points on b.
+        ia: output (≥ n_p,) geometry a of each contact.
+        ib: output (≥ n_p,) geometry b of each contact.
 
     Returns:
         The number of contacts written (signed distance < margin).
@@ -137,9 +146,11 @@ def closed_form_contacts(pairs_a, pairs_b, kinds, R, p, radius, rad, half, margi
 
 @njit(cache=True)
 def tangent_frames(nrm, out):  # pragma: no cover - compiled
-    """Contact frames with rows (t1, t2, n) into ``out`` (n_c, 3, 3); same construction as
-    :func:`plants.sim.geometry.tangent_basis_numpy` (t1 = e × n normalized, e the world axis
-    least aligned with n, first minimum; t2 = n × t1)."""
+    """Contact frames with rows (t1, t2, n) into ``out`` (n_c, 3, 3).
+
+    Same construction as :func:`plants.sim.geometry.tangent_basis_numpy`: t1 = e × n normalized,
+    e the world axis least aligned with n (first minimum); t2 = n × t1.
+    """
     for k in range(nrm.shape[0]):
         n0 = nrm[k, 0]
         n1 = nrm[k, 1]
@@ -170,7 +181,7 @@ def tangent_frames(nrm, out):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def contact_jacobian(F, point, Jw, support, slot_a, slot_b, out):  # pragma: no cover - compiled
-    """Contact Jacobian rows ``out`` (3 n_c, n_v), zero outside the supports.
+    """Contact Jacobian rows into ``out`` (3 n_c, n_v), zero outside the supports.
 
     Row r of contact i: f·(v_o,b − v_o,a) + (p × f)·(ω_b − ω_a) with f = F[i, r] (frame row), p the
     contact point and the world-frame joint Jacobians data.J restricted column-wise to each joint's

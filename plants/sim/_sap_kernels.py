@@ -34,9 +34,10 @@ __all__ = ["HAVE_NUMBA", "project_into", "line_search_terms", "delassus_blocks",
 
 
 @njit(cache=True)
-def project_into(y, R, mu, mu_hat, mu_tilde2, want_hessian, gamma, G):  # pragma: no cover - compiled
-    """R-norm projection γ = P_F(y) per contact (seed 001 App. C) and, if ``want_hessian``,
-    G_i = ∂P/∂y R_i⁻¹ (App. D), written into ``gamma`` (n_c, 3) and ``G`` (n_c, 3, 3).
+def project_into(y, R, mu, mu_hat, mu_tilde2, want_hessian, gamma, G):  # pragma: no cover
+    """R-norm projection γ = P_F(y) per contact (seed 001 App. C), and G_i = ∂P/∂y R_i⁻¹ (App. D).
+
+    Written into ``gamma`` (n_c, 3) and, if ``want_hessian``, ``G`` (n_c, 3, 3).
 
     Same regions and boundaries as the numpy reference: stiction ``y_r ≤ μ y_n`` and ``y_n ≥ 0``;
     no contact ``y_n ≤ −μ̂ y_r``; sliding otherwise.
@@ -96,7 +97,7 @@ def project_into(y, R, mu, mu_hat, mu_tilde2, want_hessian, gamma, G):  # pragma
 
 
 @njit(cache=True)
-def line_search_terms(alpha, vc0, dvc, v_hat, R, mu, mu_hat, mu_tilde2, want_hessian):  # pragma: no cover
+def line_search_terms(alpha, vc0, dvc, v_hat, R, mu, mu_hat, mu_tilde2, want_hessian):  # noqa: D417
     """Contact terms of ℓ(α) = ℓ_p(v + αΔv) along a Newton direction (seed 001 §IV-B).
 
     With y(α) = −R⁻¹(v_c0 + αΔv_c − v̂) and γ(α) = P_F(y(α)), returns
@@ -168,8 +169,11 @@ def delassus_blocks(A, J, tree_starts, contact_trees):  # pragma: no cover - com
 
 @njit(cache=True)
 def regularization(W, dt, k, tau, phi0, mu, beta, sigma):  # pragma: no cover - compiled
-    """Per-contact R = (R_t, R_t, R_n), v̂, μ̃², μ̂ and w of seed 001 eqs. (29)-(30) from the
-    Delassus blocks ``W`` (n_c, 3, 3). Reference: :func:`plants.sim.sap._sap_parameters_numpy`."""
+    """Per-contact R = (R_t, R_t, R_n), v̂, μ̃², μ̂ and w of seed 001 eqs. (29)-(30).
+
+    From the Delassus blocks ``W`` (n_c, 3, 3).
+    Reference: :func:`plants.sim.sap._sap_parameters_numpy`.
+    """
     n_c = W.shape[0]
     R = np.empty((n_c, 3))
     v_hat = np.zeros((n_c, 3))

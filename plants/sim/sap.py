@@ -23,7 +23,13 @@ from scipy.linalg import LinAlgError
 
 from ._blas import blas_threads
 from ._linalg import cholesky, cholesky_solve
-from ._sap_kernels import HAVE_NUMBA, delassus_blocks, line_search_terms, project_into, regularization
+from ._sap_kernels import (
+    HAVE_NUMBA,
+    delassus_blocks,
+    line_search_terms,
+    project_into,
+    regularization,
+)
 from .contact_problem import (
     ContactProblem,
     ContactSolver,
@@ -149,7 +155,8 @@ def _sap_parameters_numpy(problem: ContactProblem, W: np.ndarray, beta: float, s
 def _delassus_diagonal(problem: ContactProblem) -> np.ndarray:
     """(n_c, 3, 3) blocks W_ii = J_i A⁻¹ J_iᵀ: the compiled per-tree kernel, else
     :meth:`ContactProblem.delassus_diagonal` (the reference) with small problems (n_v ≤ 64) done
-    by one Cholesky solve A⁻¹Jᵀ (LAPACK) instead of ``inv``."""
+    by one Cholesky solve A⁻¹Jᵀ (LAPACK) instead of ``inv``.
+    """
     n_c, n_v = problem.n_c, problem.n_v
     if n_c == 0:
         return np.zeros((0, 3, 3))

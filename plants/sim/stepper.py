@@ -24,9 +24,9 @@ import numpy as np
 
 from ..errors import ContactSolveError
 from ._blas import blas_threads
+from ._geometry_kernels import HAVE_NUMBA, contact_jacobian
 from ._linalg import cholesky, cholesky_solve
 from .contact_problem import ContactProblem, ContactSolver, ContactSolverResult, make_contact_solver
-from ._geometry_kernels import HAVE_NUMBA, contact_jacobian
 from .geometry import tangent_basis
 from .scene import Scene
 
@@ -261,7 +261,8 @@ class Simulator:
     def _contact_jacobian_numpy(self, F: np.ndarray, point: np.ndarray, Jw: np.ndarray, sa: np.ndarray,
                                 sb: np.ndarray) -> np.ndarray:
         """Reference of the compiled ``contact_jacobian``: (3 n_c, n_v) rows F·J_lin + (p × F)·J_ang,
-        masked by the difference of the two joints' supports."""
+        masked by the difference of the two joints' supports.
+        """
         px, py, pz = point[:, 0:1], point[:, 1:2], point[:, 2:3]
         Fx, Fy, Fz = F[:, :, 0], F[:, :, 1], F[:, :, 2]
         C = np.stack([py * Fz - pz * Fy, pz * Fx - px * Fz, px * Fy - py * Fx], axis=2)
@@ -271,7 +272,8 @@ class Simulator:
     # ------------------------------------------------------------------ stepping
     def step(self) -> ContactSolverResult:
         """Advance one step; raises :class:`plants.errors.ContactSolveError` if the solver fails
-        (the state is then left unchanged and the error carries the step's problem)."""
+        (the state is then left unchanged and the error carries the step's problem).
+        """
         with blas_threads(self.blas_threads):
             problem, info = self.contact_problem()
             result = self.solver.solve(problem)
