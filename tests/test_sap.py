@@ -399,3 +399,18 @@ def test_regularization_kernel_matches_numpy_reference():
     ref = _sap_parameters_numpy(q, _delassus_diagonal(q), 0.7, 2e-3)
     for f in ("R", "v_hat", "mu_tilde2", "mu_hat", "w"):
         np.testing.assert_allclose(getattr(fast, f), getattr(ref, f), rtol=1e-13, atol=0)
+
+
+def test_unvalidated_problem_with_nan_gives_a_status_not_a_result():
+    """The stepper's trusted problems skip validation: a NaN that reaches SAP anyway (e.g. from
+    the free motion) must come back as NUMERICAL_ERROR, never as silent numbers."""
+    p = random_problem(51)
+    v_star = p.v_star.copy()
+    v_star[0] = np.nan
+    q = ContactProblem.trusted(
+        A=p.A.copy(), v_star=v_star, J=p.J.copy(), phi0=p.phi0.copy(), mu=p.mu.copy(),
+        stiffness=p.stiffness.copy(), dissipation=p.dissipation.copy(), dt=p.dt,
+        tree_starts=p.tree_starts.copy(), contact_trees=p.contact_trees.copy(), v0=p.v0.copy() * 0,
+    )
+    res = SAPSolver().solve(q)
+    assert res.status == ContactSolverStatus.NUMERICAL_ERROR and not res.ok

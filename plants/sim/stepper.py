@@ -171,7 +171,6 @@ class Simulator:
         self._pair_mu = scene.pair_mu.reshape(-1)
         self._tree_starts = np.array(scene.tree_starts, dtype=np.int64)
         self._tree_starts.flags.writeable = False
-        self._no_contacts = (np.zeros((0, nv)), np.zeros(0), np.zeros((0, 2), dtype=np.int64))
 
     # ------------------------------------------------------------------ dynamics pieces
     def _mass(self, q: np.ndarray) -> np.ndarray:
