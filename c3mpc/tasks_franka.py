@@ -89,6 +89,9 @@ class FrankaBallOptions:
             model's own LCS as the world, see :class:`_ModelWorld`).
         extrapolate_vision: predict each ball position from its last camera sample to the plan
             time at the estimated velocity (False: use the held sample).
+        ball_on_table: use z = r (the table plane) for the ball centre in x̂ and zero vertical
+            velocity, instead of the camera's z (the hardware cameras place the ball on that
+            plane anyway); otherwise z noise fakes ball-table penetration.
         plan_on_new_sample: start a plan only when a camera sample newer than the last plan's
             has arrived (and the planner is free); False: plan whenever the planner is free.
         reference: "hold" (the impedance tracks x_d until the next command, Algorithm 3) or
@@ -131,6 +134,7 @@ class FrankaBallOptions:
     acceleration_feedforward: bool = True
     world: str = "panda"
     extrapolate_vision: bool = True
+    ball_on_table: bool = True
     plan_on_new_sample: bool = True
     reference: str = "hold"
     ball_velocity_weight: float = 10.0
@@ -296,7 +300,8 @@ def _quat_to_R(qxyzw: np.ndarray) -> np.ndarray:
 
 
 def _estimate_vector(plant: Any, layout: BallTaskLayout, ee_p: np.ndarray, ee_v: np.ndarray,
-                     est: list[Any], t: float | None = None) -> np.ndarray:
+                     est: list[Any], t: float | None = None,
+                     ball_on_table: bool = True) -> np.ndarray:
     """x̂ of the simplified model from the end-effector state and the vision estimates; with
     ``t``, ball positions are extrapolated at constant velocity from the sample time to t."""
     if t is not None:
@@ -308,6 +313,9 @@ def _estimate_vector(plant: Any, layout: BallTaskLayout, ee_p: np.ndarray, ee_v:
     if plant.name == "franka-ball":
         s = est[0]
         x[3:6] = s.position
+        if ball_on_table:  # the ball centre lies on the plane z = r (as the cameras' "plane"
+            x[5] = layout.ball_radius  # depth method assumes); z noise would fake contacts
+            x[15] = 0.0
         w, qx, qy, qz = s.orientation
         x[6:10] = (qx, qy, qz, w)
         x[13:16] = s.velocity
@@ -435,7 +443,8 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         if (t >= next_plan_t - 1e-12 and all(s.valid for s in est)
                 and (fresh or not o.plan_on_new_sample)):
             last_sample_t = max(s.t for s in est)
-            x_hat = _estimate_vector(plant, layout, p_ee, v_ee, est, t if o.extrapolate_vision else None)
+            x_hat = _estimate_vector(plant, layout, p_ee, v_ee, est,
+                                     t if o.extrapolate_vision else None, o.ball_on_table)
             plan = planner.plan(x_hat, t)
             steps_late = max(1, int(math.ceil(plan.total_time / o.sim_dt - 1e-9)))
             t_act = t + steps_late * o.sim_dt
