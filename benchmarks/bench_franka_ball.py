@@ -68,6 +68,7 @@ def run_all(duration: float | None) -> list[dict[str, Any]]:
             "band_fraction": s["band_fraction"], "max_error_m": s["max_error_m"],
             "task_completed": s["task_completed"], "lap_angle_deg": s["lap_angle_deg"],
             "ball_advance_m": s["ball_advance_m"], "failed_plans": s["failed_plans"],
+            "sim_error": s["sim_error"],
         })
     return out
 
@@ -88,13 +89,19 @@ def markdown(result: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in result["runs"]:
+        err = r["max_error_m"]
+        err_s = f"{err * 100:.1f}" if err < 10.0 else "diverged"
         lines.append(
             f"| {r['name']} | {r['projection']} | {r['controller_rate_hz']:.0f} "
             f"({r['paper_rate_hz']:.0f}) | {r['plans_per_simulated_second']:.0f} | "
             f"{r['solve_time_median_s'] * 1e3:.1f} | {r['band_fraction'] * 100:.1f}% | "
-            f"{r['max_error_m'] * 100:.1f} | {r['task_completed']} ({r['paper_outcome']}) |")
+            f"{err_s} | {r['task_completed']} ({r['paper_outcome']})"
+            + (" — simulator stopped: SAP failure" if r["sim_error"] else "") + " |")
     lines += ["", "Controller rate = 1 / median Algorithm 3 cycle (LCS + C3 + re-simulation), "
-              "measured in the loop; the loop plans at most once per camera sample.", END]
+              "measured in the loop; the loop plans at most once per camera sample. Completed: "
+              "one lap (1 ball; a lap takes 53-61 s, longer than a 20 s run) or every ball "
+              "0.1 m along +y while on the line (2-3 balls). Full laps: docs/franka-ball.md.",
+              END]
     return "\n".join(lines)
 
 
@@ -117,7 +124,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="simulated seconds per run (default: the task's limit; 1 ball stops "
                     "after a lap)")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--render", action="store_true", help="rewrite the markdown section from "
+                    "the saved JSON without running")
     args = ap.parse_args(argv)
+    if args.render:
+        md = markdown(json.loads(JSON_PATH.read_text()))
+        print(md)
+        write_markdown(md)
+        return 0
     result = {
         "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": {"platform": platform.platform(), "python": platform.python_version(),

@@ -93,6 +93,8 @@ def _live_updater(viewer: Any) -> Any:
 def _print_summary(s: dict[str, Any]) -> None:
     print(f"  simulated {s['simulated_time_s']:.2f} s in {s['wall_time_s']:.1f} s wall; "
           f"{s['simulated']}")
+    if s.get("sim_error"):
+        print(f"  SIMULATION STOPPED: {s['sim_error']}")
     if s["n_balls"] == 1:
         lap = (f"lap completed in {s['lap_time_s']:.1f} s" if s["lap_completed"] else
                f"lap not completed ({s['lap_angle_deg']:.0f} deg of 360)")

@@ -203,7 +203,8 @@ class FrankaBallLog:
             > ``contact_threshold``).
         plan_x_d: (P, 3) x_d's end-effector position.
         wall_time: total wall time of the run [s].
-        info: options, plant, lap/completion data.
+        info: options, plant, lap/completion data, ``sim_error`` (the simulator's error message
+            if it failed; the log then ends at that step).
     """
 
     t: np.ndarray
@@ -413,6 +414,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
     last_print = wall0
     i_end = n_steps
     last_sample_t = -math.inf
+    sim_error = None
     r_sum = layout.ee_radius + layout.ball_radius
     for i in range(n_steps + 1):
         t = world.t
@@ -474,7 +476,12 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         if i == n_steps or stop:
             i_end = i
             break
-        world.step()
+        try:
+            world.step()
+        except Exception as e:  # noqa: BLE001 - e.g. plants.errors.ContactSolveError
+            sim_error = f"{type(e).__name__}: {e}"
+            i_end = i
+            break
         if progress and time.perf_counter() - last_print > 1.0:
             last_print = time.perf_counter()
             extra = (f"lap {math.degrees(lap_angle):5.0f} deg" if o.n_balls == 1 else
@@ -500,7 +507,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
                                                   if k_ != "extra"},
         "impedance": dataclasses.asdict(gains), "lap_time_s": lap_time,
         "lap_angle_deg": math.degrees(lap_angle), "line_done_time_s": done_time,
-        "ball_start": balls0.tolist(), "ee_start": ee0.tolist(),
+        "ball_start": balls0.tolist(), "ee_start": ee0.tolist(), "sim_error": sim_error,
         "simulated": world.description,
     }
     return FrankaBallLog(
@@ -704,6 +711,7 @@ def summarize(log: FrankaBallLog) -> dict[str, Any]:
         "plan_time_p95_s": float(np.percentile(pt, 95)) if n_plans else float("nan"),
         "solve_time_median_s": float(np.median(log.solve_time)) if n_plans else float("nan"),
         "failed_plans": int(np.sum(log.plan_status >= 3)),
+        "sim_error": log.info.get("sim_error"),
         "lap_completed": log.info.get("lap_time_s") is not None,
         "lap_time_s": log.info.get("lap_time_s"),
         "lap_angle_deg": log.info.get("lap_angle_deg"),
@@ -717,7 +725,9 @@ def summarize(log: FrankaBallLog) -> dict[str, Any]:
         "c3_options": log.info["c3_options"],
         "impedance": log.info["impedance"],
     }
-    if s["n_balls"] == 1:
+    if s["sim_error"]:
+        s["task_completed"] = False
+    elif s["n_balls"] == 1:
         s["task_completed"] = s["lap_completed"]
     else:
         s["task_completed"] = log.info.get("line_done_time_s") is not None
