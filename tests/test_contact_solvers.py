@@ -258,7 +258,8 @@ def test_budget_exhaustion_gives_a_status_not_garbage(name):
 
 @pytest.mark.parametrize("name, bad, match", [
     ("canal", {"beta0": -1.0}, "beta0"), ("canal", {"kappa": 1.0}, "kappa"), ("canal", {"zeta": 1.5}, "zeta"),
-    ("canal", {"theta": 1.0}, "theta"), ("canal", {"penalty_scaling": "x"}, "penalty_scaling"), ("subadmm", {"variant": "body"}, "variant"),
+    ("canal", {"theta": 1.0}, "theta"), ("canal", {"penalty_scaling": "x"}, "penalty_scaling"),
+    ("canal", {"p_relaxation": 0.0}, "p_relaxation"), ("subadmm", {"variant": "body"}, "variant"),
     ("subadmm", {"gamma": 0.5}, "gamma"), ("nsn", {"ncp": "cp"}, "ncp"), ("nsn", {"step": 0.0}, "step"),
     ("pgs", {"max_iterations": 0}, "max_iterations"), ("pgs", {"tol": float("nan")}, "tol"),
 ])
@@ -340,6 +341,14 @@ def test_mass_ratio_stack_rests_with_canal():
 
 
 @pytest.mark.slow
+def test_canal_runs_the_a1_drop_through_the_impacts():
+    """0.5 s of a1-drop-8 with CANAL: the steps where the paper's p update cycles (step 105) are
+    solved by the automatic p relaxation (without it the run stopped there)."""
+    traj = load_scene("a1-drop-8", solver="canal").run(0.5)
+    assert traj.n_steps == 120 and (traj.stats["status"] == 0).all()
+
+
+@pytest.mark.slow
 def test_a1_drop_8_scene_with_every_solver():
     """8 floating-base A1s (18 dofs each) from example-robot-data: trees and dofs, and one contact
     step solved by every solver with the one-word switch (a frozen step with ground contact)."""
@@ -351,6 +360,7 @@ def test_a1_drop_8_scene_with_every_solver():
     assert p.n_c > 8 and p.n_trees == 8
     ref = CANALSolver(warm_start=False).solve(p)
     assert ref.status.ok and ref.residual <= 1e-8
+    assert CANALSolver(warm_start=False, p_relaxation=0.5).solve(p).status.ok
     r = SubADMMSolver(max_iterations=3000, tol=1e-6, warm_start=False).solve(p)
     assert r.status.ok
     assert np.abs(r.v - ref.v).max() < 1e-2
