@@ -241,12 +241,30 @@ def _add_deploy_parser(sub: Any) -> None:
     dep.add_argument("--rate", type=float, help="control rate [Hz] (default: config's, 100)")
     dep.add_argument("--quiet", action="store_true", help="no status line")
     dep.set_defaults(func=_cmd_deploy)
+    twin = sub.add_parser("twin", help="serve the simulated robot over rosbridge",
+                          description="Serve the franka-ball closed-loop simulation (full Panda "
+                          "+ impedance controller + emulated cameras) over the rosbridge "
+                          "protocol, for `c3mpc deploy` rehearsals (docs/deployment.md).")
+    twin.add_argument("task", choices=["franka-ball"], help="task name")
+    twin.add_argument("--port", type=int, required=True, help="TCP port (0: any free port)")
+    twin.add_argument("--host", default="127.0.0.1", help="interface to bind")
+    twin.add_argument("--duration", type=float, help="seconds to serve (default: until Ctrl-C)")
+    twin.add_argument("--config", help="YAML/TOML of hardware.twin.TwinOptions")
+    twin.add_argument("--world", choices=("panda", "model"), help="panda (default): full Panda "
+                      "in the contact simulator; model: the simplified model's LCS")
+    twin.set_defaults(func=_cmd_twin)
 
 
 def _cmd_deploy(args: argparse.Namespace) -> int:
     from hardware.deploy import deploy_command  # lazy: hardware depends on c3mpc, not reverse
 
     return deploy_command(args)
+
+
+def _cmd_twin(args: argparse.Namespace) -> int:
+    from hardware.twin import twin_command  # lazy, as deploy
+
+    return twin_command(args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,27 +1,30 @@
-"""C3 as the deploy loop's planner for ``franka-ball`` (seed 003 Algorithm 3, simplified model).
+"""C3 as the deploy loop's planner for ``franka-ball``: a thin adapter around the canonical
+Algorithm 3 (:class:`c3mpc.algorithm3.Algorithm3Planner` + :class:`~c3mpc.algorithm3.CircleTarget`,
+built by :func:`c3mpc.tasks_franka.build_planner` exactly as the simulated closed loop builds
+it: two C3 controllers for the Phase I/II costs, eq. (25) target, Fig. 10 biases).
 
-Each tick: the measured end effector and ball give the state x of the ``franka-ball`` plant
-(the simplified model M_s: spherical end effector with acceleration inputs, a ball on the
-table); the LCS is linearised at (x, u_prev); C3 plans towards the paper's state-based circle
-target (eq. 25: the ball 20° ahead on the circle, the end effector above it); the LCS with time
-step Δt_c (the measured solve time, at least ``min_resim_dt``) is stepped once from x with u₀,
-giving (x_d, λ_d). The end-effector part of x_d is the impedance controller's equilibrium and
-the end effector's share of λ_d the desired wrench (the force the end effector applies on the
-ball, the feed-forward J_cᵀλ_d of eq. 36).
+The adapter only converts:
 
-State conventions of the plant (plants/models/franka_ball.py): positions relative to the table
-surface (``table_height`` in the base frame is subtracted), ball quaternion kept at identity so
-that the ball frame is the world frame, ball angular velocity from rolling without slipping
-(ω = e_z × v / r).
+* in: :class:`~hardware.franka.RobotState` + :class:`~hardware.camera.BallState` → x̂ of the
+  ``franka-ball`` simplified model (positions relative to the table surface, ball quaternion
+  kept at identity so the ball frame is the world frame, ball ω from rolling without slipping
+  ω = e_z × v / r, the ball position optionally extrapolated at its velocity from the
+  detection stamp to now, as the closed loop's ``extrapolate_vision``);
+* out: :class:`~c3mpc.algorithm3.Plan` → :class:`~hardware.safety.Target`: an equilibrium pose
+  carries neither velocity nor acceleration, so it sends p_eq = p_d + (B/K) v_d + u_C3 / K;
+  with the impedance law K(p_eq − p) − B v = K(p_d − p) + B(v_d − v) + u_C3, i.e. the same
+  task-space command as the closed loop's reference (p_d, v_d) with its acceleration
+  feed-forward (``acceleration_feedforward``). The desired force is ``Plan.ee_force`` (the
+  force the end effector applies on the ball, from λ_d).
 
-This module imports ``plants`` and ``c3mpc`` lazily (heavy imports, numba compilation on the
-first solve: call :meth:`C3Planner.warm_up` before the loop starts).
+Like the closed loop (``plan_on_new_sample``) it plans once per new camera sample and holds the
+previous target in between; a failed plan keeps the previous target too. The heuristic phase
+clock (Phase I 1 s / Phase II 0.5 s) starts at the first plan.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -40,12 +43,12 @@ __all__ = ["C3PlannerOptions", "C3Planner"]
 
 @dataclass(frozen=True)
 class C3PlannerOptions:
-    """Settings of :class:`C3Planner` (None: the plant's paper defaults)."""
+    """Settings of :class:`C3Planner` (None: the closed loop's ``FrankaBallOptions`` default)."""
 
     projection: str | None = None
     """C3 projection ("miqp", "lcp", "qp", "admm", "c3plus"); None: the plant's (MIQP)."""
     admm_iter: int | None = None
-    """ADMM iterations s; None: the paper's 2."""
+    """ADMM iterations s; None: the closed loop's (4)."""
     horizon: int | None = None
     """MPC horizon N; None: the paper's 5."""
     center: tuple[float, ...] = (0.55, 0.0)
@@ -56,16 +59,23 @@ class C3PlannerOptions:
     """Lead angle α_l of eq. (25) [deg]."""
     table_height: float = 0.0
     """Table surface z in the base frame [m] (the plant's table is at z = 0)."""
-    min_resim_dt: float = 0.01
-    """Smallest Δt_c [s] for the re-simulation of Algorithm 3 (about one control period)."""
+    min_resim_dt: float | None = None
+    """Smallest Δt_c [s] of Algorithm 3's step 5; None: one camera period (1/80 s)."""
     velocity_lead: bool = True
-    """Send the equilibrium p_d + (B/K) v_d: an equilibrium pose carries no velocity, and with
-    the impedance law K(p_eq − p) − B v equals K(p_d − p) + B(v_d − v) for this p_eq."""
+    """Add (B/K) v_d to the equilibrium (see the module docstring)."""
+    acceleration_lead: bool = True
+    """Add u_C3 / K to the equilibrium (the closed loop's acceleration feed-forward)."""
+    plan_on_new_sample: bool = True
+    """Plan only when a new ball detection arrived; hold the previous target otherwise."""
+    extrapolate_vision: bool = True
+    """Predict the ball from its detection stamp to the plan time at its velocity."""
 
     def __post_init__(self) -> None:
-        if not (self.radius > 0 and self.min_resim_dt > 0 and 0 < self.lead_angle_deg < 180):
-            raise HardwareValueError("C3PlannerOptions: radius and min_resim_dt must be > 0, "
-                                     "lead_angle_deg in (0, 180)")
+        if not (self.radius > 0 and 0 < self.lead_angle_deg < 180):
+            raise HardwareValueError("C3PlannerOptions: radius must be > 0, lead_angle_deg in "
+                                     "(0, 180)")
+        if self.min_resim_dt is not None and not (self.min_resim_dt >= 0):
+            raise HardwareValueError("C3PlannerOptions.min_resim_dt must be >= 0 [s] or None")
         if len(self.center) != 2:
             raise HardwareValueError(f"C3PlannerOptions.center must be (x, y), got "
                                      f"{self.center!r}")
@@ -82,100 +92,124 @@ class C3PlannerOptions:
 
 
 class C3Planner:
-    """C3 on the ``franka-ball`` simplified model, as a :class:`~hardware.planner.Planner`."""
+    """Algorithm 3 on the ``franka-ball`` simplified model, as a
+    :class:`~hardware.planner.Planner` (module docstring)."""
 
     def __init__(self, options: C3PlannerOptions | None = None,
                  impedance: ImpedanceParams | None = None):
-        from c3mpc import C3Options
-        from c3mpc.tasks import build_controller
+        from c3mpc.tasks_franka import FrankaBallOptions, build_planner, franka_layout
         from plants import load_plant
-        from plants.models.franka_ball import BALL_RADIUS, EE_RADIUS
+        from plants.models.franka_ball import BALL_RADIUS
 
         self.options = o = options or C3PlannerOptions()
         imp = impedance or ImpedanceParams()
-        self._lead = imp.translational_damping / imp.translational_stiffness  # B/K [s]
+        self._k = imp.translational_stiffness
+        self._b_over_k = imp.translational_damping / imp.translational_stiffness  # [s]
+        kw: dict[str, Any] = {"center": tuple(o.center), "radius": o.radius,
+                              "lead_angle_deg": o.lead_angle_deg,
+                              "min_resim_dt": o.min_resim_dt}
+        if o.projection is not None:
+            kw["projection"] = o.projection
+        if o.admm_iter is not None:
+            kw["admm_iter"] = o.admm_iter
+        if o.horizon is not None:
+            kw["horizon"] = o.horizon
+        self.task_options = FrankaBallOptions(n_balls=1, **kw)
         self.plant = load_plant("franka-ball")
-        d = self.plant.defaults
-        opts = C3Options(projection=o.projection or d.projection,
-                         admm_iter=o.admm_iter or d.admm_iter, rho=d.rho,
-                         rho_scale=d.rho_scale)
-        self.ctrl = build_controller(self.plant, opts, N=o.horizon)
+        self.layout = franka_layout(self.plant)
+        self.algorithm3, self.c3_options = build_planner(self.plant, self.task_options)
         self.ball_radius = BALL_RADIUS
-        self.ee_radius = EE_RADIUS
-        self.ee_mass = float(self.plant.params.ee_mass)
-        self._goal_template = np.array(d.x_goal, dtype=float)
-        self._u = np.zeros(self.plant.n_u)
         self.failures = 0
+        self.plans = 0
         self.solve_times: list[float] = []
+        self.last_plan: Any = None
+        """The newest :class:`c3mpc.algorithm3.Plan`."""
         self._q: np.ndarray | None = None
-        self.last_plan: tuple[np.ndarray, np.ndarray, float] | None = None
-        """(x_d, λ_d, Δt_c) of the newest plan (Algorithm 3's re-simulated state and forces)."""
+        self._t0: float | None = None
+        self._last_count = -1
+        self._last_target: Target | None = None
 
-    # -- state and target -----------------------------------------------------------------
-    def state_vector(self, robot: RobotState, ball: BallState) -> np.ndarray:
-        """The plant state x (19,) from the measured end effector and ball."""
-        z0 = self.options.table_height
-        x = np.zeros(19)
-        x[0:3] = robot.position - [0.0, 0.0, z0]
-        x[3:6] = ball.position - [0.0, 0.0, z0]
-        x[9] = 1.0  # identity quaternion (x, y, z, w): ball frame = world frame
-        x[10:13] = robot.velocity
-        v = np.array([ball.velocity[0], ball.velocity[1], 0.0])
-        x[13:16] = v
-        x[16:19] = np.array([-v[1], v[0], 0.0]) / self.ball_radius  # rolling: e_z × v / r
+    # -- conversions ----------------------------------------------------------------------
+    def state_vector(self, robot: RobotState, ball: BallState,
+                     t: float | None = None) -> np.ndarray:
+        """x̂ (19,) of the plant from the measured end effector and ball; with ``t`` (the
+        stamp clock, seconds) the ball is extrapolated from its detection stamp to t."""
+        lay = self.layout
+        z0 = np.array([0.0, 0.0, self.options.table_height])
+        bp = np.array(ball.position, dtype=float)
+        bv = np.array([ball.velocity[0], ball.velocity[1], 0.0])
+        if t is not None:
+            bp = bp + bv * max(0.0, t - ball.stamp)
+        x = np.zeros(self.plant.n_x)
+        x[list(lay.ee_position)] = robot.position - z0
+        x[list(lay.ee_velocity)] = robot.velocity
+        x[3:6] = bp - z0
+        x[6:10] = (0.0, 0.0, 0.0, 1.0)  # identity quaternion (x, y, z, w)
+        x[13:16] = bv
+        x[16:19] = np.array([-bv[1], bv[0], 0.0]) / self.ball_radius  # e_z × v / r
         return x
 
-    def goal(self, x: np.ndarray) -> np.ndarray:
-        """Eq. (25): ball and end effector (above it) at the point α_l ahead on the circle."""
-        from plants.models.franka_ball import circle_target
+    def goal(self, x: np.ndarray, t: float = 0.0) -> np.ndarray:
+        """The target generator's goal state at x̂ and phase time t [s] (eq. 25 + Fig. 10)."""
+        return self.algorithm3.target(x, t).x_goal
 
-        o = self.options
-        tgt = circle_target(x[3:5], tuple(o.center), o.radius, o.lead_angle_deg)
-        g = self._goal_template.copy()
-        g[0:2] = tgt
-        g[3:5] = tgt
-        return g
+    def target_from_plan(self, plan: Any) -> Target | None:
+        """The equilibrium pose and wrench of a plan (None if it is unusable)."""
+        if not plan.status.ok:
+            return None
+        lay = self.layout
+        p = plan.x_d[list(lay.ee_position)] + [0.0, 0.0, self.options.table_height]
+        if self.options.velocity_lead:
+            p = p + self._b_over_k * plan.x_d[list(lay.ee_velocity)]
+        if self.options.acceleration_lead:
+            p = p + np.asarray(plan.u[:3], dtype=float) / self._k
+        f = np.asarray(plan.ee_force, dtype=float)
+        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(f))):
+            return None
+        assert self._q is not None
+        return Target(np.asarray(p, float), self._q.copy(), f.copy(), np.zeros(3))
 
+    # -- Planner protocol -----------------------------------------------------------------
     def warm_up(self) -> float:
-        """One solve at the plant's start state (compiles the kernels); returns its time [s]."""
+        """One Algorithm 3 cycle at the plant's start state (compiles the kernels); returns
+        its wall time [s]."""
         d = self.plant.defaults
-        t = time.perf_counter()
-        self.ctrl.update_lcs(self.plant.lcs(d.x0, self._u))
-        self.ctrl.solve(d.x0)
-        return time.perf_counter() - t
+        plan = self.algorithm3.plan(d.x0, 0.0)
+        self.algorithm3.u_prev = np.zeros(self.plant.n_u)
+        return float(plan.total_time)
+
+    def reset(self) -> None:
+        """After a hold: forget the previous target and input (the next tick plans afresh)."""
+        self._last_target = None
+        self._last_count = -1
+        self.algorithm3.u_prev = np.zeros(self.plant.n_u)
 
     def plan(self, robot: RobotState, ball: BallState | None, t: float) -> Target:
-        """Algorithm 3 for this tick; see the module docstring."""
+        """Algorithm 3 for this tick (module docstring); ``t`` is the loop's monotonic time."""
         if self._q is None:
             self._q = np.array(robot.quaternion, dtype=float)
-        if ball is None:  # nothing to plan on: stay
-            return Target(robot.position.copy(), self._q.copy(), np.zeros(3), np.zeros(3))
-        x = self.state_vector(robot, ball)
-        self.ctrl.update_lcs(self.plant.lcs(x, self._u))
-        self.ctrl.update_target(self.goal(x))
-        t0 = time.perf_counter()
-        res = self.ctrl.solve(x)
-        dt_c = time.perf_counter() - t0
-        self.solve_times.append(dt_c)
-        if not res.status.ok or not np.all(np.isfinite(res.u[0])):
+        hold = Target(robot.position.copy(), self._q.copy(), np.zeros(3), np.zeros(3))
+        if ball is None:
+            return self._last_target or hold
+        if (self.options.plan_on_new_sample and ball.count == self._last_count
+                and self._last_target is not None):
+            return self._last_target
+        if self._t0 is None:
+            self._t0 = t
+        self._last_count = ball.count
+        # ball.stamp and robot.stamp share the robot's clock: extrapolate to the newest stamp
+        t_stamp = max(robot.stamp, ball.stamp) if self.options.extrapolate_vision else None
+        x = self.state_vector(robot, ball, t_stamp)
+        plan = self.algorithm3.plan(x, t - self._t0)
+        self.plans += 1
+        self.last_plan = plan
+        self.solve_times.append(plan.dt_c)
+        target = self.target_from_plan(plan)
+        if target is None:
             self.failures += 1
-            return Target(robot.position.copy(), self._q.copy(), np.zeros(3), np.zeros(3))
-        u0 = np.asarray(res.u[0], dtype=float)
-        self._u = u0
-        lcs_c = self.plant.lcs(x, u0, dt=max(dt_c, self.options.min_resim_dt))
-        x_d, lam_d = lcs_c.step(x, u0)
-        self.last_plan = (x_d, lam_d, lcs_c.dt)
-        # Contact impulse on the end effector over Δt_c -> average force; the end effector
-        # applies the opposite force on the ball.
-        D = np.asarray(lcs_c.D)
-        f_on_ee = self.ee_mass * (D[10:13] @ lam_d) / lcs_c.dt
-        p = x_d[0:3] + [0.0, 0.0, self.options.table_height]
-        if self.options.velocity_lead:
-            p = p + self._lead * x_d[10:13]
-        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(f_on_ee))):
-            self.failures += 1
-            return Target(robot.position.copy(), self._q.copy(), np.zeros(3), np.zeros(3))
-        return Target(p, self._q.copy(), -f_on_ee, np.zeros(3))
+            return self._last_target or hold
+        self._last_target = target
+        return target
 
     @property
     def solve_time_median(self) -> float:

@@ -148,7 +148,10 @@ def test_commands_never_leave_the_workspace_and_steps_stay_bounded(targets, dts)
 
 # -- impedance law -------------------------------------------------------------------------
 def test_impedance_defaults_are_the_hardware_gains():
+    from plants.impedance import ImpedanceGains
+
     p = ImpedanceParams()
+    assert isinstance(p, ImpedanceGains) and p == ImpedanceParams(**vars(ImpedanceGains()))
     assert (p.translational_stiffness, p.rotational_stiffness, p.damping_ratio,
             p.rotational_damping, p.nullspace_stiffness, p.nullspace_damping) == (
         500.0, 900.0, 1.0, 20.0, 4.0, 4.0)
@@ -329,10 +332,14 @@ def test_adapters_reject_malformed_state_and_detections_over_the_bridge():
 
 
 # -- C3 planner (franka-ball simplified model) ---------------------------------------------
-def test_c3_planner_gives_algorithm3_targets_with_velocity_lead():
-    """C3 on the franka-ball model from the paper's start: eq. (25) goal 20° ahead, a finite
-    target near the end effector equal to the re-simulated x_d shifted by (B/K)·v_d."""
+def test_c3_planner_is_the_canonical_algorithm3_with_equilibrium_lead():
+    """The deploy C3 planner is c3mpc's Algorithm3Planner + CircleTarget built by
+    tasks_franka.build_planner: eq. (25) goal 20° ahead; the target is the re-simulated x_d's
+    end effector shifted by (B/K)·v_d + u_C3/K (so that K(p_eq − p) − B v = K(p_d − p) +
+    B(v_d − v) + u_C3) and the force is the plan's λ_d force; without a new detection the
+    previous target is held (plan once per camera sample)."""
     pytest.importorskip("plants.models.franka_ball")
+    from c3mpc.algorithm3 import Algorithm3Planner, CircleTarget
     from hardware.camera import BallState
     from hardware.franka import RobotState
     from hardware.planner_c3 import C3Planner, C3PlannerOptions
@@ -343,9 +350,13 @@ def test_c3_planner_gives_algorithm3_targets_with_velocity_lead():
                        0.0, 0.0, 1)
     ball = BallState(np.array([0.55, 0.1, r]), np.zeros(3), 0.0, 0.0, 1)
     planner = C3Planner(C3PlannerOptions(min_resim_dt=0.05))
+    assert isinstance(planner.algorithm3, Algorithm3Planner)
+    assert isinstance(planner.algorithm3.target, CircleTarget)
     assert planner.warm_up() > 0
     x = planner.state_vector(robot, ball)
-    g = planner.goal(x)
+    np.testing.assert_array_equal(x[0:3], robot.position)
+    np.testing.assert_array_equal(x[3:6], ball.position)
+    g = planner.goal(x, 0.0)
     a = math.radians(20.0)
     np.testing.assert_allclose(g[3:5], [0.55 + 0.1 * math.sin(a), 0.1 * math.cos(a)],
                                atol=1e-12)
@@ -353,11 +364,16 @@ def test_c3_planner_gives_algorithm3_targets_with_velocity_lead():
     assert planner.failures == 0
     assert np.all(np.isfinite(target.position)) and np.all(np.isfinite(target.force))
     assert np.linalg.norm(target.position - robot.position) < 0.05
-    x_d, lam_d, dt_c = planner.last_plan
-    assert dt_c >= 0.05
+    plan = planner.last_plan
+    assert plan.dt_resim >= 0.05
     p = ImpedanceParams()
-    np.testing.assert_allclose(target.position, x_d[0:3] + p.translational_damping
-                               / p.translational_stiffness * x_d[10:13], atol=1e-15)
+    K, B = p.translational_stiffness, p.translational_damping
+    np.testing.assert_allclose(target.position, x_d_lead := plan.x_d[0:3] + B / K
+                               * plan.x_d[10:13] + plan.u[:3] / K, atol=1e-15)
+    np.testing.assert_array_equal(target.force, plan.ee_force)
+    assert np.all(np.isfinite(x_d_lead))
+    # the same detection again: no new plan, the previous target
+    assert planner.plan(robot, ball, 0.01) is target and planner.plans == 1
 
 
 def test_circle_planner_starts_at_the_end_effector_and_leads_by_20_degrees():

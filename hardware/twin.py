@@ -1,0 +1,411 @@
+"""``c3mpc twin franka-ball``: the issue-7 closed-loop simulation served over rosbridge.
+
+The twin is the deployment's digital twin of the robot side: the same topics and message types
+as a franka_ros setup with rosbridge_server (see :mod:`hardware.franka`), backed by
+
+* the world of the closed-loop task (:mod:`c3mpc.tasks_franka`): by default the **full Panda**
+  (example-robot-data URDF, 7 joints) with a spherical end effector and a free ball in the
+  contact simulator ``plants.sim`` (SAP, 2 ms), or ``world="model"``, the simplified
+  ``franka-ball`` model's own LCS with a point-mass end effector;
+* the arm's **impedance controller** of eq. (36) (:class:`plants.impedance.TaskSpaceImpedance`
+  inside that world), whose equilibrium position and feed-forward force are the commands
+  received on the equilibrium-pose and wrench topics (the orientation target stays the start
+  orientation, hand pointing down: the world's controller has a fixed R_d);
+* **emulated cameras** (:class:`estimators.EmulatedBallVision`: true ball centre sampled at
+  ``camera_rate_hz`` with optional Gaussian noise), published as ``PointStamped`` detections.
+
+Simulated time follows the wall clock: each loop iteration steps the world up to the current
+wall time (at most ``max_steps_per_iteration`` steps, so publishing never starves; if the
+machine is too slow the simulation lags and :attr:`FrankaBallTwin.lag` says by how much).
+Commands are validated like a robot-side guard (frame, NaN, jumps over ``max_command_jump``),
+recorded (:class:`~hardware.sim_robot.CommandRecord`) and applied at the next simulator step.
+
+:func:`make_franka_ball_world` is the small public accessor to the task's world objects
+(``c3mpc.tasks_franka._PandaWorld`` / ``_ModelWorld``); nothing in ``c3mpc`` is modified.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from . import messages
+from .camera import CameraOptions
+from .config import options_from_dict, options_from_file
+from .errors import HardwareValueError, MessageError
+from .franka import FrankaOptions
+from .impedance import ImpedanceParams
+from .rosbridge.server import RosBridgeServer, ServerThread
+from .sim_robot import CommandRecord
+
+__all__ = ["TwinOptions", "FrankaBallWorld", "make_franka_ball_world", "FrankaBallTwin",
+           "start_twin", "twin_command"]
+
+LOGGER = logging.getLogger("hardware.twin")
+
+#: End-effector orientation of the Panda's start pose in the simplified model's frame: tool
+#: pointing down (x, y, z, w), used by the model world (no orientation there).
+_Q_DOWN = (1.0, 0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class TwinOptions:
+    """Settings of the twin (defaults: the issue-7 closed loop's world and cameras)."""
+
+    world: str = "panda"
+    """"panda" (full Panda in plants.sim) or "model" (the simplified model's LCS)."""
+    impedance: ImpedanceParams = field(default_factory=ImpedanceParams)
+    """Gains of the simulated arm's eq. (36) controller."""
+    franka: FrankaOptions = field(default_factory=FrankaOptions)
+    """Topics and types (must match the deploy side)."""
+    camera: CameraOptions = field(default_factory=CameraOptions)
+    """Detection topic and frame."""
+    sim_dt: float = 0.002
+    """Simulator step [s]."""
+    solver: str = "sap"
+    """Contact solver of plants.sim (panda world)."""
+    state_rate_hz: float = 200.0
+    """Robot state publishing rate [Hz]."""
+    camera_rate_hz: float = 80.0
+    """Emulated camera rate [Hz] (paper: 80)."""
+    camera_noise_std: float = 0.0
+    """Gaussian noise per axis on each detection [m] (paper: 0 or 0.001)."""
+    max_command_jump: float = 0.10
+    """Equilibria farther than this from the end effector are rejected [m]."""
+    max_steps_per_iteration: int = 5
+    """Simulator steps per loop iteration at most (then publish and yield)."""
+    max_lag: float = 0.05
+    """When the simulation falls further behind the wall clock than this [s], the backlog is
+    dropped (the world slows down instead of bursting steps to catch up)."""
+    seed: int = 0
+    """Camera noise seed."""
+
+    def __post_init__(self) -> None:
+        if self.world not in ("panda", "model"):
+            raise HardwareValueError(f"TwinOptions.world must be 'panda' or 'model', got "
+                                     f"{self.world!r}")
+        for name in ("sim_dt", "state_rate_hz", "camera_rate_hz", "max_command_jump", "max_lag"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                    math.isfinite(v) and v > 0):
+                raise HardwareValueError(f"TwinOptions.{name} must be a positive number, got "
+                                         f"{v!r}")
+        if not (self.camera_noise_std >= 0):
+            raise HardwareValueError("TwinOptions.camera_noise_std must be >= 0 [m]")
+        if not (isinstance(self.max_steps_per_iteration, int)
+                and self.max_steps_per_iteration >= 1):
+            raise HardwareValueError("TwinOptions.max_steps_per_iteration must be an int >= 1")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> TwinOptions:
+        """Build from a mapping (nested impedance/franka/camera sections); strict keys."""
+        return options_from_dict(cls, data)
+
+    @classmethod
+    def from_file(cls, path: str | Path, section: str | None = None) -> TwinOptions:
+        """Load from YAML/TOML."""
+        return options_from_file(cls, path, section)
+
+
+class FrankaBallWorld:
+    """Step-by-step access to the closed-loop task's world: commanded equilibrium position and
+    desired force in, end-effector pose/velocity and true ball centres out.
+
+    Built by :func:`make_franka_ball_world`. ``command`` replaces the impedance reference
+    (held until the next command: the task's ``reference="hold"``), with zero reference
+    velocity and no acceleration feed-forward (a franka_ros equilibrium pose carries neither).
+    """
+
+    def __init__(self, world: Any, kind: str, ee0: np.ndarray, balls0: np.ndarray):
+        self._w = world
+        self.kind = kind
+        self.ee0 = ee0
+        self.balls0 = balls0
+        self.description: str = world.description
+
+    @property
+    def t(self) -> float:
+        """Simulated time [s]."""
+        return float(self._w.t)
+
+    def command(self, position: np.ndarray, force: np.ndarray) -> None:
+        """Set the equilibrium position (3,) [m] and the force (3,) [N] the end effector should
+        apply (the feed-forward J_posᵀ f of eq. 36)."""
+        c = self._w.cmd
+        c["p"] = np.array(position, dtype=float)
+        c["v"] = np.zeros(3)
+        c["f"] = np.array(force, dtype=float)
+        c["a"] = np.zeros(3)
+        c["t0"] = self.t
+
+    def ee_pose(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(position (3,), rotation (3, 3), linear velocity (3,)) of the end-effector centre."""
+        w = self._w
+        if self.kind == "panda":
+            n = w.n_arm
+            p, R, v, _ = w.imp.frame_state(w.sim.q[:n], w.sim.v[:n])
+            return p, R, v
+        p, v = w.ee_state()
+        return p, Rotation.from_quat(_Q_DOWN).as_matrix(), v
+
+    def ball(self) -> np.ndarray:
+        """(3,) true centre of the (first) ball [m]."""
+        return self._w.balls()[0][0].copy()
+
+    def step(self) -> None:
+        """One simulator step."""
+        self._w.step()
+
+
+def make_franka_ball_world(world: str = "panda", gains: ImpedanceParams | None = None,
+                           sim_dt: float = 0.002, solver: str = "sap") -> FrankaBallWorld:
+    """The single-ball world of :mod:`c3mpc.tasks_franka` at the task's start state (ball on
+    the circle at (0.55, 0.1), end effector resting on top of it).
+
+    Args:
+        world: "panda" or "model" (see :class:`TwinOptions`).
+        gains: impedance gains (default :class:`ImpedanceParams`).
+        sim_dt: simulator step [s].
+        solver: contact solver of ``plants.sim``.
+    """
+    from c3mpc import tasks_franka as tf
+    from plants import load_plant
+
+    gains = gains or ImpedanceParams()
+    o = tf.FrankaBallOptions(n_balls=1, world=world, sim_dt=sim_dt, solver=solver,
+                             acceleration_feedforward=False, reference="hold")
+    plant = load_plant(o.plant_name)
+    layout = tf.franka_layout(plant)
+    x0 = plant.defaults.x0
+    ee0, balls0 = layout.ee(x0), layout.balls(x0)
+    if world == "panda":
+        w = tf._PandaWorld(o, gains, ee0, balls0)
+    else:
+        w = tf._ModelWorld(o, gains, plant, layout)
+    return FrankaBallWorld(w, world, ee0.copy(), balls0.copy())
+
+
+class FrankaBallTwin:
+    """The :class:`FrankaBallWorld` behind a :class:`RosBridgeServer`, in real time.
+
+    Call :meth:`attach` once, then run :meth:`run` as a task on the server's loop
+    (:func:`start_twin` does both in a background thread). The attributes the tests of the
+    simple simulated robot read exist here too: ``commands``, ``ee_trace``, ``rejected``,
+    ``last_state_publish``, ``last_camera_publish``, ``state_paused``, ``camera_paused``.
+    """
+
+    def __init__(self, server: RosBridgeServer, options: TwinOptions | None = None):
+        from estimators import BallTrackerOptions, EmulatedBallVision
+
+        self.server = server
+        self.options = o = options or TwinOptions()
+        self.world = make_franka_ball_world(o.world, o.impedance, o.sim_dt, o.solver)
+        self.vision = EmulatedBallVision(
+            BallTrackerOptions(filter="none", velocity_cutoff_hz=None),
+            rate_hz=o.camera_rate_hz, noise_std=o.camera_noise_std, rng=o.seed)
+        p, R, _ = self.world.ee_pose()
+        self.p, self.R = p, R
+        self.p_d, self.f_d = p.copy(), np.zeros(3)
+        self.commands: collections.deque[CommandRecord] = collections.deque(maxlen=100000)
+        self.ee_trace: collections.deque[tuple[float, np.ndarray]] = collections.deque(
+            maxlen=100000)
+        self.ball_trace: collections.deque[tuple[float, float, np.ndarray]] = (
+            collections.deque(maxlen=100000))
+        """(wall time.monotonic(), simulated t, true ball centre) per published detection."""
+        self.rejected: list[str] = []
+        self.wrenches = 0
+        self.state_paused = False
+        self.camera_paused = False
+        self.last_state_publish = float("nan")
+        self.last_camera_publish = float("nan")
+        self.lag = 0.0
+        """Wall time minus simulated time at the newest iteration [s] (> 0: running late)."""
+        self.max_lag = 0.0
+        self.time_dropped = 0.0
+        """Wall time the simulation skipped because it could not keep up [s] (the world then
+        runs slower than real time; the loop never bursts to catch up)."""
+        self._seq_state = 0
+        self._seq_cam = 0
+        self._last_sample_t = -math.inf
+
+    # -- bridge endpoints ---------------------------------------------------------------
+    def attach(self) -> None:
+        """Register the command handlers and advertise the state and camera topics."""
+        f, c = self.options.franka, self.options.camera
+        self.server.on_publish(f.equilibrium_topic, "geometry_msgs/PoseStamped",
+                               self._on_equilibrium)
+        if f.wrench_topic:
+            self.server.on_publish(f.wrench_topic, "geometry_msgs/WrenchStamped",
+                                   self._on_wrench)
+        self.server.advertise(f.state_topic, f.state_type)
+        self.server.advertise(c.topic, "geometry_msgs/PointStamped")
+
+    def _reject(self, reason: str) -> None:
+        self.rejected.append(reason)
+        LOGGER.warning("twin rejected a command: %s", reason)
+
+    def _on_equilibrium(self, msg: dict[str, Any], t: float) -> None:
+        f = self.options.franka
+        try:
+            p, _, _ = messages.parse_pose_stamped(msg, f.equilibrium_topic, f.base_frame)
+        except MessageError as e:
+            self._reject(str(e))
+            return
+        if np.linalg.norm(p - self.p) > self.options.max_command_jump:
+            self._reject(f"{f.equilibrium_topic}: equilibrium {np.linalg.norm(p - self.p):.3f}"
+                         f" m from the end effector")
+            return
+        self.p_d = p
+        self.world.command(self.p_d, self.f_d)
+        self.commands.append(CommandRecord(t, p, self.p.copy()))
+
+    def _on_wrench(self, msg: dict[str, Any], t: float) -> None:
+        f = self.options.franka
+        try:
+            force, _, _ = messages.parse_wrench_stamped(msg, f.wrench_topic, f.base_frame)
+        except MessageError as e:
+            self._reject(str(e))
+            return
+        self.f_d = force
+        self.world.command(self.p_d, self.f_d)
+        self.wrenches += 1
+
+    # -- simulation and publishing ------------------------------------------------------
+    def advance_to(self, t_target: float) -> None:
+        """Step the world towards simulated time ``t_target`` [s] (bounded per call)."""
+        w, dt = self.world, self.options.sim_dt
+        for _ in range(self.options.max_steps_per_iteration):
+            if w.t + 0.5 * dt >= t_target:
+                break
+            w.step()
+        self.lag = t_target - w.t
+        self.max_lag = max(self.max_lag, self.lag)
+        if self.lag > self.options.max_lag:  # too slow for real time: drop the backlog
+            self.time_dropped += self.lag
+            self.lag = 0.0
+
+    def publish_state(self, stamp: float) -> None:
+        """Publish the end-effector state (FrankaState or PoseStamped per the options)."""
+        f = self.options.franka
+        self._seq_state += 1
+        if f.state_type == "franka_msgs/FrankaState":
+            T = np.eye(4)
+            T[:3, :3], T[:3, 3] = self.R, self.p
+            Td = np.eye(4)
+            Td[:3, :3], Td[:3, 3] = self.R, self.p_d
+            msg = messages.franka_state(T, stamp, self._seq_state, T_base_ee_desired=Td)
+        else:
+            msg = messages.pose_stamped(self.p, Rotation.from_matrix(self.R).as_quat(),
+                                        f.base_frame, stamp, self._seq_state)
+        self.server.publish(f.state_topic, msg)
+        self.last_state_publish = time.monotonic()
+        self.ee_trace.append((self.last_state_publish, self.p.copy()))
+
+    def sample_camera(self, stamp: float) -> None:
+        """Run the emulated camera at the world's time; publish when it took a new sample."""
+        true = self.world.ball()
+        s = self.vision.step(true, self.world.t)
+        if s.t <= self._last_sample_t or not s.valid:
+            return
+        self._last_sample_t = s.t
+        if self.camera_paused:
+            return
+        c = self.options.camera
+        self._seq_cam += 1
+        self.server.publish(c.topic, messages.point_stamped(s.position, c.frame_id, stamp,
+                                                            self._seq_cam))
+        self.last_camera_publish = time.monotonic()
+        self.ball_trace.append((self.last_camera_publish, self.world.t, true))
+
+    async def run(self) -> None:
+        """Simulate in real time and publish state and detections."""
+        o = self.options
+        t0 = time.monotonic()
+        wall0 = time.time()
+        next_state = t0
+        while True:
+            now = time.monotonic()
+            self.advance_to(now - t0 - self.time_dropped)
+            self.p, self.R, _ = self.world.ee_pose()
+            stamp = wall0 + (time.monotonic() - t0)
+            self.sample_camera(stamp)
+            if now >= next_state:
+                if not self.state_paused:
+                    self.publish_state(stamp)
+                next_state += 1.0 / o.state_rate_hz
+                if next_state < now:  # fell behind: skip, do not burst
+                    next_state = now + 1.0 / o.state_rate_hz
+            wait = min(next_state, t0 + self.time_dropped + self.world.t + o.sim_dt
+                       ) - time.monotonic()
+            await asyncio.sleep(max(0.0, wait))
+
+
+def start_twin(port: int = 0, options: TwinOptions | None = None,
+               host: str = "127.0.0.1") -> tuple[ServerThread, FrankaBallTwin]:
+    """Start a rosbridge server with a :class:`FrankaBallTwin` in a background thread.
+
+    Returns:
+        ``(thread, twin)``; ``thread.server.url`` is the bridge URL, ``thread.stop()`` ends it.
+    """
+    server = RosBridgeServer(host, port)
+    twin = FrankaBallTwin(server, options)
+    twin.attach()
+    st = ServerThread(server, [twin.run])
+    st.start()
+    return st, twin
+
+
+def twin_command(args: Any) -> int:
+    """Implementation of ``c3mpc twin`` (argparse namespace in, exit status out): serve until
+    Ctrl-C or ``--duration`` seconds."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    options = TwinOptions()
+    if getattr(args, "config", None):
+        from .config import read_mapping
+
+        data = read_mapping(args.config)
+        options = TwinOptions.from_dict(data.get("twin", data))
+    if getattr(args, "world", None):
+        import dataclasses
+
+        options = dataclasses.replace(options, world=args.world)
+    duration = getattr(args, "duration", None)
+
+    async def serve() -> None:
+        import signal
+
+        server = RosBridgeServer(args.host, args.port)
+        twin = FrankaBallTwin(server, options)
+        twin.attach()
+        await server.start()
+        print(f"c3mpc twin {args.task}: {twin.world.description}; serving on {server.url}",
+              flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        task = asyncio.create_task(twin.run())
+        try:
+            await asyncio.wait_for(stop.wait(), duration)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await server.stop()
+            rt = twin.world.t / max(1e-9, twin.world.t + twin.time_dropped)
+            print(f"c3mpc twin: stopped at simulated t = {twin.world.t:.2f} s, "
+                  f"{len(twin.commands)} commands received, {len(twin.rejected)} rejected, "
+                  f"real-time factor {rt:.2f}", flush=True)
+
+    asyncio.run(serve())
+    return 0
