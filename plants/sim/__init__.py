@@ -64,3 +64,9 @@ from .subadmm import SubADMMOptions, SubADMMSolver  # noqa: E402
 __all__ += ["CANALOptions", "CANALSolver", "NSNOptions", "NSNSolver", "PGSOptions", "PGSSolver",
             "SubADMMOptions", "SubADMMSolver"]
 from . import al_scenes  # noqa: E402,F401  (registers "mass-ratio-stack")
+
+# Pinocchio's own ADMM / PGS constraint solvers as peers (registers "pin-admm", "pin-pgs"; needs only
+# Pinocchio, already imported by the scene module).
+from .peer_pinocchio import PinocchioADMMSolver, PinocchioPGSSolver, PinocchioSolverOptions  # noqa: E402
+
+__all__ += ["PinocchioADMMSolver", "PinocchioPGSSolver", "PinocchioSolverOptions"]
