@@ -14,6 +14,11 @@ The spring-cylinder (seed 001 §VI-B): energy bands of ours (midpoint and symple
 and 1), and the long-run slip loss (μ = 1) of ours and of the same system built in Drake's discrete
 SAP (symplectic Euler). Ours only: clutter-40 (3 s at 10 ms), cube-drop-5 (1 s).
 
+Pinocchio's own ``ADMMConstraintSolver`` and ``PGSConstraintSolver`` (``pin-admm``, ``pin-pgs``,
+plants/sim/peer_pinocchio.py) step the cube-slide and cube-rest-5 scenes inside our stepper, in the
+same run as ours SAP, Drake and MuJoCo (``--part pinocchio`` runs only that comparison and merges it
+into the existing JSON and markdown).
+
 The timed scenes (cube-rest-5, Franka) run in ``--rounds`` interleaved rounds (default 3); the
 table shows the median round and lists every round.
 
@@ -56,23 +61,28 @@ CORNERS = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1], indexing="ij")).reshap
 
 
 # ----------------------------------------------------------------------------- ours
-def ours_slide(dt: float, scheme: str = "symplectic_euler") -> dict:
-    sim = load_scene("cube-slide", dt=dt, scheme=scheme)
+def ours_slide(dt: float, scheme: str = "symplectic_euler", solver: str = "sap", solver_options: dict | None = None) -> dict:
+    sim = load_scene("cube-slide", dt=dt, scheme=scheme, solver=solver, solver_options=solver_options)
     t0 = time.perf_counter()
     traj = sim.run(0.4)
     el = time.perf_counter() - t0
     x = float(traj.q[-1, 0])
     return {"distance": x, "error": (x - EXACT_SLIDE) / EXACT_SLIDE, "us_per_step": el / traj.n_steps * 1e6,
-            "hop": float(traj.q[:, 2].max() - 0.05), "iterations_mean": float(traj.stats["iterations"].mean())}
+            "hop": float(traj.q[:, 2].max() - 0.05), "iterations_mean": float(traj.stats["iterations"].mean()),
+            "iterations_max": int(traj.stats["iterations"].max())}
 
 
-def ours_rest5(duration: float) -> dict:
-    sim = load_scene("cube-rest-5", dt=1e-3)
+def ours_rest5(duration: float, solver: str = "sap", solver_options: dict | None = None) -> dict:
+    sim = load_scene("cube-rest-5", dt=1e-3, solver=solver, solver_options=solver_options)
     sim.run(0.01)  # warm-up
     t0 = time.perf_counter()
     traj = sim.run(duration)
     el = time.perf_counter() - t0
     s = traj.stats
+    if solver != "sap":  # the regularization prediction below is SAP's
+        return {"us_per_step": el / traj.n_steps * 1e6, "bottom_penetration": float(0.05 - traj.q[-1, 2]),
+                "min_phi": float(s["min_phi"][-1]), "iterations_mean": float(s["iterations"].mean()),
+                "iterations_max": int(s["iterations"].max()), "not_converged": int((s["status"] != 0).sum())}
     # per-contact prediction of the near-rigid regularization (seed 001 §V, docs/sap.md §3):
     # −φ_i = β²/(4π²) w_i F_i δt², F_i = γ_n,i/δt the contact's load
     from plants.sim import sap_parameters
@@ -395,6 +405,96 @@ def mujoco_rest5(duration: float) -> dict:
             "iterations_mean": float(its.mean()), "iterations_max": int(its.max())}
 
 
+# ----------------------------------------------------------------------------- Pinocchio's solvers
+# Pinocchio's ADMMConstraintSolver / PGSConstraintSolver solve our per-step contact problem inside our
+# stepper (plants/sim/peer_pinocchio.py): same scene, detection, free motion and θ-method as "ours
+# SAP"; only the contact solve differs (rigid Coulomb NCP on the Delassus operator, φ₀/δt position term).
+PIN_SOLVERS = {
+    "pin-admm": {},  # tolerances 1e-8 (abs/rel), max 1000 iterations (PinocchioSolverOptions defaults)
+    "pin-pgs": {"max_iterations": 100000},  # PGS needs up to ~2000 sweeps per step on the stack
+}
+
+
+def pinocchio_part(dur: float, rounds: int, peers: dict) -> dict:
+    """Slide and rest-stack rows of Pinocchio's solvers, with ours SAP, Drake and MuJoCo in the same run."""
+    import pinocchio
+
+    out: dict = {"pinocchio": pinocchio.__version__, "solver_options": PIN_SOLVERS, "slide": {}, "rest5": {}}
+    for dt in (1e-3, 1e-2):
+        out["slide"][f"ours SAP dt={dt:g}"] = ours_slide(dt)
+        for name, opts in PIN_SOLVERS.items():
+            out["slide"][f"{name} (our stepper) dt={dt:g}"] = ours_slide(dt, solver=name, solver_options=opts)
+        if peers["drake"]:
+            out["slide"][f"drake SAP dt={dt:g}"] = drake_slide(dt)
+        if peers["mujoco"]:
+            out["slide"][f"mujoco dt={dt:g}"] = mujoco_slide(dt)
+    runners = {"ours SAP": lambda: ours_rest5(dur)}
+    for name, opts in PIN_SOLVERS.items():
+        runners[f"{name} (our stepper)"] = lambda name=name, opts=opts: ours_rest5(dur, name, opts)
+    if peers["drake"]:
+        runners["drake SAP"] = lambda: drake_rest5(dur)
+    if peers["mujoco"]:
+        runners["mujoco"] = lambda: mujoco_rest5(dur)
+    out["rest5"] = _interleaved(runners, rounds)
+    out["rest5_duration"] = dur
+    out["rounds"] = rounds
+    return out
+
+
+def markdown_pinocchio(res: dict) -> list[str]:
+    pp = res.get("pinocchio")
+    if not pp:
+        return []
+    m = res["machine"]
+    L = ["", f"### Pinocchio's own solvers in our stepper (pinocchio {pp['pinocchio']})", "",
+         f"Measured {pp.get('date', res['date'])} (load average {pp.get('machine', m)['load_average'][0]:.2f}) in one "
+         "run together with the ours SAP, Drake and MuJoCo rows of these two tables (re-measured here, so they "
+         "differ from the tables above by the machine's load).", "",
+         "`pin-admm` / `pin-pgs` (`plants/sim/peer_pinocchio.py`): Pinocchio's `ADMMConstraintSolver` / "
+         "`PGSConstraintSolver` (C++) solve our step's contact problem — Delassus operator G = J A⁻¹ Jᵀ "
+         "(`DelassusOperatorDense`), free velocity g = J v* + (0, 0, φ₀/(δt + τ_d)), normal compliance "
+         "1/(δt k (δt + τ_d)) on G's diagonal (≈ 1e-6 here: k = 1e12 N/m), the Coulomb NCP with the De Saxce "
+         "correction, tolerances 1e-8 — inside our stepper, so detection, free motion, Python overhead and "
+         "the θ-method are the same as ours SAP; only the contact solve differs.", "",
+         "| simulator | δt | slide distance [m] | error | hop [mm] | µs/step | iterations mean / max |",
+         "|---|---|---|---|---|---|---|"]
+    for key, row in pp["slide"].items():
+        sim_name, dt = key.rsplit(" dt=", 1)
+        its = (f"{row['iterations_mean']:.2f} / {row['iterations_max']}" if "iterations_max" in row
+               else (f"{row['iterations_mean']:.2f}" if "iterations_mean" in row else "—"))
+        L.append(f"| {sim_name} | {dt} | {row['distance']:.5f} | {row['error'] * 100:+.2f} % | "
+                 f"{row['hop'] * 1e3:.3f} | {row['us_per_step']:.0f} | {its} |")
+    L += ["", f"cube-rest-5 (δt = 1 ms, {pp['rest5_duration']:g} s; median of {pp['rounds']} interleaved rounds):", "",
+          "| simulator | µs/step | bottom-cube penetration [m] | iterations mean / max | not converged |",
+          "|---|---|---|---|---|"]
+    for key, row in pp["rest5"].items():
+        its = f"{row['iterations_mean']:.2f} / {row['iterations_max']}" if "iterations_mean" in row else "—"
+        nc = row.get("not_converged")
+        L.append(f"| {key} | {row['us_per_step']:.0f} | {row['bottom_penetration']:.3g} | {its} | "
+                 f"{'—' if nc is None else nc} |")
+    L += ["", "Iterations are each solver's own (SAP: Newton; ADMM: ADMM iterations, each with a dense "
+          "solve; PGS: sweeps, as Pinocchio counts them; MuJoCo: Newton) and are not comparable in cost."]
+    sl, r5 = pp["slide"], pp["rest5"]
+    admm, sap = "pin-admm (our stepper)", "ours SAP"
+    facts = []
+    pairs = [(dt, sl[f"{admm} dt={dt}"], sl[f"{sap} dt={dt}"]) for dt in ("0.001", "0.01")
+             if f"{admm} dt={dt}" in sl and f"{sap} dt={dt}" in sl]
+    if pairs:
+        facts.append("the slide distances of pin-admm and ours SAP differ by "
+                     + " and ".join(f"{abs(a['distance'] - b['distance']):.1e} m at δt = {dt} s" for dt, a, b in pairs)
+                     + "; pin-admm's hop is " + " / ".join(f"{a['hop'] * 1e3:.3f}" for _, a, _ in pairs)
+                     + " mm against SAP's " + " / ".join(f"{b['hop'] * 1e3:.2f}" for _, _, b in pairs)
+                     + " mm (the rigid problem has no regularized friction, hence no gliding)")
+    if admm in r5 and sap in r5:
+        facts.append(f"at rest the rigid normal with the φ₀/δt position term leaves a bottom-cube penetration of "
+                     f"{r5[admm]['bottom_penetration']:.1e} m (round-off) where SAP's near-rigid regularization "
+                     f"gives {r5[sap]['bottom_penetration']:.2e} m, as seed 001 §V predicts; per step pin-admm "
+                     f"costs {r5[admm]['us_per_step'] / r5[sap]['us_per_step']:.1f}× ours SAP on cube-rest-5")
+    if facts:
+        L[-1] += " Measured in this run: " + "; ".join(facts) + "."
+    return L
+
+
 # ----------------------------------------------------------------------------- report
 def machine_info() -> dict:
     cpu = platform.processor() or ""
@@ -511,6 +611,7 @@ def markdown(res: dict) -> str:
               "scheme, same σ = 10⁻³ slip loss.", "", "| simulator | loss |", "|---|---|"]
         for key, row in res["cylinder_loss"].items():
             L.append(f"| {key} | {row['loss'] * 100:.3f} % |")
+    L += markdown_pinocchio(res)
     L += ["", END]
     return "\n".join(L)
 
@@ -553,11 +654,27 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="short runs (no markdown update)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the timed scenes (median reported)")
+    ap.add_argument("--part", choices=("all", "pinocchio"), default="all",
+                    help="'pinocchio': run only the Pinocchio-solver comparison (with ours SAP, Drake, MuJoCo "
+                         "in the same run) and merge it into the existing JSON/markdown")
     args = ap.parse_args(argv)
     from plants.sim._blas import blas_threads
 
     dur = 0.2 if args.quick else 1.0
     peers = {"drake": _peer("drake"), "mujoco": _peer("mujoco")}
+    if args.part == "pinocchio":
+        with blas_threads(1):
+            _warm_up()
+            part = pinocchio_part(dur, 1 if args.quick else args.rounds, peers)
+        part["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        part["machine"] = machine_info()
+        print(json.dumps(part, indent=1))
+        if not args.quick:
+            res = json.loads(JSON_PATH.read_text())
+            res["pinocchio"] = part
+            JSON_PATH.write_text(json.dumps(res, indent=1) + "\n")
+            write_markdown(markdown(res))
+        return 0
     res: dict = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine_info(),
                  "peers": peers, "slide": {}, "rest5": {}}
     with blas_threads(1):
@@ -593,6 +710,8 @@ def main(argv: list[str] | None = None) -> int:
             "clutter-40 (3 s)": ours_scene("clutter-40", 0.6 if args.quick else 3.0),
             "cube-drop-5 (1 s)": ours_scene("cube-drop-5", 0.2 if args.quick else 1.0),
         }
+        res["pinocchio"] = pinocchio_part(dur, rounds, peers)
+        res["pinocchio"]["date"] = res["date"]
     print(json.dumps(res, indent=1))
     if not args.quick:
         JSON_PATH.parent.mkdir(parents=True, exist_ok=True)
