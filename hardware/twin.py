@@ -236,6 +236,7 @@ class FrankaBallTwin:
         self._seq_state = 0
         self._seq_cam = 0
         self._last_sample_t = -math.inf
+        self._last_state_t = -math.inf
 
     # -- bridge endpoints ---------------------------------------------------------------
     def attach(self) -> None:
@@ -336,9 +337,13 @@ class FrankaBallTwin:
             now = time.monotonic()
             self.advance_to(now - t0 - self.time_dropped)
             self.p, self.R, _ = self.world.ee_pose()
-            stamp = wall0 + (time.monotonic() - t0)
+            # The robot's clock is the simulation's: stamps advance with simulated time, so
+            # finite differences over stamps see the simulated motion even when it runs slower
+            # than real time (receive times, which the watchdog uses, stay wall-clock).
+            stamp = wall0 + self.world.t
             self.sample_camera(stamp)
-            if now >= next_state:
+            if now >= next_state and self.world.t > self._last_state_t:  # stamps increase
+                self._last_state_t = self.world.t
                 if not self.state_paused:
                     self.publish_state(stamp)
                 next_state += 1.0 / o.state_rate_hz

@@ -1,0 +1,175 @@
+"""Issue 8 acceptance on the twin: `c3mpc twin franka-ball` (the issue-7 world: full Panda in
+plants.sim under the eq. (36) impedance controller, emulated cameras) served over real loopback
+websockets, `c3mpc deploy franka-ball` with the C3 planner (c3mpc.algorithm3) against it; the
+ball must move along the circle; then the twin is killed and the watchdog must stop
+commanding within the threshold and deploy must exit cleanly with a message."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("roslibpy")
+pytest.importorskip("websockets")
+pytest.importorskip("pinocchio")
+
+REPO = Path(__file__).resolve().parents[1]
+THRESHOLD = 0.05  # default watchdog threshold [s]
+TOLERANCE = 0.05  # one loop period, rosbridge delivery, scheduling on a shared 2-core machine
+CENTER = np.array([0.55, 0.0])
+RADIUS = 0.1
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(pred, timeout: float, dt: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(dt)
+    return pred()
+
+
+def _phase_angle(xy: np.ndarray) -> np.ndarray:
+    """Unwrapped eq. (25) phase angle atan2(x − x_c, y − y_c) [rad]: increases along the task
+    (the target is 20° ahead of the ball in this angle)."""
+    rel = np.asarray(xy) - CENTER
+    return np.unwrap(np.arctan2(rel[:, 0], rel[:, 1]))
+
+
+def test_world_accessor_steps_the_panda_under_the_commanded_equilibrium():
+    """make_franka_ball_world: the issue-7 Panda world driven step by step. Lifting the
+    equilibrium 3 cm off the ball: after 0.4 s the end effector (critically damped, ω = √500,
+    settling ~4/ω = 0.18 s) is within 2 mm of it; the ball stays at its start (no contact)."""
+    from hardware.twin import make_franka_ball_world
+
+    w = make_franka_ball_world("panda")
+    p0, R0, v0 = w.ee_pose()
+    np.testing.assert_allclose(p0, w.ee0, atol=2e-3)  # IK of the task's start pose
+    b0 = w.ball()
+    goal = p0 + [0.0, 0.0, 0.03]
+    w.command(goal, np.zeros(3))
+    while w.t < 0.4:
+        w.step()
+    p, R, v = w.ee_pose()
+    assert np.linalg.norm(p - goal) < 2e-3, p - goal
+    assert np.linalg.norm(v) < 0.02
+    np.testing.assert_allclose(R, R0, atol=1e-2)  # orientation held
+    assert np.linalg.norm(w.ball()[:2] - b0[:2]) < 1e-3
+
+
+def test_twin_options_are_strict():
+    from hardware.errors import HardwareValueError
+    from hardware.twin import TwinOptions
+
+    with pytest.raises(HardwareValueError, match="world"):
+        TwinOptions(world="mujoco")
+    with pytest.raises(HardwareValueError, match="camera_rate_hz"):
+        TwinOptions(camera_rate_hz=0)
+    with pytest.raises(HardwareValueError, match="sim_dtt.*valid"):
+        TwinOptions.from_dict({"sim_dtt": 0.001})
+    assert TwinOptions.from_dict({"impedance": {"rotational_damping": 30}}
+                                 ).impedance.rotational_damping == 30
+
+
+RUN_S = 22.0  # seconds of C3 control before the twin is killed
+
+
+def test_deploy_c3_against_the_twin_rolls_the_ball_then_survives_the_twin_dying(tmp_path):
+    """End to end over real websockets, both sides as their own processes.
+
+    Thresholds (justified in docs/deployment.md, "Rehearsal on the twin"): the issue-7 closed
+    loop (same world, same Algorithm 3, no network) goes round once in 53 s at best (6.8°/s) and
+    has runs at 2.7°/s; through the bridge we measured 19-41° in 12-15 s. We require the ball's
+    phase angle to advance by >= 8° in the 12 s and the ball to stay within 5 cm of the
+    circle (the issue-7 runs leave the 2 cm band 24-78% of the time)."""
+    port = _free_port()
+    twin_log = tmp_path / "twin.log"
+    with open(twin_log, "w") as fh:  # a file, not a pipe: nobody reads it during the run
+        twin = subprocess.Popen([sys.executable, "-m", "c3mpc.cli", "twin", "franka-ball",
+                                 "--port", str(port)], cwd=REPO, env=_env(), stdout=fh,
+                                stderr=subprocess.STDOUT, text=True)
+    deploy = None
+    try:
+        assert _wait(lambda: "serving on" in twin_log.read_text(), 30), twin_log.read_text()
+        cfg = tmp_path / "deploy.yaml"
+        cfg.write_text("planner_type: c3\nmax_stale_time: 0.5\n"
+                       "camera:\n  velocity_filter: 1.0\nfranka:\n  velocity_filter: 1.0\n")
+        rep = tmp_path / "rep"
+        deploy = subprocess.Popen([sys.executable, "-m", "c3mpc.cli", "deploy", "franka-ball",
+                                   "--bridge", f"ws://127.0.0.1:{port}", "--config", str(cfg),
+                                   "--report", str(rep), "--quiet"],
+                                  cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        # the loop starts after the planner's warm-up and the first data; give it RUN_S then
+        # kill the robot side without warning
+        time.sleep(4.0)
+        assert deploy.poll() is None
+        time.sleep(RUN_S)
+        t_kill = time.monotonic()
+        twin.send_signal(signal.SIGKILL)
+        twin.wait(10)
+        out, err = deploy.communicate(timeout=30)
+    finally:
+        for p in (twin, deploy):
+            if p is not None and p.poll() is None:
+                p.kill()
+    assert deploy.returncode == 3, err[-2000:]  # data_lost
+    assert "data_lost" in out and "stale" in out
+    s = json.loads((rep / "summary.json").read_text())
+    assert s["exit_reason"] == "data_lost" and s["planner"] == "C3Planner"
+    assert s["planner_failures"] == 0 and s["rejected_state_messages"] == 0
+    rows = [r.split(",") for r in (rep / "log.csv").read_text().strip().splitlines()]
+    head, rows = rows[0], rows[1:]
+    col = {n: i for i, n in enumerate(head)}
+    data = np.array([[float(v) for v in r] for r in rows])
+    held = data[:, col["held"]] == 1
+    running = np.flatnonzero(~held)
+    assert running.size > 0.6 * 100 * RUN_S * 0.8, running.size  # >= ~60 Hz of commands
+
+    # -- the ball moves along the task ----------------------------------------------------
+    last = running[-1]
+    ball = data[: last + 1, [col["ball_x"], col["ball_y"]]]
+    t = data[: last + 1, col["t"]]
+    ang = _phase_angle(ball)
+    advance = math.degrees(ang[-1] - ang[0])
+    radial = np.abs(np.linalg.norm(ball - CENTER, axis=1) - RADIUS)
+    info = (f"advance {advance:.1f} deg in {t[-1]:.1f} s, max radial error "
+            f"{radial.max() * 100:.1f} cm, in 2 cm band {np.mean(radial <= 0.02):.2f}")
+    print(info)
+    assert t[-1] > 0.8 * RUN_S, info
+    assert advance >= 30.0, info
+    assert np.mean(radial <= 0.02) >= 0.5, info
+    assert radial.max() <= 0.15, info
+
+    # -- the twin dies: the watchdog holds within the threshold and nothing is sent after ---
+    trips = [r for r in json.loads((rep / "interventions.json").read_text())
+             if r["kind"] == "watchdog"]
+    assert trips
+    assert 0 <= trips[-1]["t"] - t_kill <= THRESHOLD + TOLERANCE, trips[-1]["t"] - t_kill
+    first = last + 1  # the final hold: from the trip to the exit
+    assert np.all(held[first:]) and held.size - first >= 10
+    age = np.maximum(data[:, col["state_age_s"]], data[:, col["camera_age_s"]])
+    assert age[first] > THRESHOLD >= age[first - 1]
+    assert age[first] <= THRESHOLD + TOLERANCE
