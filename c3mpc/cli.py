@@ -16,6 +16,11 @@ plots of states, inputs, forces and solve times.
 hardware.sim_robot``) through a rosbridge server, behind the safety layer; see
 docs/deployment.md.
 
+    c3mpc twin franka-ball --port PORT [--host 127.0.0.1] [--duration S] [--world panda|model]
+
+``twin`` serves the franka-ball simulation (full Panda + impedance controller + emulated
+cameras) over the rosbridge protocol, the robot side of a ``deploy`` rehearsal.
+
     c3mpc sweep STUDY.yaml [--trials N] [--out DIR] [--dask ADDRESS] [--workers N] [--quiet]
     c3mpc sweep-report DIR
 

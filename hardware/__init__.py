@@ -4,12 +4,16 @@
   server for rehearsals.
 - :mod:`hardware.franka`: franka_ros adapter (robot state in, equilibrium pose and desired
   wrench out); :mod:`hardware.camera`: ball detections in.
-- :mod:`hardware.impedance`: the impedance law of seed 003 eq. (36) and its gains.
+- :mod:`hardware.impedance`: configurable gains of the impedance law of seed 003 eq. (36)
+  (the law itself is :mod:`plants.impedance`).
 - :mod:`hardware.safety`: workspace box, velocity/step limits, watchdog, intervention log.
-- :mod:`hardware.planner`: the ``Planner`` protocol and the reference circle planner.
+- :mod:`hardware.planner`: the ``Planner`` protocol and the reference circle planner;
+  :mod:`hardware.planner_c3`: C3 (``c3mpc.algorithm3``) adapted to the deploy loop.
 - :mod:`hardware.deploy`: the deploy loop behind ``c3mpc deploy``.
-- :mod:`hardware.sim_robot`: simulated Franka served over rosbridge
-  (``python -m hardware.sim_robot --port 9090``).
+- :mod:`hardware.twin`: the issue-7 simulation (full Panda + impedance controller + emulated
+  cameras) served over rosbridge (``c3mpc twin franka-ball --port 9090``).
+- :mod:`hardware.sim_robot`: a simple simulated end effector and ball served over rosbridge
+  (``python -m hardware.sim_robot --port 9090``), fast enough for the transport tests.
 
 Submodules import roslibpy/websockets lazily; ``pip install c3mpc[ros]`` provides them.
 """
