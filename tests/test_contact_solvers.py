@@ -369,3 +369,15 @@ def test_a1_drop_8_scene_with_every_solver():
     r = SubADMMSolver(max_iterations=3000, tol=1e-6, warm_start=False).solve(p)
     assert r.status.ok
     assert np.abs(r.v - ref.v).max() < 1e-2
+
+
+def test_pgs_with_an_immobile_tangent_converges():
+    """A planar body: the second tangent has no mobility (zero J row). PGS's tangential step
+    1/λ_max(W_tt) converges; ½ tr W_tt over-relaxed 2× and oscillated (spring-cylinder)."""
+    m, dt, mu = 1.0, 1e-2, 0.5
+    J = np.diag([1.0, 0.0, 1.0])
+    p = ContactProblem(A=m * np.eye(3), v_star=[1.0, 0, -G * dt], J=J, phi0=[0.0], mu=[mu], stiffness=[np.inf],
+                       dissipation=[0.0], dt=dt)
+    r = PGSSolver(warm_start=False).solve(p)
+    assert r.status.ok and r.iterations <= 5
+    assert np.allclose(r.gamma, [-mu * m * G * dt, 0.0, m * G * dt], atol=1e-10)

@@ -3,7 +3,7 @@
 With ``W = J Â⁻¹ Jᵀ`` and ``w = J v̂* + e`` the contact velocities are ``y = W λ + w``. One sweep
 visits the contacts in order and, per contact ``i``, updates the normal impulse
 ``λ_n ← max(0, λ_n − (y_n + c λ_n)/(W_nn + c))`` and then the friction impulse
-``λ_t ← Π_{disk(μ λ_n)}(λ_t − y_t/w_t)`` (``w_t = ½ tr W_tt``) with ``y`` refreshed in between (the nested,
+``λ_t ← Π_{disk(μ λ_n)}(λ_t − y_t/w_t)`` (``w_t = λ_max(W_tt)``) with ``y`` refreshed in between (the nested,
 strict-operator order of seed 000 eq. 17). It solves the rigid NCP without relaxation of the model,
 as the seed's PGS does. The sweep is sequential by nature (Gauss–Seidel), so it loops over contacts.
 """
@@ -89,10 +89,14 @@ class PGSSolver(ContactSolver):
             lam = np.zeros(3 * n_c) if warm is None else warm.reshape(-1)
         mu, c = form.mu, form.compliance
         Wnn = np.diag(W)[2::3] + c
-        # scalar tangential step 1/w_t, w_t = ½ tr W_tt: an anisotropic W_tt⁻¹ step would have fixed
-        # points that violate maximal dissipation (y_t ∦ −λ_t on the cone boundary)
-        d = np.diag(W)
-        wt_inv = 2.0 / (d[0::3] + d[1::3])
+        # scalar tangential step 1/w_t with w_t = λ_max(W_tt): an anisotropic W_tt⁻¹ step would have
+        # fixed points that violate maximal dissipation (y_t ∦ −λ_t on the cone boundary), and
+        # ½ tr W_tt over-relaxes up to 2× when one tangent is stiff and the other free (planar
+        # bodies: PGS then oscillated on spring-cylinder's single contact)
+        idx = 3 * np.arange(n_c)
+        a_, d_, b_ = W[idx, idx], W[idx + 1, idx + 1], W[idx, idx + 1]
+        wt = 0.5 * (a_ + d_) + np.sqrt(0.25 * (a_ - d_) ** 2 + b_ * b_)
+        wt_inv = 1.0 / np.maximum(wt, 1e-300)
         t_setup = time.perf_counter() - t0
 
         def metric(lam):
