@@ -8,8 +8,9 @@ The adapter only converts:
 * in: :class:`~hardware.franka.RobotState` + :class:`~hardware.camera.BallState` → x̂ of the
   ``franka-ball`` simplified model (positions relative to the table surface, ball quaternion
   kept at identity so the ball frame is the world frame, ball ω from rolling without slipping
-  ω = e_z × v / r, the ball position optionally extrapolated at its velocity from the
-  detection stamp to now, as the closed loop's ``extrapolate_vision``);
+  ω = e_z × v / r, the ball centre on the table plane z = r and its position optionally
+  extrapolated at its velocity from the detection stamp to now, as the closed loop's
+  ``ball_on_table`` and ``extrapolate_vision``);
 * out: :class:`~c3mpc.algorithm3.Plan` → :class:`~hardware.safety.Target`: an equilibrium pose
   carries neither velocity nor acceleration, so it sends p_eq = p_d + (B/K) v_d + u_C3 / K;
   with the impedance law K(p_eq − p) − B v = K(p_d − p) + B(v_d − v) + u_C3, i.e. the same
@@ -69,6 +70,9 @@ class C3PlannerOptions:
     """Plan only when a new ball detection arrived; hold the previous target otherwise."""
     extrapolate_vision: bool = True
     """Predict the ball from its detection stamp to the plan time at its velocity."""
+    ball_on_table: bool = True
+    """Use z = table + r for the ball centre in x̂ (the closed loop's ``ball_on_table``: camera
+    depth noise cannot fake ball-table penetration)."""
 
     def __post_init__(self) -> None:
         if not (self.radius > 0 and 0 < self.lead_angle_deg < 180):
@@ -144,6 +148,8 @@ class C3Planner:
         x[list(lay.ee_position)] = robot.position - z0
         x[list(lay.ee_velocity)] = robot.velocity
         x[3:6] = bp - z0
+        if self.options.ball_on_table:
+            x[5] = self.ball_radius
         x[6:10] = (0.0, 0.0, 0.0, 1.0)  # identity quaternion (x, y, z, w)
         x[13:16] = bv
         x[16:19] = np.array([-bv[1], bv[0], 0.0]) / self.ball_radius  # e_z × v / r

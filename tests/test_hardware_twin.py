@@ -100,10 +100,11 @@ def test_deploy_c3_against_the_twin_rolls_the_ball_then_survives_the_twin_dying(
     """End to end over real websockets, both sides as their own processes.
 
     Thresholds (justified in docs/deployment.md, "Rehearsal on the twin"): the issue-7 closed
-    loop (same world, same Algorithm 3, no network) goes round once in 53 s at best (6.8°/s) and
-    has runs at 2.7°/s; through the bridge we measured 19-41° in 12-15 s. We require the ball's
-    phase angle to advance by >= 8° in the 12 s and the ball to stay within 5 cm of the
-    circle (the issue-7 runs leave the 2 cm band 24-78% of the time)."""
+    loop (same world, same Algorithm 3, no network) goes round once in 53-61 s and is in the
+    2 cm band 31-100% of a lap (max error 1.2-15.4 cm); through the bridge we measured 37-315°
+    in ~23 s, 69-98% in the band, max error 2.2-13.5 cm. Required: the ball's phase angle
+    advances >= 20° in the 22 s, >= 70% of the time in the 2 cm band, never more than 10 cm
+    off the circle."""
     port = _free_port()
     twin_log = tmp_path / "twin.log"
     with open(twin_log, "w") as fh:  # a file, not a pipe: nobody reads it during the run
@@ -159,9 +160,9 @@ def test_deploy_c3_against_the_twin_rolls_the_ball_then_survives_the_twin_dying(
             f"{radial.max() * 100:.1f} cm, in 2 cm band {np.mean(radial <= 0.02):.2f}")
     print(info)
     assert t[-1] > 0.8 * RUN_S, info
-    assert advance >= 30.0, info
-    assert np.mean(radial <= 0.02) >= 0.5, info
-    assert radial.max() <= 0.15, info
+    assert advance >= 20.0, info
+    assert np.mean(radial <= 0.02) >= 0.7, info
+    assert radial.max() <= 0.10, info
 
     # -- the twin dies: the watchdog holds within the threshold and nothing is sent after ---
     trips = [r for r in json.loads((rep / "interventions.json").read_text())
