@@ -415,6 +415,29 @@ PIN_SOLVERS = {
 }
 
 
+def pin_scene(name: str, duration: float, solver: str, solver_options: dict | None = None) -> dict:
+    """Step ``name`` with ``solver`` until ``duration`` or the first step the solver fails on (the
+    stepper refuses to advance then); the failure is recorded, not raised."""
+    from plants.errors import ContactSolveError
+
+    sim = load_scene(name, solver=solver, solver_options=solver_options)
+    n = int(round(duration / sim.dt))
+    its, failure = [], None
+    t0 = time.perf_counter()
+    el = 0.0
+    for _ in range(n):
+        try:
+            its.append(sim.step().iterations)
+            el = time.perf_counter() - t0  # the failed step's time is left out of µs/step
+        except ContactSolveError as err:
+            failure = {"step": err.step, "t": err.t, "status": err.result.status.name,
+                       "residual": float(err.result.residual), "n_contacts": err.problem.n_c}
+            break
+    return {"dt": sim.dt, "steps": len(its), "steps_requested": n, "us_per_step": el / max(len(its), 1) * 1e6,
+            "iterations_mean": float(np.mean(its)) if its else None, "iterations_max": int(max(its)) if its else None,
+            "failure": failure}
+
+
 def pinocchio_part(dur: float, rounds: int, peers: dict) -> dict:
     """Slide and rest-stack rows of Pinocchio's solvers, with ours SAP, Drake and MuJoCo in the same run."""
     import pinocchio
@@ -439,6 +462,8 @@ def pinocchio_part(dur: float, rounds: int, peers: dict) -> dict:
     out["rest5_duration"] = dur
     out["rounds"] = rounds
     out["cylinder"] = {"ours SAP": ours_cylinder(), "pin-admm (our stepper)": ours_cylinder("pin-admm")}
+    out["impact_scenes"] = {f"{scene} {name}": pin_scene(scene, 1.0, name, opts)
+                            for scene in ("cube-drop-5", "clutter-40") for name, opts in PIN_SOLVERS.items()}
     return out
 
 
@@ -505,6 +530,26 @@ def markdown_pinocchio(res: dict) -> list[str]:
             for key, row in rows.items():
                 L.append(f"| {solver} | {key} | {row['band_5_periods'] * 100:.3g} % | {row['band'] * 100:.3g} % | "
                          f"{row['drift'] * 100:+.3g} % |")
+    if pp.get("impact_scenes"):
+        L += ["", "Impact scenes (1 s requested; ours SAP converges on every step of both, see \"Ours only\"). "
+              "Pinocchio's solvers at tolerance 1e-8 stall on some impact steps; the stepper then refuses to "
+              "advance, and the row says where:", "",
+              "| scene, solver | steps done / requested | µs/step | iterations mean / max | stopped at |",
+              "|---|---|---|---|---|"]
+        for key, row in pp["impact_scenes"].items():
+            f = row["failure"]
+            stop = "—" if f is None else (f"step {f['step']} (t = {f['t']:.3f} s, {f['n_contacts']} contacts): "
+                                          f"{f['status']}, residual {f['residual']:.2g}")
+            its = "—" if row["iterations_mean"] is None else f"{row['iterations_mean']:.1f} / {row['iterations_max']}"
+            L.append(f"| {key} | {row['steps']} / {row['steps_requested']} | {row['us_per_step']:.0f} | {its} | {stop} |")
+        L += ["", "µs/step over the steps done (the failed step's time left out). Tried by hand, not in this "
+              "script: ADMM with the spectral or linear ρ rule, with Anderson acceleration (capacity 5), at "
+              "tolerance 1e-6, with 10⁴ iterations, or in the CCP mode (`solve_ncp=False`) also stops, at "
+              "steps 225–376 of cube-drop-5 and 35–65 of clutter-40, residuals stalled between 2e-8 and 1e-3. "
+              "Not investigated further: "
+              "the failing steps are multi-corner impacts whose Delassus operator is singular (smallest "
+              "eigenvalue ~1e-14 on the cube-drop-5 failure; the resting stack's is too, and converges), "
+              "where SAP's regularization makes every step's problem strongly convex."]
     return L
 
 

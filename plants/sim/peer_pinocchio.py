@@ -28,6 +28,10 @@ reports them, and ``status`` is SOLVED only when Pinocchio reports convergence (
 otherwise, NUMERICAL_ERROR on an exception or a non-finite answer): the stepper then refuses to
 advance.
 
+Known limitation (measured, ``benchmarks/bench_sim.py``): on multi-corner impacts (cube-drop-5
+after ~0.3 s, clutter-40 after ~0.37 s) both Pinocchio solvers stall above tolerance 1e-8 and the
+step is refused; resting stacks, sliding and the spring-cylinder run through.
+
 Importing this module needs only Pinocchio (a hard dependency of ``plants``); ``plants.sim``
 imports it, so the names are registered whenever ``plants.sim`` is.
 """
