@@ -1,5 +1,7 @@
-"""Pinocchio's own constraint solvers (``pin.ADMMConstraintSolver``, ``pin.PGSConstraintSolver``) as
-contact solvers of our stepper: registered as ``"pin-admm"`` and ``"pin-pgs"``.
+"""Pinocchio's own ADMM and PGS constraint solvers as contact solvers of our stepper.
+
+``pin.ADMMConstraintSolver`` and ``pin.PGSConstraintSolver`` are registered as ``"pin-admm"`` and
+``"pin-pgs"``.
 
 They solve **our** per-step :class:`ContactProblem` (same contacts, same A, v*, J, φ₀, μ), so that a
 scene stepped with ``load_scene(name, solver="pin-admm")`` differs from SAP only in the contact
@@ -13,7 +15,8 @@ with
 
 * ``G = J A⁻¹ Jᵀ`` the Delassus operator, computed from per-tree inverses of the blocks of ``A``
   (``A`` is block diagonal over trees), handed over as ``pin.DelassusOperatorDense``;
-* ``g = J v* + e`` the free contact velocity plus the position term ``e_i = (0, 0, φ₀,i/(δt + τ_d,i))``:
+* ``g = J v* + e`` the free contact velocity plus the position term
+  ``e_i = (0, 0, φ₀,i/(δt + τ_d,i))``:
   the normal constraint then reads ``φ₀ + (δt + τ_d) v_n ≥ 0`` — with τ_d = 0 the rigid
   "no penetration at the end of the step" condition (the Baumgarte-like bias of
   ``docs/contact-solvers.md``, the same ``e_n`` as our CANAL/PGS);
@@ -51,7 +54,12 @@ from .contact_problem import (
     register_contact_solver,
 )
 
-__all__ = ["PinocchioSolverOptions", "PinocchioADMMSolver", "PinocchioPGSSolver", "delassus_operator"]
+__all__ = [
+    "PinocchioSolverOptions",
+    "PinocchioADMMSolver",
+    "PinocchioPGSSolver",
+    "delassus_operator",
+]
 
 
 @dataclass(frozen=True)
@@ -175,7 +183,9 @@ class _PinocchioSolver(ContactSolver):
         return models, datas
 
     # ---------------------------------------------------------------- solve
-    def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None) -> ContactSolverResult:
+    def solve(
+        self, problem: ContactProblem, v_guess: np.ndarray | None = None
+    ) -> ContactSolverResult:
         """Solve the step (``v_guess`` is ignored: Pinocchio's solvers iterate on impulses)."""
         if not isinstance(problem, ContactProblem):
             raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
@@ -183,9 +193,10 @@ class _PinocchioSolver(ContactSolver):
         p, o = problem, self.options
         n_c = p.n_c
         if n_c == 0:
-            return ContactSolverResult(status=ContactSolverStatus.SOLVED, v=p.v_star.copy(), gamma=np.zeros(0),
-                                       iterations=0, residual=0.0, solve_time=time.perf_counter() - t0,
-                                       solver=self.name)
+            return ContactSolverResult(
+                status=ContactSolverStatus.SOLVED, v=p.v_star.copy(), gamma=np.zeros(0),
+                iterations=0, residual=0.0, solve_time=time.perf_counter() - t0, solver=self.name,
+            )
         G, X = delassus_operator(p)
         g = p.J @ p.v_star
         g[2::3] += p.phi0 / (p.dt + p.dissipation)
@@ -229,16 +240,19 @@ class _PinocchioSolver(ContactSolver):
             self._warm = (p.contact_trees.copy(), lam.copy())
         return ContactSolverResult(
             status=status, v=v, gamma=lam, iterations=iterations, residual=residual,
-            solve_time=time.perf_counter() - t0, timings={"setup": t_setup}, solver=self.name, message=message,
+            solve_time=time.perf_counter() - t0, timings={"setup": t_setup}, solver=self.name,
+            message=message,
         )
 
 
 @register_contact_solver("pin-admm")
 class PinocchioADMMSolver(_PinocchioSolver):
     """Pinocchio's ``ADMMConstraintSolver`` on our contact problem (module docstring).
+
     ``PinocchioADMMSolver(options=None, **overrides)``; Pinocchio's ADMM defaults otherwise
     (OSQP-style ρ update, initial ρ from a spectral estimate of G, μ_prox = 1e-6), except the
-    documented ``lanczos_size`` and ``warmstart_rho`` of :class:`PinocchioSolverOptions`."""
+    documented ``lanczos_size`` and ``warmstart_rho`` of :class:`PinocchioSolverOptions`.
+    """
 
     name = "pin-admm"
 
@@ -254,7 +268,9 @@ class PinocchioADMMSolver(_PinocchioSolver):
 @register_contact_solver("pin-pgs")
 class PinocchioPGSSolver(_PinocchioSolver):
     """Pinocchio's ``PGSConstraintSolver`` on our contact problem (module docstring).
-    ``PinocchioPGSSolver(options=None, **overrides)``; over-relaxation 1 (Pinocchio's default)."""
+
+    ``PinocchioPGSSolver(options=None, **overrides)``; over-relaxation 1 (Pinocchio's default).
+    """
 
     name = "pin-pgs"
 
