@@ -546,10 +546,14 @@ def markdown_pinocchio(res: dict) -> list[str]:
               "script: ADMM with the spectral or linear ρ rule, with Anderson acceleration (capacity 5), at "
               "tolerance 1e-6, with 10⁴ iterations, or in the CCP mode (`solve_ncp=False`) also stops, at "
               "steps 225–376 of cube-drop-5 and 35–65 of clutter-40, residuals stalled between 2e-8 and 1e-3. "
-              "Not investigated further: "
-              "the failing steps are multi-corner impacts whose Delassus operator is singular (smallest "
-              "eigenvalue ~1e-14 on the cube-drop-5 failure; the resting stack's is too, and converges), "
-              "where SAP's regularization makes every step's problem strongly convex."]
+              "The failing steps are solvable, "
+              "the budget and ρ rule decide: the problem of the ADMM's cube-drop-5 failure (step 296) is solved "
+              "by Pinocchio's PGS in 22 sweeps, by its ADMM with the spectral rule in 419 iterations and with a "
+              "constant ρ in 2350 (the OSQP rule still stalls at 2e4); clutter-40's step 37 by the ADMM in "
+              "1369–4660 iterations (PGS stalls at 1e5 sweeps); SAP solves both in 9 and 23 Newton iterations. "
+              "These are multi-corner impacts with a singular Delassus operator (smallest eigenvalue ~1e-14 at "
+              "cube-drop-5's step 296; the resting stack's is singular too, and converges), where SAP's "
+              "regularization makes every step's problem strongly convex."]
     return L
 
 

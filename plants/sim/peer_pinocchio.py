@@ -33,7 +33,9 @@ advance.
 
 Known limitation (measured, ``benchmarks/bench_sim.py``): on multi-corner impacts (cube-drop-5
 after ~0.3 s, clutter-40 after ~0.37 s) both Pinocchio solvers stall above tolerance 1e-8 and the
-step is refused; resting stacks, sliding and the spring-cylinder run through.
+step is refused; resting stacks, sliding and the spring-cylinder run through. The failing problems
+are solvable (the spectral ρ rule, ``pin.ADMMUpdateRule.SPECTRAL``, solves both first failures in
+419 / 1369 iterations but stalls on later steps), so it is Pinocchio's ρ rule and budget.
 
 Importing this module needs only Pinocchio (a hard dependency of ``plants``); ``plants.sim``
 imports it, so the names are registered whenever ``plants.sim`` is.
