@@ -214,6 +214,9 @@ def test_bad_options_and_input():
         PinocchioSolverOptions(max_iterations=0)
     with pytest.raises(ValueError, match="abs_tol"):
         PinocchioADMMSolver(abs_tol=float("nan"))
+    with pytest.raises(ValueError, match="rho_rule"):
+        PinocchioSolverOptions(rho_rule="fast")
+    assert str(PinocchioADMMSolver(rho_rule="spectral")._settings.admm_update_rule).endswith("SPECTRAL")
     with pytest.raises(TypeError, match="ContactProblem"):
         PinocchioADMMSolver().solve("not a problem")
 

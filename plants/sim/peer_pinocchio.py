@@ -64,6 +64,9 @@ __all__ = [
 ]
 
 
+_RHO_RULES = ("osqp", "spectral", "linear", "constant")
+
+
 @dataclass(frozen=True)
 class PinocchioSolverOptions:
     """Options of :class:`PinocchioADMMSolver` / :class:`PinocchioPGSSolver`.
@@ -86,6 +89,8 @@ class PinocchioSolverOptions:
             for the extreme eigenvalues it needs.
         warmstart_rho: ADMM only: start ρ from the previous solve's final ρ
             (``warmstart_rho_with_previous_result``; Pinocchio's default is False).
+        rho_rule: ADMM only: Pinocchio's ρ update rule, one of "osqp" (its default), "spectral",
+            "linear", "constant" (``pin.ADMMUpdateRule``).
     """
 
     max_iterations: int = 1000
@@ -96,12 +101,15 @@ class PinocchioSolverOptions:
     solve_ncp: bool = True
     lanczos_size: int = 10
     warmstart_rho: bool = True
+    rho_rule: str = "osqp"
 
     def __post_init__(self) -> None:
         if int(self.max_iterations) < 1:
             raise ValueError(f"max_iterations must be >= 1, got {self.max_iterations}")
         if int(self.lanczos_size) < 1:
             raise ValueError(f"lanczos_size must be >= 1, got {self.lanczos_size}")
+        if self.rho_rule not in _RHO_RULES:
+            raise ValueError(f"rho_rule must be one of {_RHO_RULES}, got {self.rho_rule!r}")
         for name in ("abs_tol", "rel_tol"):
             val = getattr(self, name)
             if not (np.isfinite(val) and val >= 0):
@@ -264,6 +272,7 @@ class PinocchioADMMSolver(_PinocchioSolver):
         self._configure(settings)
         settings.lanczos_size = int(self.options.lanczos_size)
         settings.warmstart_rho_with_previous_result = bool(self.options.warmstart_rho)
+        settings.admm_update_rule = getattr(pin.ADMMUpdateRule, self.options.rho_rule.upper())
         return pin.ADMMConstraintSolver(), settings, pin.ADMMSolverResult()
 
 
