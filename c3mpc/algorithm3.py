@@ -19,8 +19,8 @@ progress). Each phase selects its own C3 controller (same LCS, its own cost), si
 
 Nothing here imports ``plants``: the planner is given a plant object with ``lcs(x, u, dt=)``
 and a :class:`BallTaskLayout` saying where the end effector and the balls are in x.
-``hardware/planner_c3.py`` implements the same steps for deployment and can switch to
-:class:`Algorithm3Planner` + :class:`CircleTarget`.
+The simulated task (:mod:`c3mpc.tasks_franka`) and the deployment (``hardware/planner_c3.py``,
+a thin adapter) both plan with this :class:`Algorithm3Planner` + :class:`CircleTarget`.
 """
 
 from __future__ import annotations
