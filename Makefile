@@ -31,8 +31,14 @@ test-slow: $(STAMP)
 	@$(CHROMIUM_INSTALL)
 	$(PY) -m pytest -q -m slow
 
+# Every benchmark (long: the MIQP baselines alone take tens of minutes); peers (Drake, MuJoCo)
+# are installed for the simulator comparison. Each script writes benchmarks/results/*.json
+# and its own section of docs/BENCHMARKS.md; run one alone with `.venv/bin/python benchmarks/...`.
+BENCHES := lcp projection_miqp c3_tables lcs_factory sim contact_solvers estimators franka_ball
 bench: $(STAMP)
-	$(PY) benchmarks/bench_lcp.py
+	$(PY) -m pip install --quiet -e ".[all,peers]"
+	@set -e; for b in $(BENCHES); do echo "== benchmarks/bench_$$b.py"; \
+	  $(PY) benchmarks/bench_$$b.py; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
