@@ -214,17 +214,18 @@ def test_qp_check_on_paper_plants():
     ConvexQPProjection().check(cart)
 
 
+@pytest.mark.parametrize("solver", ["active-set", "osqp"])
 @pytest.mark.parametrize("seed", [6, 7])
-def test_qp_matches_cvxpy_and_is_feasible(seed):
+def test_qp_matches_cvxpy_and_is_feasible(seed, solver):
     rng = np.random.default_rng(seed)
     N, n_lam = 6, 4
     data = random_data(rng, N=N, n_lam=n_lam, F=psd_F(rng, N, n_lam),
                        u_weights=(1000.0, 1.0, 1.0))
     n_x = data.E.shape[2]
     v = 2.0 * rng.normal(size=(N, data.U.shape[1]))
-    proj = ConvexQPProjection(alpha=0.01)
+    proj = ConvexQPProjection(alpha=0.01, solver=solver)
     res = proj.project(v, data)
-    assert np.all(res.status == OPT)
+    assert np.all(res.status == OPT) and proj.last_path == solver
     lam, s = res.delta[:, n_x:n_x + n_lam], slack(res.delta, data)
     assert lam.min() >= -1e-7 and s.min() >= -1e-7
     ref = cvxpy_qp_reference(v, data, 0.01, proj.epsilon)
@@ -236,11 +237,11 @@ def test_qp_warm_start_correct_and_fewer_iterations():
     N, n_lam = 8, 4
     data = random_data(rng, N=N, n_lam=n_lam, F=psd_F(rng, N, n_lam))
     v = 2.0 * rng.normal(size=(N, data.U.shape[1]))
-    warm = ConvexQPProjection()
+    warm = ConvexQPProjection(solver="osqp")
     warm.project(v, data)
     v2 = v + 0.02 * rng.normal(size=v.shape)
     r_warm = warm.project(v2, data)
-    r_cold = ConvexQPProjection().project(v2, data)
+    r_cold = ConvexQPProjection(solver="osqp").project(v2, data)
     assert warm.setup_count == 1  # updated, not set up again
     assert np.all(r_warm.status == OPT)
     np.testing.assert_allclose(r_warm.delta, r_cold.delta, atol=1e-6)
@@ -254,7 +255,7 @@ def test_qp_data_update_without_resetup():
     N, n_lam = 5, 3
     data = random_data(rng, N=N, n_lam=n_lam, F=psd_F(rng, N, n_lam))
     v = rng.normal(size=(N, data.U.shape[1]))
-    proj = ConvexQPProjection()
+    proj = ConvexQPProjection(solver="osqp")
     proj.project(v, data)
     data2 = random_data(rng, N=N, n_lam=n_lam, F=psd_F(rng, N, n_lam))  # new E, F, H, c, U
     res = proj.project(v, data2)
@@ -277,6 +278,7 @@ def test_qp_infeasible_knot_is_nan_and_others_solved():
     v = rng.normal(size=(N, 5))
     proj = ConvexQPProjection(alpha=0.1)
     res = proj.project(v, data)
+    assert proj.last_path == "osqp"  # the active-set path hands an infeasible knot to OSQP
     assert res.status[2] == ProjectionStatus.INFEASIBLE and np.all(np.isnan(res.delta[2]))
     ok = [0, 1, 3]
     assert np.all(res.status[ok] == OPT)
@@ -288,7 +290,7 @@ def test_qp_infeasible_knot_is_nan_and_others_solved():
     c2 = c.copy()
     c2[2, 1] = 1.0
     res2 = proj.project(v, ProjectionData(E, F, H, c2, data.U))
-    assert np.all(res2.status == OPT)
+    assert np.all(res2.status == OPT) and proj.last_path == "active-set"
     np.testing.assert_allclose(res2.delta, expect, atol=1e-8)
 
 
