@@ -150,3 +150,30 @@ def test_franka_balls_3_matches_osqp_path():
         ours = objective(r1.delta, v, data, 0.01, 1e-6)
         theirs = objective(cvxpy_qp_reference(v, data, 0.01, 1e-6), v, data, 0.01, 1e-6)
         np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-10)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1), n_lam=st.integers(1, 6), shift=st.sampled_from(
+    [0.0, 1e-6, 1e-3]), drop=st.booleans())
+def test_compiled_certificate_matches_numpy_reference(seed, n_lam, shift, drop):
+    """The KKT check inside the compiled loop agrees with the batched numpy ``certify``."""
+    rng = np.random.default_rng(seed)
+    N = 4
+    data = random_data(rng, N=N, n_lam=n_lam, F=psd_F(rng, N, n_lam))
+    v = 2.0 * rng.normal(size=(N, data.U.shape[1]))
+    proj = ConvexQPProjection()
+    proj.project(v, data)
+    dc = proj._dense
+    q = -np.einsum("kij,kj->ki", dc["Pq"], v)
+    b = np.concatenate([-data.c, np.zeros((N, n_lam))], axis=1)
+    x, active, cert, _ = _qp_dense.solve_all(dc["J0"], dc["P"], q, dc["C"], b, 1e-9)
+    x = x + shift * rng.normal(size=x.shape) * (rng.random(N) < 0.5)[:, None]
+    if drop:  # remove one active constraint at random knots
+        for k in np.flatnonzero(active.any(axis=1) & (rng.random(N) < 0.5)):
+            active[k, rng.choice(np.flatnonzero(active[k]))] = False
+    ref = _qp_dense.certify(x, active, dc["P"], q, dc["C"], b, 1e-9)
+    got = np.array([_qp_dense._certify_one(x[k], active[k].astype(np.int64), dc["P"][k], q[k],
+                                           dc["C"][k], b[k], 1e-9) for k in range(N)])
+    np.testing.assert_array_equal(got, ref)
+    if shift == 0.0 and not drop:
+        assert cert.all() and ref.all()

@@ -9,10 +9,11 @@ block-diagonal ``P_k`` that changes only when the LCS or the weight ``U`` change
 * :func:`solve_all` runs the Goldfarb-Idnani dual active-set method (:mod:`c3mpc._dense_qp`)
   knot by knot inside one compiled loop, starting from the unconstrained minimiser
   ``-P_k^{-1} q_k = -J0 J0ᵀ q_k``;
-* :func:`certify` checks every knot's point against the KKT conditions of its QP to a relative
-  tolerance, recovering the multipliers of the active constraints from one batched
-  least-squares solve (normal equations masked to the active set). A knot that is not
-  certified is left to the caller (the OSQP path of :class:`ConvexQPProjection`).
+* every knot's point is checked against the KKT conditions of its QP to a relative tolerance,
+  recovering the multipliers of the active constraints by least squares (normal equations of
+  the active rows), in the same compiled loop; :func:`certify` is the batched pure-numpy
+  reference of that check (tested against it). A knot that is not certified is left to the
+  caller (the OSQP path of :class:`ConvexQPProjection`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,63 @@ def factor(P: np.ndarray) -> np.ndarray | None:
 
 
 @njit(cache=True)
-def _solve_all(J0, q, C, b, tol, max_iter, x_out, act_out, status_out, iters_out):
+def _certify_one(x, act, P, q, C, b, tol):
+    """Compiled twin of :func:`certify` for one knot (same conditions, same scales)."""
+    n = x.shape[0]
+    m = b.shape[0]
+    r = P @ x + q
+    idx = np.flatnonzero(act)
+    na = idx.size
+    y = np.zeros(m)
+    if na > 0:
+        CA = np.empty((na, n))
+        for a in range(na):
+            CA[a] = C[idx[a]]
+        G = CA @ CA.T
+        g = CA @ r
+        # Cholesky of the (SPD when C_A has full row rank) normal matrix; fail on a tiny pivot
+        L = np.zeros((na, na))
+        gmax = 0.0
+        for i in range(na):
+            gmax = max(gmax, G[i, i])
+        for j in range(na):
+            s = G[j, j]
+            for t in range(j):
+                s -= L[j, t] * L[j, t]
+            if not s > 1e-14 * gmax:
+                return False
+            L[j, j] = np.sqrt(s)
+            for i in range(j + 1, na):
+                s2 = G[i, j]
+                for t in range(j):
+                    s2 -= L[i, t] * L[j, t]
+                L[i, j] = s2 / L[j, j]
+        z = np.empty(na)
+        for i in range(na):
+            s = g[i]
+            for t in range(i):
+                s -= L[i, t] * z[t]
+            z[i] = s / L[i, i]
+        ya = np.empty(na)
+        for i in range(na - 1, -1, -1):
+            s = z[i]
+            for t in range(i + 1, na):
+                s -= L[t, i] * ya[t]
+            ya[i] = s / L[i, i]
+        for a in range(na):
+            y[idx[a]] = ya[a]
+    stat = np.abs(r - C.T @ y).max()
+    slack_min = (C @ x - b).min()
+    s_p = max(1.0, max(np.abs(b).max(), np.abs(x).max()))
+    s_d = max(1.0, max(np.abs(q).max(), np.abs(y).max()))
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        return False
+    return slack_min >= -tol * s_p and y.min() >= -tol * s_d and stat <= tol * s_d
+
+
+@njit(cache=True)
+def _solve_all(J0, P, q, C, b, tol, max_iter, kkt_tol, x_out, act_out, status_out, iters_out,
+               cert_out):
     N, n = q.shape
     x0 = np.empty(n)
     for k in range(N):
@@ -52,21 +109,27 @@ def _solve_all(J0, q, C, b, tol, max_iter, x_out, act_out, status_out, iters_out
         st, it = gi_solve(J0[k], x0, C[k], b[k], tol[k], max_iter, x_out[k], act_out[k])
         status_out[k] = st
         iters_out[k] = it
+        cert_out[k] = st == GI_OPTIMAL and _certify_one(x_out[k], act_out[k], P[k], q[k], C[k],
+                                                        b[k], kkt_tol)
 
 
-def solve_all(J0: np.ndarray, q: np.ndarray, C: np.ndarray, b: np.ndarray,
-              rel_tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Goldfarb-Idnani on every knot.
+def solve_all(J0: np.ndarray, P: np.ndarray, q: np.ndarray, C: np.ndarray, b: np.ndarray,
+              kkt_tol: float = 1e-9, rel_tol: float = 1e-10
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Goldfarb-Idnani on every knot, each point KKT-certified (compiled twin of :func:`certify`).
 
     Args:
-        J0: (N, n, n) from :func:`factor`.
+        J0: (N, n, n) from :func:`factor` of ``P``.
+        P: (N, n, n) Hessians (for the certificate).
         q: (N, n) linear terms.
         C: (N, m, n) constraint rows of ``C δ ≥ b``.
         b: (N, m) right-hand sides.
-        rel_tol: feasibility tolerance relative to ``max(1, max|b_k|)``.
+        kkt_tol: relative tolerance of the KKT certificate.
+        rel_tol: Goldfarb-Idnani's feasibility tolerance relative to ``max(1, max|b_k|)``.
 
     Returns:
-        ``(x (N, n), active (N, m) bool, optimal (N,) bool, iterations (N,))``.
+        ``(x (N, n), active (N, m) bool, certified (N,) bool, iterations (N,))``; certified
+        means: the method ended optimal and the point passed the KKT check.
     """
     N, n = q.shape
     m = b.shape[1]
@@ -74,11 +137,12 @@ def solve_all(J0: np.ndarray, q: np.ndarray, C: np.ndarray, b: np.ndarray,
     act = np.zeros((N, m), np.int64)
     status = np.zeros(N, np.int64)
     iters = np.zeros(N, np.int64)
+    cert = np.zeros(N, np.bool_)
     tol = rel_tol * np.maximum(1.0, np.abs(b).max(axis=1, initial=0.0))
-    _solve_all(np.ascontiguousarray(J0), np.ascontiguousarray(q), np.ascontiguousarray(C),
-               np.ascontiguousarray(b), tol, 20 * (n + 1), x, act, status, iters)
-    optimal = (status == GI_OPTIMAL) & np.all(np.isfinite(x), axis=1)
-    return x, act.astype(bool), optimal, iters
+    _solve_all(J0, np.ascontiguousarray(P), np.ascontiguousarray(q), np.ascontiguousarray(C),
+               np.ascontiguousarray(b), tol, 20 * (n + 1), float(kkt_tol), x, act, status, iters,
+               cert)
+    return x, act.astype(bool), cert, iters
 
 
 def certify(x: np.ndarray, active: np.ndarray, P: np.ndarray, q: np.ndarray, C: np.ndarray,

@@ -48,8 +48,9 @@ Seed vs. the authors' ``C3QP`` (notes §3), and which one this module follows
   where OSQP's uncertified iterates were infeasible by up to ~4e-5.
 * OSQP path (``solver="osqp"``): the authors build one OSQP problem per knot per call
   (``max_iter 500, polishing, polish_refine_iter 1, rho 1e-4``) and never warm start. Here
-  ONE sparse block-diagonal OSQP problem holds all N knots; it is set up once (its sparsity pattern depends only on the
-  dimensions: the E/F/H/U blocks are stored densely), later calls only ``update`` q and l
+  ONE sparse block-diagonal OSQP problem holds all N knots; it is set up once (its sparsity
+  pattern depends only on the dimensions: the E/F/H/U blocks are stored densely), later calls
+  only ``update`` q and l
   (plus ``Px``/``Ax`` values when the LCS or U changed) and warm start from the previous
   solution.
 
@@ -435,10 +436,9 @@ class ConvexQPProjection(Projection):
             return None
         q = -np.einsum("kij,kj->ki", dc["Pq"], v)
         b = np.concatenate([-c / self.constraint_scaling, np.zeros((N, n_lam))], axis=1)
-        x, active, optimal, iters = _qp_dense.solve_all(dc["J0"], q, dc["C"], b)
-        if not optimal.all():
-            return None
-        if not _qp_dense.certify(x, active, dc["P"], q, dc["C"], b, self.kkt_tol).all():
+        x, _, certified, iters = _qp_dense.solve_all(dc["J0"], dc["P"], q, dc["C"], b,
+                                                     self.kkt_tol)
+        if not certified.all():
             return None
         return x, iters
 
