@@ -432,12 +432,15 @@ class ConvexQPProjection(Projection):
             C[:, :n_lam] = np.concatenate([E, F, H], axis=2) / self.constraint_scaling
             C[:, n_lam + np.arange(n_lam), n_x + np.arange(n_lam)] = 1.0
             dc.update(C=C, E=E.copy(), H=H.copy())
+            dc.pop("warm", None)  # W = J0ᵀCᵀ and the active-set factors depend on P and C
         if dc["J0"] is None:
             return None
         q = -np.einsum("kij,kj->ki", dc["Pq"], v)
         b = np.concatenate([-c / self.constraint_scaling, np.zeros((N, n_lam))], axis=1)
+        if self.warm_start and "warm" not in dc:
+            dc["warm"] = _qp_dense.WarmStart(dc["J0"], dc["C"])
         x, _, certified, iters = _qp_dense.solve_all(dc["J0"], dc["P"], q, dc["C"], b,
-                                                     self.kkt_tol)
+                                                     self.kkt_tol, warm=dc.get("warm"))
         if not certified.all():
             return None
         return x, iters
