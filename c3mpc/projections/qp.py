@@ -125,7 +125,9 @@ class ConvexQPProjection(Projection):
             the complementarity error is O(α) (seed Lemma 3). Default 0.01 (authors' default).
         epsilon: ``ε ≥ 0`` added to F's symmetric part (and to the Q_x, Q_u diagonals) in the
             cost, making it strictly convex. Default 1e-6 (absolute).
-        warm_start: warm start OSQP from the previous call's solution.
+        warm_start: start each knot from its active set of the previous call (active-set
+            path: an exact solve with a cached factor, kept only if it passes the KKT check),
+            resp. warm start OSQP from the previous call's solution (OSQP path).
         psd_tol: relative tolerance of the PSD check of F (``psd_tol·max(1, max|F_k|)``).
         constraint_scaling: the slack rows are divided by this (authors: 1000); default 1.
         refine: after OSQP, recover each knot's exact solution from OSQP's active set
