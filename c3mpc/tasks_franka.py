@@ -102,6 +102,11 @@ class FrankaBallOptions:
             (docs/franka-ball.md: then the arm gets only about B·Δt_c of C3's acceleration).
         ball_velocity_weight: Q on the ball velocities (the plants' default: 0.1).
         phase2_ee_weight: Q on the end-effector position in Phase II (Phase I: the plant's 500).
+        planning_latency: None (default): Algorithm 3's Δt_c and the command delay are the
+            measured wall times. A number [s]: a deterministic emulated latency instead (Δt_c =
+            that value, the command takes effect after it, rounded up to simulator steps), so
+            runs are reproducible and do not depend on the machine's load (for diagnosis and
+            A/B comparisons; see docs/franka-ball.md).
         input_limit: bound on each end-effector acceleration input of C3 [m/s²] (None: the
             plant's, unbounded; 5 here: fewer end-effector swings that kick the ball, see
             docs/franka-ball.md).
@@ -139,8 +144,9 @@ class FrankaBallOptions:
     reference: str = "hold"
     ball_velocity_weight: float = 10.0
     phase2_ee_weight: float = 5000.0
+    planning_latency: float | None = None
     input_limit: float | None = 5.0
-    gait: GaitOptions = field(default_factory=lambda: GaitOptions(phase2_back=0.045))
+    gait: GaitOptions = field(default_factory=lambda: GaitOptions(phase2_back=0.0425))
     center: tuple[float, float] = (0.55, 0.0)
     radius: float = 0.1
     lead_angle_deg: float = 20.0
@@ -164,6 +170,9 @@ class FrankaBallOptions:
         for name in ("sim_dt", "vision_rate_hz", "band", "radius"):
             if not (getattr(self, name) > 0):
                 raise C3ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if self.planning_latency is not None and not (self.planning_latency > 0):
+            raise C3ValueError(f"planning_latency must be > 0 [s] or None, got "
+                               f"{self.planning_latency!r}")
         if not (self.noise_std >= 0 and (self.min_resim_dt or 0.0) >= 0
                 and self.settle_time >= 0):
             raise C3ValueError("noise_std, min_resim_dt and settle_time must be >= 0")
@@ -288,7 +297,27 @@ def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, 
         target = LineTarget(template, layout, x_c=o.center[0], dy=o.line_dy, y_start=y0,
                             y_end=float(y0.max() + o.line_distance + 0.02), gait=o.gait)
     h = 1.0 / o.vision_rate_hz if o.min_resim_dt is None else o.min_resim_dt
-    return Algorithm3Planner(plant, ctrls, target, layout, min_resim_dt=h), opts
+    kw: dict[str, Any] = {}
+    if o.planning_latency is not None:
+        kw["clock"] = _FixedLatencyClock(o.planning_latency)
+    return Algorithm3Planner(plant, ctrls, target, layout, min_resim_dt=h, **kw), opts
+
+
+class _FixedLatencyClock:
+    """A fake wall clock for :class:`Algorithm3Planner`: its ``plan`` reads the clock three
+    times (start, after C3, end), so cycling the increments (0, L, 0) makes every Δt_c and every
+    cycle time exactly L [s]."""
+
+    def __init__(self, latency: float):
+        self.latency = float(latency)
+        self.now = 0.0
+        self.calls = 0
+
+    def __call__(self) -> float:
+        if self.calls % 3 == 1:
+            self.now += self.latency
+        self.calls += 1
+        return self.now
 
 
 def _quat_to_R(qxyzw: np.ndarray) -> np.ndarray:

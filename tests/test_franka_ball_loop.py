@@ -101,20 +101,45 @@ def test_thirty_seconds_rate_and_tracking():
     assert abs(s["lap_angle_deg"]) > 60.0  # the ball is rolled along, not left at rest
 
 
+def test_planning_latency_option_makes_the_loop_deterministic():
+    # the emulated latency replaces the measured wall time: every Δt_c is exactly that value and
+    # two runs give the same trajectory to the last bit (what the A/B comparisons rely on)
+    o = FrankaBallOptions(duration=0.6, planning_latency=0.004)
+    a, b = run_franka_ball(o), run_franka_ball(o)
+    np.testing.assert_allclose(a.solve_time, 0.004, atol=1e-12)
+    np.testing.assert_allclose(a.plan_time, 0.004, atol=1e-12)
+    assert np.array_equal(a.balls, b.balls) and np.array_equal(a.ee, b.ee)
+    # commands take effect 2 simulator steps (4 ms) after each plan starts
+    np.testing.assert_allclose(a.plan_active_t - a.plan_t, 0.004, atol=1e-9)
+    with pytest.raises(ValueError, match="planning_latency"):
+        FrankaBallOptions(planning_latency=0.0)
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue 7 acceptance (>= 95% of a lap in the 2 cm band, "
-                   "noise-free) not reliably met: 100%, 87%, 77%, 31% in four laps on the shared "
-                   "machine (the ball escapes in the lower-left quadrant); docs/franka-ball.md")
+@pytest.mark.parametrize("latency", [0.003, 0.008])
+def test_full_lap_noise_free_in_the_band_at_fixed_planning_latency(latency):
+    # deterministic: measured 100% (3 ms) and 98.9% (8 ms) with phase2_back = 4.25 cm; the
+    # previous 4.5 cm gave 95.8% / 92.4% (docs/franka-ball.md)
+    s = summarize(run_franka_ball(FrankaBallOptions(duration=120.0, planning_latency=latency)))
+    assert s["lap_completed"], s["lap_angle_deg"]
+    assert s["band_fraction"] >= 0.95, s["band_fraction"]
+    assert s["max_error_m"] < 0.03, s["max_error_m"]
+
+
+@pytest.mark.slow
 def test_full_lap_noise_free_95_percent_in_the_band():
-    s = summarize(run_franka_ball(FrankaBallOptions(duration=90.0)))
+    # measured wall-clock latency (machine-dependent): 100% in 4 of 4 laps on the shared
+    # 2-core machine with phase2_back = 4.25 cm (max error 1.3-1.9 cm, laps 64-91 s)
+    s = summarize(run_franka_ball(FrankaBallOptions(duration=120.0)))
     assert s["lap_completed"] and s["band_fraction"] >= 0.95, s["band_fraction"]
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="not met: with 1 mm vision noise the ball leaves the band "
-                   "and does not come back (band fraction < 0.1 measured); docs/franka-ball.md")
+@pytest.mark.xfail(strict=False, reason="not met: with 1 mm (even 0.2 mm) vision noise the ball leaves "
+                   "the band within seconds and does not come back (band fraction 0.03-0.24 "
+                   "measured); docs/franka-ball.md")
 def test_full_lap_with_1mm_noise_mostly_in_the_band_and_recovers():
-    s = summarize(run_franka_ball(FrankaBallOptions(duration=90.0, noise_std=0.001, seed=1)))
+    s = summarize(run_franka_ball(FrankaBallOptions(duration=120.0, noise_std=0.001, seed=1)))
     assert s["lap_completed"], f"lap not completed: {s['lap_angle_deg']:.0f} deg"
     assert s["band_fraction"] >= 0.75, s["band_fraction"]
     assert s["returned_to_band_after_every_exit"]
