@@ -107,6 +107,11 @@ class FrankaBallOptions:
             that value, the command takes effect after it, rounded up to simulator steps), so
             runs are reproducible and do not depend on the machine's load (for diagnosis and
             A/B comparisons; see docs/franka-ball.md).
+        min_command_delay: None: a command takes effect after the measured planning time
+            (Algorithm 3). A number [s] (8 ms here): after max(measured time, this), and step 5's
+            re-simulation uses the same interval, so the loop's delay is constant whenever the
+            planner is faster than this (removes the machine's latency jitter; see
+            docs/franka-ball.md).
         input_limit: bound on each end-effector acceleration input of C3 [m/s²] (None: the
             plant's, unbounded; 5 here: fewer end-effector swings that kick the ball, see
             docs/franka-ball.md).
@@ -145,6 +150,7 @@ class FrankaBallOptions:
     ball_velocity_weight: float = 10.0
     phase2_ee_weight: float = 5000.0
     planning_latency: float | None = None
+    min_command_delay: float | None = 0.008
     input_limit: float | None = 5.0
     gait: GaitOptions = field(default_factory=lambda: GaitOptions(phase2_back=0.0425))
     center: tuple[float, float] = (0.55, 0.0)
@@ -170,6 +176,9 @@ class FrankaBallOptions:
         for name in ("sim_dt", "vision_rate_hz", "band", "radius"):
             if not (getattr(self, name) > 0):
                 raise C3ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if self.min_command_delay is not None and not (self.min_command_delay > 0):
+            raise C3ValueError(f"min_command_delay must be > 0 [s] or None, got "
+                               f"{self.min_command_delay!r}")
         if self.planning_latency is not None and not (self.planning_latency > 0):
             raise C3ValueError(f"planning_latency must be > 0 [s] or None, got "
                                f"{self.planning_latency!r}")
@@ -297,6 +306,8 @@ def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, 
         target = LineTarget(template, layout, x_c=o.center[0], dy=o.line_dy, y_start=y0,
                             y_end=float(y0.max() + o.line_distance + 0.02), gait=o.gait)
     h = 1.0 / o.vision_rate_hz if o.min_resim_dt is None else o.min_resim_dt
+    if o.min_command_delay is not None:
+        h = max(h, o.min_command_delay)
     kw: dict[str, Any] = {}
     if o.planning_latency is not None:
         kw["clock"] = _FixedLatencyClock(o.planning_latency)
@@ -477,7 +488,9 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
             x_hat = _estimate_vector(plant, layout, p_ee, v_ee, est,
                                      t if o.extrapolate_vision else None, o.ball_on_table)
             plan = planner.plan(x_hat, t)
-            steps_late = max(1, int(math.ceil(plan.total_time / o.sim_dt - 1e-9)))
+            delay = (plan.total_time if o.min_command_delay is None
+                     else max(plan.total_time, o.min_command_delay))
+            steps_late = max(1, int(math.ceil(delay / o.sim_dt - 1e-9)))
             t_act = t + steps_late * o.sim_dt
             if plan.status.ok:
                 new = {"p": plan.x_d[list(layout.ee_position)].copy(),
