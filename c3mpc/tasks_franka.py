@@ -50,7 +50,7 @@ from .errors import C3ValueError
 from .options import C3Options
 
 __all__ = ["FrankaBallOptions", "FrankaBallLog", "run_franka_ball", "franka_layout", "build_planner",
-           "summarize", "PLANT_FOR_BALLS"]
+           "make_world", "summarize", "PLANT_FOR_BALLS"]
 
 PLANT_FOR_BALLS = {1: "franka-ball", 2: "franka-balls-2", 3: "franka-balls-3"}
 
@@ -388,6 +388,19 @@ def _default_vision(o: FrankaBallOptions, i: int) -> Any:
                               rng=np.random.default_rng([o.seed, i]))
 
 
+def make_world(o: FrankaBallOptions, gains: Any, plant: Any, layout: BallTaskLayout) -> Any:
+    """The simulated world of the task at the plant's start state: the full Panda in
+    :mod:`plants.sim` (``o.world == "panda"``) or the simplified LCS (``"model"``).
+
+    The world takes impedance commands (``world.cmd``) and is stepped by the closed loop here
+    and by the deployment twin (``hardware/twin.py``).
+    """
+    x0 = plant.defaults.x0
+    if o.world == "panda":
+        return _PandaWorld(o, gains, layout.ee(x0), layout.balls(x0))
+    return _ModelWorld(o, gains, plant, layout)
+
+
 def run_franka_ball(options: FrankaBallOptions | None = None, *,
                     vision_factory: Callable[[FrankaBallOptions, int], Any] | None = None,
                     progress: bool = False, stream: Any = None,
@@ -421,8 +434,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
     gains = o.impedance
     if gains is None:
         gains = ImpedanceGains(translational_stiffness=TASK_STIFFNESS, feedforward=(k == 1))
-    world = (_PandaWorld(o, gains, ee0, balls0) if o.world == "panda"
-             else _ModelWorld(o, gains, plant, layout))
+    world = make_world(o, gains, plant, layout)
     cmd = world.cmd
     N_ARM = 7
     vis = [(vision_factory or _default_vision)(o, i) for i in range(k)]

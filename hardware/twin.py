@@ -21,7 +21,7 @@ Commands are validated like a robot-side guard (frame, NaN, jumps over ``max_com
 recorded (:class:`~hardware.sim_robot.CommandRecord`) and applied at the next simulator step.
 
 :func:`make_franka_ball_world` is the small public accessor to the task's world objects
-(``c3mpc.tasks_franka._PandaWorld`` / ``_ModelWorld``); nothing in ``c3mpc`` is modified.
+(``c3mpc.tasks_franka.make_world``).
 """
 
 from __future__ import annotations
@@ -187,11 +187,8 @@ def make_franka_ball_world(world: str = "panda", gains: ImpedanceParams | None =
     layout = tf.franka_layout(plant)
     x0 = plant.defaults.x0
     ee0, balls0 = layout.ee(x0), layout.balls(x0)
-    if world == "panda":
-        w = tf._PandaWorld(o, gains, ee0, balls0)
-    else:
-        w = tf._ModelWorld(o, gains, plant, layout)
-    return FrankaBallWorld(w, world, ee0.copy(), balls0.copy())
+    return FrankaBallWorld(tf.make_world(o, gains, plant, layout), world, ee0.copy(),
+                           balls0.copy())
 
 
 class FrankaBallTwin:
