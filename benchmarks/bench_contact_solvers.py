@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_report.py
+import _report  # noqa: E402
 from plants.sim import (  # noqa: E402
     CANALSolver,
     ContactSolverStatus,
@@ -45,14 +47,13 @@ from plants.sim import (  # noqa: E402
     PGSSolver,
     SubADMMSolver,
     load_scene,
-    make_contact_solver,
 )
 from plants.sim.accuracy import contact_residual, perturbed_problems, random_problem  # noqa: E402
 from plants.sim.contact_laws import rigid_contact_form, strict_operator  # noqa: E402
 
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_contact_solvers.json"
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- bench_contact_solvers:start -->", "<!-- bench_contact_solvers:end -->"
+START, END = _report.markers("bench_contact_solvers")
 CHECKPOINTS = (1, 5, 10, 20, 50, 100)
 # scene runs: tolerances of the metric that each method reaches in practice (documented in the table)
 SCENE_SOLVERS = (("sap", {}), ("canal", {}), ("nsn", {"tol": 1e-8}), ("subadmm", {"tol": 1e-6, "max_iterations": 3000}),
@@ -307,15 +308,9 @@ def markdown(res: dict) -> str:
     return "\n".join(lines)
 
 
-def write_markdown(section: str, path: Path = MD_PATH) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+def write_markdown(section: str) -> None:
+    """Insert or replace this benchmark's section of docs/BENCHMARKS.md."""
+    _report.replace_section(section, "bench_contact_solvers")
 
 
 def main(argv: list[str] | None = None) -> int:

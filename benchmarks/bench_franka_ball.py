@@ -35,11 +35,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_report.py
+import _report  # noqa: E402
 from c3mpc.tasks_franka import FrankaBallOptions, run_franka_ball, summarize  # noqa: E402
 
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_franka_ball.json"
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- bench_franka_ball:start -->", "<!-- bench_franka_ball:end -->"
+START, END = _report.markers("bench_franka_ball")
 
 RUNS = [
     # name, options, paper rate [Hz], paper outcome
@@ -105,16 +107,9 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_markdown(section: str, path: Path = MD_PATH) -> None:
-    """Insert or replace this benchmark's section of ``path``, leaving the rest untouched."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+def write_markdown(section: str) -> None:
+    """Insert or replace this benchmark's section of docs/BENCHMARKS.md."""
+    _report.replace_section(section, "bench_franka_ball")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,11 +49,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_report.py
+import _report  # noqa: E402
 from plants.sim import load_scene  # noqa: E402
 
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_sim.json"
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- bench_sim:start -->", "<!-- bench_sim:end -->"
+START, END = _report.markers("bench_sim")
 G = 9.81
 MU = 0.5
 EXACT_SLIDE = 1.0 / (2 * MU * G)
@@ -678,15 +680,9 @@ def markdown(res: dict) -> str:
     return "\n".join(L)
 
 
-def write_markdown(section: str, path: Path = MD_PATH) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+def write_markdown(section: str) -> None:
+    """Insert or replace this benchmark's section of docs/BENCHMARKS.md."""
+    _report.replace_section(section, "bench_sim")
 
 
 def _warm_up() -> None:
