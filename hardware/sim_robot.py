@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import logging
 import math
 import time
@@ -43,14 +42,14 @@ from scipy.spatial.transform import Rotation
 from . import messages
 from .camera import CameraOptions
 from .config import options_from_dict, options_from_file
-from .errors import HardwareValueError, MessageError
+from .errors import HardwareValueError
 from .franka import FrankaOptions
+from .bridged_robot import BridgedFranka, CommandRecord, start_bridged
 from .impedance import ImpedanceParams
 from .rosbridge.server import RosBridgeServer, ServerThread
 
 __all__ = ["SimRobotOptions", "SimulatedFranka", "CommandRecord", "start_sim_robot", "main"]
 
-LOGGER = logging.getLogger("hardware.sim_robot")
 
 
 @dataclass(frozen=True)
@@ -132,19 +131,7 @@ class SimRobotOptions:
         return options_from_file(cls, path, section)
 
 
-@dataclass(frozen=True)
-class CommandRecord:
-    """A command the simulated robot accepted."""
-
-    t_receive: float
-    """time.monotonic() at arrival [s]."""
-    position: np.ndarray
-    """(3,) commanded equilibrium position [m]."""
-    ee_position: np.ndarray
-    """(3,) simulated end-effector position when it arrived [m]."""
-
-
-class SimulatedFranka:
+class SimulatedFranka(BridgedFranka):
     """End effector under impedance control, a ball, and a camera, behind a rosbridge server.
 
     Call :meth:`attach` once on the server's loop, then run :meth:`run` as a task on it
@@ -152,8 +139,8 @@ class SimulatedFranka:
     """
 
     def __init__(self, server: RosBridgeServer, options: SimRobotOptions | None = None):
-        self.server = server
-        self.options = o = options or SimRobotOptions()
+        super().__init__(server, options or SimRobotOptions())
+        o = self.options
         imp = o.impedance
         self._kt, self._bt = imp.translational_stiffness, imp.translational_damping
         self._kr, self._br = imp.rotational_stiffness, imp.rotational_damping
@@ -175,64 +162,26 @@ class SimulatedFranka:
         self._rotating = False
         self._ball_moving = False
         self.t = 0.0  # simulated time [s]
-        self.state_paused = False
-        self.camera_paused = False
-        self.commands: collections.deque[CommandRecord] = collections.deque(maxlen=100000)
-        self.wrenches = 0
-        self.rejected: list[str] = []
-        self.last_state_publish = float("nan")
-        self.last_camera_publish = float("nan")
-        self.ee_trace: collections.deque[tuple[float, np.ndarray]] = collections.deque(
-            maxlen=100000)
         self._rng = np.random.default_rng(o.seed)
-        self._seq_state = 0
-        self._seq_cam = 0
 
-    # -- bridge endpoints ---------------------------------------------------------------
-    def attach(self) -> None:
-        """Register the command handlers and advertise the state and camera topics."""
-        f, c = self.options.franka, self.options.camera
-        self.server.on_publish(f.equilibrium_topic, "geometry_msgs/PoseStamped",
-                               self._on_equilibrium)
-        if f.wrench_topic:
-            self.server.on_publish(f.wrench_topic, "geometry_msgs/WrenchStamped",
-                                   self._on_wrench)
-        self.server.advertise(f.state_topic, f.state_type)
-        self.server.advertise(c.topic, "geometry_msgs/PointStamped")
-
-    def _reject(self, reason: str) -> None:
-        self.rejected.append(reason)
-        LOGGER.warning("simulated robot rejected a command: %s", reason)
-
-    def _on_equilibrium(self, msg: dict[str, Any], t: float) -> None:
-        f = self.options.franka
-        try:
-            p, q, _ = messages.parse_pose_stamped(msg, f.equilibrium_topic, f.base_frame)
-        except MessageError as e:
-            self._reject(str(e))
-            return
-        if np.linalg.norm(p - self.p) > self.options.max_command_jump:
-            self._reject(f"{f.equilibrium_topic}: equilibrium {np.linalg.norm(p - self.p):.3f}"
-                         f" m from the end effector")
-            return
+    # -- bridge endpoints (validation in BridgedFranka) -------------------------------------
+    def apply_equilibrium(self, p: np.ndarray, q: np.ndarray) -> None:
         self.p_d = p
         R_d = Rotation.from_quat(q).as_matrix()
         if not np.array_equal(R_d, self.R_d):
             self.R_d = R_d
             self._rotating = True
-        self.commands.append(CommandRecord(t, p, self.p.copy()))
 
-    def _on_wrench(self, msg: dict[str, Any], t: float) -> None:
-        f = self.options.franka
-        try:
-            force, torque, _ = messages.parse_wrench_stamped(msg, f.wrench_topic, f.base_frame)
-        except MessageError as e:
-            self._reject(str(e))
-            return
+    def apply_wrench(self, force: np.ndarray, torque: np.ndarray) -> None:
         self.f_d, self.tau_d = force, torque
         if torque.any():
             self._rotating = True
-        self.wrenches += 1
+
+    def state_extras(self) -> dict[str, Any]:
+        Td = np.eye(4)
+        Td[:3, :3], Td[:3, 3] = self.R_d, self.p_d
+        return {"T_base_ee_desired": Td,
+                "external_wrench": np.concatenate([self.f_contact, np.zeros(3)])}
 
     # -- physics ------------------------------------------------------------------------
     def step(self, dt: float) -> None:
@@ -305,29 +254,6 @@ class SimulatedFranka:
             self.step(dt)
 
     # -- publishing ---------------------------------------------------------------------
-    def _T(self) -> np.ndarray:
-        T = np.eye(4)
-        T[:3, :3], T[:3, 3] = self.R, self.p
-        return T
-
-    def publish_state(self, stamp: float) -> None:
-        """Publish the robot state (FrankaState or PoseStamped per the options)."""
-        f = self.options.franka
-        self._seq_state += 1
-        if f.state_type == "franka_msgs/FrankaState":
-            Td = np.eye(4)
-            Td[:3, :3], Td[:3, 3] = self.R_d, self.p_d
-            wrench = np.concatenate([self.f_contact, np.zeros(3)])
-            msg = messages.franka_state(self._T(), stamp, self._seq_state, T_base_ee_desired=Td,
-                                        external_wrench=wrench)
-        else:
-            msg = messages.pose_stamped(self.p, Rotation.from_matrix(self.R).as_quat(),
-                                        f.base_frame, stamp,
-                                        self._seq_state)
-        self.server.publish(f.state_topic, msg)
-        self.last_state_publish = time.monotonic()
-        self.ee_trace.append((self.last_state_publish, self.p.copy()))
-
     def publish_camera(self, stamp: float) -> None:
         """Publish a ball detection (with noise)."""
         c = self.options.camera
@@ -399,12 +325,7 @@ def start_sim_robot(port: int = 0, options: SimRobotOptions | None = None,
         ``(thread, robot)``; ``thread.server.url`` is the bridge URL, ``thread.stop()`` ends
         it. Access the robot's fields from other threads through ``thread.call``.
     """
-    server = RosBridgeServer(host, port)
-    robot = SimulatedFranka(server, options)
-    robot.attach()
-    st = ServerThread(server, [robot.run])
-    st.start()
-    return st, robot
+    return start_bridged(SimulatedFranka, port, options, host)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ Simulated time follows the wall clock: each loop iteration steps the world up to
 wall time (at most ``max_steps_per_iteration`` steps, so publishing never starves; if the
 machine is too slow the simulation lags and :attr:`FrankaBallTwin.lag` says by how much).
 Commands are validated like a robot-side guard (frame, NaN, jumps over ``max_command_jump``),
-recorded (:class:`~hardware.sim_robot.CommandRecord`) and applied at the next simulator step.
+recorded (:class:`~hardware.bridged_robot.CommandRecord`) and applied at the next simulator step.
 
 :func:`make_franka_ball_world` is the small public accessor to the task's world objects
 (``c3mpc.tasks_franka.make_world``).
@@ -41,16 +41,15 @@ from scipy.spatial.transform import Rotation
 from . import messages
 from .camera import CameraOptions
 from .config import options_from_dict, options_from_file
-from .errors import HardwareValueError, MessageError
+from .errors import HardwareValueError
 from .franka import FrankaOptions
 from .impedance import ImpedanceParams
 from .rosbridge.server import RosBridgeServer, ServerThread
-from .sim_robot import CommandRecord
+from .bridged_robot import BridgedFranka, start_bridged
 
 __all__ = ["TwinOptions", "FrankaBallWorld", "make_franka_ball_world", "FrankaBallTwin",
            "start_twin", "twin_command"]
 
-LOGGER = logging.getLogger("hardware.twin")
 
 #: End-effector orientation of the Panda's start pose in the simplified model's frame: tool
 #: pointing down (x, y, z, w), used by the model world (no orientation there).
@@ -191,7 +190,7 @@ def make_franka_ball_world(world: str = "panda", gains: ImpedanceParams | None =
                            balls0.copy())
 
 
-class FrankaBallTwin:
+class FrankaBallTwin(BridgedFranka):
     """The :class:`FrankaBallWorld` behind a :class:`RosBridgeServer`, in real time.
 
     Call :meth:`attach` once, then run :meth:`run` as a task on the server's loop
@@ -203,8 +202,8 @@ class FrankaBallTwin:
     def __init__(self, server: RosBridgeServer, options: TwinOptions | None = None):
         from estimators import BallTrackerOptions, EmulatedBallVision
 
-        self.server = server
-        self.options = o = options or TwinOptions()
+        super().__init__(server, options or TwinOptions())
+        o = self.options
         self.world = make_franka_ball_world(o.world, o.impedance, o.sim_dt, o.solver)
         self.vision = EmulatedBallVision(
             BallTrackerOptions(filter="none", velocity_cutoff_hz=None),
@@ -212,70 +211,33 @@ class FrankaBallTwin:
         p, R, _ = self.world.ee_pose()
         self.p, self.R = p, R
         self.p_d, self.f_d = p.copy(), np.zeros(3)
-        self.commands: collections.deque[CommandRecord] = collections.deque(maxlen=100000)
-        self.ee_trace: collections.deque[tuple[float, np.ndarray]] = collections.deque(
-            maxlen=100000)
         self.ball_trace: collections.deque[tuple[float, float, np.ndarray]] = (
             collections.deque(maxlen=100000))
         """(wall time.monotonic(), simulated t, true ball centre) per published detection."""
-        self.rejected: list[str] = []
-        self.wrenches = 0
-        self.state_paused = False
-        self.camera_paused = False
-        self.last_state_publish = float("nan")
-        self.last_camera_publish = float("nan")
         self.lag = 0.0
         """Wall time minus simulated time at the newest iteration [s] (> 0: running late)."""
         self.max_lag = 0.0
         self.time_dropped = 0.0
         """Wall time the simulation skipped because it could not keep up [s] (the world then
         runs slower than real time; the loop never bursts to catch up)."""
-        self._seq_state = 0
-        self._seq_cam = 0
         self._last_sample_t = -math.inf
         self._last_state_t = -math.inf
 
-    # -- bridge endpoints ---------------------------------------------------------------
-    def attach(self) -> None:
-        """Register the command handlers and advertise the state and camera topics."""
-        f, c = self.options.franka, self.options.camera
-        self.server.on_publish(f.equilibrium_topic, "geometry_msgs/PoseStamped",
-                               self._on_equilibrium)
-        if f.wrench_topic:
-            self.server.on_publish(f.wrench_topic, "geometry_msgs/WrenchStamped",
-                                   self._on_wrench)
-        self.server.advertise(f.state_topic, f.state_type)
-        self.server.advertise(c.topic, "geometry_msgs/PointStamped")
+    # -- bridge endpoints (validation in BridgedFranka) -------------------------------------
+    log_name = "twin"
 
-    def _reject(self, reason: str) -> None:
-        self.rejected.append(reason)
-        LOGGER.warning("twin rejected a command: %s", reason)
-
-    def _on_equilibrium(self, msg: dict[str, Any], t: float) -> None:
-        f = self.options.franka
-        try:
-            p, _, _ = messages.parse_pose_stamped(msg, f.equilibrium_topic, f.base_frame)
-        except MessageError as e:
-            self._reject(str(e))
-            return
-        if np.linalg.norm(p - self.p) > self.options.max_command_jump:
-            self._reject(f"{f.equilibrium_topic}: equilibrium {np.linalg.norm(p - self.p):.3f}"
-                         f" m from the end effector")
-            return
-        self.p_d = p
+    def apply_equilibrium(self, p: np.ndarray, q: np.ndarray) -> None:
+        self.p_d = p  # the task's controller holds the start orientation: q is not used
         self.world.command(self.p_d, self.f_d)
-        self.commands.append(CommandRecord(t, p, self.p.copy()))
 
-    def _on_wrench(self, msg: dict[str, Any], t: float) -> None:
-        f = self.options.franka
-        try:
-            force, _, _ = messages.parse_wrench_stamped(msg, f.wrench_topic, f.base_frame)
-        except MessageError as e:
-            self._reject(str(e))
-            return
+    def apply_wrench(self, force: np.ndarray, torque: np.ndarray) -> None:
         self.f_d = force
         self.world.command(self.p_d, self.f_d)
-        self.wrenches += 1
+
+    def state_extras(self) -> dict[str, Any]:
+        Td = np.eye(4)
+        Td[:3, :3], Td[:3, 3] = self.R, self.p_d
+        return {"T_base_ee_desired": Td}
 
     # -- simulation and publishing ------------------------------------------------------
     def advance_to(self, t_target: float) -> None:
@@ -290,23 +252,6 @@ class FrankaBallTwin:
         if self.lag > self.options.max_lag:  # too slow for real time: drop the backlog
             self.time_dropped += self.lag
             self.lag = 0.0
-
-    def publish_state(self, stamp: float) -> None:
-        """Publish the end-effector state (FrankaState or PoseStamped per the options)."""
-        f = self.options.franka
-        self._seq_state += 1
-        if f.state_type == "franka_msgs/FrankaState":
-            T = np.eye(4)
-            T[:3, :3], T[:3, 3] = self.R, self.p
-            Td = np.eye(4)
-            Td[:3, :3], Td[:3, 3] = self.R, self.p_d
-            msg = messages.franka_state(T, stamp, self._seq_state, T_base_ee_desired=Td)
-        else:
-            msg = messages.pose_stamped(self.p, Rotation.from_matrix(self.R).as_quat(),
-                                        f.base_frame, stamp, self._seq_state)
-        self.server.publish(f.state_topic, msg)
-        self.last_state_publish = time.monotonic()
-        self.ee_trace.append((self.last_state_publish, self.p.copy()))
 
     def sample_camera(self, stamp: float) -> None:
         """Run the emulated camera at the world's time; publish when it took a new sample."""
@@ -358,12 +303,7 @@ def start_twin(port: int = 0, options: TwinOptions | None = None,
     Returns:
         ``(thread, twin)``; ``thread.server.url`` is the bridge URL, ``thread.stop()`` ends it.
     """
-    server = RosBridgeServer(host, port)
-    twin = FrankaBallTwin(server, options)
-    twin.attach()
-    st = ServerThread(server, [twin.run])
-    st.start()
-    return st, twin
+    return start_bridged(FrankaBallTwin, port, options, host)
 
 
 def twin_command(args: Any) -> int:
