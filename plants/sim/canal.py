@@ -15,7 +15,7 @@ then the multipliers are updated (eq. 12: ``u ← −λ``) and β grows by κ wh
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
@@ -217,14 +217,15 @@ class _Warm:
         self.lam = lam.copy()
 
 
-@register_contact_solver("canal")
-class CANALSolver(ContactSolver):
-    """CANAL (seed 000 Algorithm 1). ``CANALSolver(options=None, **overrides)``."""
+class WarmStartedSolver(ContactSolver):
+    """What the solvers of seeds 000/002 share: options (an ``options_type`` instance or keyword
+    overrides), impulses kept across steps for warm start, input check and single-threaded
+    BLAS around ``_solve(problem, v_guess, lambda_guess)``."""
 
-    name = "canal"
+    options_type: type
 
-    def __init__(self, options: CANALOptions | None = None, **overrides):
-        self.options = _options(CANALOptions, options, overrides)
+    def __init__(self, options=None, **overrides):
+        self.options = _options(self.options_type, options, overrides)
         self._warm = _Warm()
 
     def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None,
@@ -235,6 +236,14 @@ class CANALSolver(ContactSolver):
             raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
         with blas_threads(self.options.blas_threads):
             return self._solve(problem, v_guess, lambda_guess)
+
+
+@register_contact_solver("canal")
+class CANALSolver(WarmStartedSolver):
+    """CANAL (seed 000 Algorithm 1). ``CANALSolver(options=None, **overrides)``."""
+
+    name = "canal"
+    options_type = CANALOptions
 
     def _solve(self, problem, v_guess, lambda_guess) -> ALSolverResult:
         o = self.options

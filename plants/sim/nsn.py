@@ -24,11 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._blas import blas_threads
 from .accuracy import contact_residual
-from .canal import ALSolverResult, _options, _Warm
+from .canal import ALSolverResult, WarmStartedSolver
 from .contact_laws import rigid_contact_form
-from .contact_problem import ContactProblem, ContactSolver, ContactSolverStatus, register_contact_solver
+from .contact_problem import (
+    ContactSolverStatus,
+    register_contact_solver,
+)
 
 __all__ = ["NSNOptions", "NSNSolver", "conjugate_residual", "fischer_burmeister"]
 
@@ -134,22 +136,11 @@ def conjugate_residual(matvec, b: np.ndarray, diag: np.ndarray, max_iterations: 
 
 
 @register_contact_solver("nsn")
-class NSNSolver(ContactSolver):
+class NSNSolver(WarmStartedSolver):
     """Non-smooth Newton (seed 002 Algorithm 1) on rigid contact. ``NSNSolver(options=None, **overrides)``."""
 
     name = "nsn"
-
-    def __init__(self, options: NSNOptions | None = None, **overrides):
-        self.options = _options(NSNOptions, options, overrides)
-        self._warm = _Warm()
-
-    def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None,
-              lambda_guess: np.ndarray | None = None) -> ALSolverResult:
-        """Solve the step; ``v_guess``/``lambda_guess`` override the start of ``options.start``."""
-        if not isinstance(problem, ContactProblem):
-            raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
-        with blas_threads(self.options.blas_threads):
-            return self._solve(problem, v_guess, lambda_guess)
+    options_type = NSNOptions
 
     # ------------------------------------------------------------------ residual and Jacobian
     def _system(self, form, Jc, v, gam, r_n, r_f):

@@ -15,11 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._blas import blas_threads
 from .accuracy import natural_map_residual
-from .canal import ALSolverResult, _options
+from .canal import ALSolverResult, WarmStartedSolver
 from .contact_laws import rigid_contact_form
-from .contact_problem import ContactProblem, ContactSolver, ContactSolverStatus, register_contact_solver
+from .contact_problem import (
+    ContactProblem,
+    ContactSolverStatus,
+    register_contact_solver,
+)
 
 __all__ = ["PGSOptions", "PGSSolver"]
 
@@ -52,26 +55,14 @@ class PGSOptions:
 
 
 @register_contact_solver("pgs")
-class PGSSolver(ContactSolver):
-    """Projected Gauss–Seidel baseline. ``PGSSolver(options=None, **overrides)``."""
+class PGSSolver(WarmStartedSolver):
+    """Projected Gauss–Seidel baseline. ``PGSSolver(options=None, **overrides)``;
+    ``v_guess`` is ignored (PGS iterates on impulses only)."""
 
     name = "pgs"
+    options_type = PGSOptions
 
-    def __init__(self, options: PGSOptions | None = None, **overrides):
-        from .canal import _Warm
-
-        self.options = _options(PGSOptions, options, overrides)
-        self._warm = _Warm()
-
-    def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None,
-              lambda_guess: np.ndarray | None = None) -> ALSolverResult:
-        """Solve the step (``v_guess`` is ignored: PGS iterates on impulses only)."""
-        if not isinstance(problem, ContactProblem):
-            raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
-        with blas_threads(self.options.blas_threads):
-            return self._solve(problem, lambda_guess)
-
-    def _solve(self, problem: ContactProblem, lambda_guess) -> ALSolverResult:
+    def _solve(self, problem: ContactProblem, v_guess, lambda_guess) -> ALSolverResult:
         o = self.options
         t0 = time.perf_counter()
         form = rigid_contact_form(problem, o.theta)

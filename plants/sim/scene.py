@@ -8,16 +8,14 @@ owns contiguous velocity indices (the block structure :class:`ContactProblem` re
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from ..errors import SceneError
+from ..multibody.resources import example_robot_data_dir  # one locator for all of plants
 from .geometry import Box, CoalShape, ContactDetector, ContactParams, Geometry, HalfSpace, Sphere
 
 __all__ = ["SceneBuilder", "Scene", "JointSpring", "example_robot_data_dir"]
@@ -27,28 +25,6 @@ def _pin():
     import pinocchio as pin
 
     return pin
-
-
-@lru_cache(maxsize=1)
-def example_robot_data_dir() -> Path:
-    """``share/example-robot-data`` of the installed example-robot-data (cmeel) package."""
-    try:
-        dist = metadata.distribution("example-robot-data")
-        for f in dist.files or ():
-            parts = Path(str(f)).parts
-            if "example-robot-data" in parts and "share" in parts:
-                i = parts.index("example-robot-data")
-                p = Path(str(dist.locate_file(Path(*parts[: i + 1])))).resolve()
-                if p.is_dir():
-                    return p
-    except metadata.PackageNotFoundError:
-        pass
-    for entry in sys.path:
-        for parent in [Path(entry), *Path(entry).parents]:
-            cand = parent / "share" / "example-robot-data"
-            if cand.is_dir():
-                return cand
-    raise FileNotFoundError("example-robot-data is not installed: pip install example-robot-data")
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
-from ._blas import blas_threads
 from .accuracy import contact_residual
-from .canal import ALSolverResult, _options, _Warm
+from .canal import ALSolverResult, WarmStartedSolver
 from .contact_laws import TreeBlockSolver, contact_islands, rigid_contact_form, strict_operator
-from .contact_problem import ContactProblem, ContactSolver, ContactSolverStatus, register_contact_solver
+from .contact_problem import (
+    ContactProblem,
+    ContactSolverStatus,
+    register_contact_solver,
+)
 
 __all__ = ["SubADMMOptions", "SubADMMSolver", "pseudo_density_beta"]
 
@@ -144,22 +147,11 @@ def pseudo_density_beta(problem: ContactProblem) -> float:
 
 
 @register_contact_solver("subadmm")
-class SubADMMSolver(ContactSolver):
+class SubADMMSolver(WarmStartedSolver):
     """SubADMM (seed 000 Algorithm 2). ``SubADMMSolver(options=None, **overrides)``."""
 
     name = "subadmm"
-
-    def __init__(self, options: SubADMMOptions | None = None, **overrides):
-        self.options = _options(SubADMMOptions, options, overrides)
-        self._warm = _Warm()
-
-    def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None,
-              lambda_guess: np.ndarray | None = None) -> ALSolverResult:
-        """Solve the step; ``v_guess`` (n_v,) sets z⁰ = J v̂(v_guess), ``lambda_guess`` the impulses."""
-        if not isinstance(problem, ContactProblem):
-            raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
-        with blas_threads(self.options.blas_threads):
-            return self._solve(problem, v_guess, lambda_guess)
+    options_type = SubADMMOptions
 
     def _factor(self, problem, A, Jp, cols, beta, split):
         n_v = A.shape[0]
