@@ -60,11 +60,16 @@ def cvxpy_projection(y, R, mu):
     g = cp.Variable((n, 3))
     cons = [cp.SOC(mu[i] * g[i, 2], g[i, :2]) for i in range(n)] + [g[:, 2] >= 0]  # μ = 0: γ_n >= 0
     obj = 0.5 * cp.sum(cp.multiply(R, cp.square(g - y)))
-    cp.Problem(cp.Minimize(obj), cons).solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    prob = cp.Problem(cp.Minimize(obj), cons)
+    try:
+        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    except cp.error.SolverError:  # the reference cannot always reach 1e-12: its defaults then
+        prob.solve(solver=cp.CLARABEL)  # (the exact KKT checks below stay strict)
     return g.value
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1), mu_zero=st.booleans())
 def test_cone_projection_matches_cvxpy(seed, mu_zero):
     rng = np.random.default_rng(seed)
