@@ -3,7 +3,8 @@
     c3mpc run TASK [--projection P] [--config FILE] [--duration S] [--report DIR] [--seed N]
                    [--noise SIGMA] [--replan-every M] [--horizon N] [--quiet]
     c3mpc run franka-ball [--balls 1|2|3] [--noise 0.001] [--solver sap] [--world panda|model]
-                   [--duration S] [--report DIR] [--no-html]
+                   [--duration S] [--report DIR] [--no-html] [--config FILE]
+                   [--set FIELD=VALUE ...] [--list-options]
 
 ``run`` closes the loop on one of the paper's tasks with C3 and prints a summary; ``--report``
 writes ``summary.json`` (success, accumulated cost, median/mean solve time, control rate) and
@@ -104,6 +105,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from .franka_cli import run_franka_ball_command
 
         return run_franka_ball_command(args)
+    if args.set or args.list_options:
+        raise ValueError("--set and --list-options are for franka-ball (FrankaBallOptions); "
+                         f"for {args.task}, give C3Options in a --config file")
+    noise = 0.0 if args.noise is None else args.noise
     task = get_task(args.task)
     plant = task.plant()
     d = plant.defaults
@@ -123,13 +128,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"c3mpc run {task.name}: projection={options.projection}, N={N}, "
               f"admm_iter={options.admm_iter}, {steps} steps of {plant.dt} s")
     replan_every = args.replan_every or task.replan_every
-    log = run_closed_loop(plant, ctrl, x0, steps, noise_std=args.noise * task.noise_scale,
+    log = run_closed_loop(plant, ctrl, x0, steps, noise_std=noise * task.noise_scale,
                           rng=np.random.default_rng(args.seed or 0), replan_every=replan_every,
                           progress=not args.quiet)
     ok = task.success(log)
     summary = _summary(task.name, log, ok, task.criterion, options, N)
-    summary.update(replan_every=replan_every, noise_sigma=args.noise,
-                   noise_std_per_step=args.noise * task.noise_scale)
+    summary.update(replan_every=replan_every, noise_sigma=noise,
+                   noise_std_per_step=noise * task.noise_scale)
     print(f"  success: {ok} ({task.criterion})")
     print(f"  accumulated cost {summary['accumulated_cost']:.6g}; solve time median "
           f"{summary['median_solve_time_s'] * 1e3:.2f} ms, mean "
@@ -173,28 +178,36 @@ def build_parser() -> argparse.ArgumentParser:
                      "(franka-ball: C3 + full Panda in the contact simulator, docs/franka-ball.md)")
     run.add_argument("--projection", choices=PROJECTIONS, help="projection method "
                      "(default: the paper's for the task)")
-    run.add_argument("--config", help="YAML/TOML file of C3Options overrides")
+    run.add_argument("--config", help="YAML/TOML file of C3Options overrides (franka-ball: "
+                     "of FrankaBallOptions, at top level or under [franka_ball])")
     run.add_argument("--duration", type=float, help="simulated time [s] (default: task's)")
     run.add_argument("--horizon", type=int, help="MPC horizon N (default: paper's)")
     run.add_argument("--report", help="directory for summary.json and plots")
     run.add_argument("--seed", type=int, help="random start from the paper's distribution "
                      "(finger gaiting) and noise seed")
-    run.add_argument("--noise", type=float, default=0.0,
+    run.add_argument("--noise", type=float, default=None,
                      help="process-noise σ in the task's units (per-step std = σ × the task's "
-                          "noise scale: 1, or Δt for pivoting as in the paper's script)")
+                          "noise scale: 1, or Δt for pivoting as in the paper's script; "
+                          "default 0); franka-ball: vision noise [m] (noise_std)")
     run.add_argument("--replan-every", type=int, default=None, metavar="M",
                      help="re-plan every M plant steps, holding u_0 in between (default: the "
                           "task's protocol; 7 for pivoting, else 1)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     fb = run.add_argument_group("franka-ball")
-    fb.add_argument("--balls", type=int, choices=(1, 2, 3), default=1,
+    fb.add_argument("--balls", type=int, choices=(1, 2, 3), default=None,
                     help="1: circle; 2, 3: line (default 1)")
-    fb.add_argument("--solver", default="sap", help="contact solver of the simulator "
+    fb.add_argument("--solver", default=None, help="contact solver of the simulator "
                     "(default sap)")
-    fb.add_argument("--world", choices=("panda", "model"), default="panda",
+    fb.add_argument("--world", choices=("panda", "model"), default=None,
                     help="panda: full Panda in the contact simulator; model: the simplified "
                     "model's LCS (default panda)")
     fb.add_argument("--no-html", action="store_true", help="skip the meshcat recording")
+    fb.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                    help="set any FrankaBallOptions field, parsed with its type (repeatable; "
+                    "dotted names for nested options: gait.phase2_back=0.05; 'none' for None); "
+                    "overrides --config")
+    fb.add_argument("--list-options", action="store_true",
+                    help="print every FrankaBallOptions field (type, default, doc) and exit")
     run.set_defaults(func=_cmd_run)
     _add_deploy_parser(sub)
     _add_sweep_parsers(sub)

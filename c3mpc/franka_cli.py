@@ -1,42 +1,139 @@
-"""``c3mpc run franka-ball``: the Franka ball task from the command line (see
-docs/franka-ball.md).
+"""``c3mpc run franka-ball``: the Franka ball task from the command line.
+
+See docs/franka-ball.md.
 
     c3mpc run franka-ball [--balls 1|2|3] [--noise 0.001] [--solver sap] [--world panda|model]
                           [--projection P] [--duration S] [--report DIR] [--no-html] [--seed N]
+                          [--config FILE.toml|.yaml] [--set FIELD=VALUE ...] [--list-options]
+
+Every field of :class:`c3mpc.tasks_franka.FrankaBallOptions` can be set: ``--set FIELD=VALUE``
+(repeatable; dotted names reach nested options, ``gait.phase2_back=0.05``,
+``impedance.translational_stiffness=1500``) or a ``--config`` file holding the fields at top
+level or under a ``[franka_ball]`` table. Precedence: defaults < config file < flags (the named
+flags and ``--set``; one field may not be given by both). ``--list-options`` prints every field
+with its type, default and doc. The resolved options are in the report's ``summary.json``
+(``options``), with where they came from (``options_sources``).
 
 Prints the band fraction, the maximum error, the controller rate and C3's median solve time;
 ``--report DIR`` writes summary.json, trajectory.png, trajectory.npz and meshcat.html. Exit code
 0 when the task completed (one lap / every ball advanced) inside the band at least 95% of the
-time, 1 otherwise.
+time, 1 otherwise; 2 for bad options.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_franka_ball_command", "SUCCESS_BAND_FRACTION"]
+from .option_fields import (
+    NestedField,
+    OptionValueError,
+    describe_fields,
+    flatten_mapping,
+    parse_assignment,
+    read_mapping,
+    resolve_options,
+)
+
+__all__ = ["run_franka_ball_command", "franka_ball_options", "list_options_text",
+           "SUCCESS_BAND_FRACTION", "CONFIG_SECTION", "LEGACY_FLAGS"]
 
 SUCCESS_BAND_FRACTION = 0.95
 """The issue's acceptance: in the 2 cm band at least 95% of the time (noise-free)."""
 
+CONFIG_SECTION = "franka_ball"
+"""Table of a ``--config`` file holding the options (else the file's top level)."""
+
+LEGACY_FLAGS = {"balls": "n_balls", "noise": "noise_std", "solver": "solver", "world": "world",
+                "seed": "seed", "duration": "duration", "projection": "projection",
+                "horizon": "horizon"}
+"""The named flags of ``c3mpc run`` (argparse dest) and the FrankaBallOptions field each sets."""
+
+
+def _nested() -> dict[str, NestedField]:
+    """The options dataclass held by FrankaBallOptions' ``impedance`` (typed Any).
+
+    It holds plants' ImpedanceGains; None there means the task's default gains, which
+    overrides such as ``impedance.damping_ratio=0.8`` start from.
+    """
+    from plants.impedance import ImpedanceGains
+
+    from .tasks_franka import TASK_STIFFNESS
+
+    def default_gains(o: Any) -> Any:  # as run_franka_ball does for impedance=None
+        return ImpedanceGains(translational_stiffness=TASK_STIFFNESS, feedforward=o.n_balls == 1)
+
+    return {"impedance": NestedField(ImpedanceGains, default_gains)}
+
+
+def franka_ball_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The options of a ``c3mpc run franka-ball`` command line, and where they came from.
+
+    Returns:
+        ``(options, sources)``: the validated :class:`FrankaBallOptions`, and
+        ``{"config": path or None, "flags": {field: value}, "set": {field: text}}``.
+
+    Raises:
+        OptionValueError: an unknown field, a value of the wrong type (the message names the
+            field and the expected type), a field given both by a named flag and ``--set``, or
+            options FrankaBallOptions rejects.
+    """
+    from .tasks_franka import FrankaBallOptions
+
+    layers: list[tuple[str, dict[str, Any]]] = []
+    config = getattr(args, "config", None)
+    if config:
+        data = read_mapping(config)
+        section = data.get(CONFIG_SECTION, data)
+        if not isinstance(section, dict):
+            raise OptionValueError(f"--config {config}: [{CONFIG_SECTION}] must be a table")
+        layers.append((f"--config {config}:", flatten_mapping(section)))
+    flags = {field: getattr(args, dest) for dest, field in LEGACY_FLAGS.items()
+             if getattr(args, dest, None) is not None}
+    layers.append(("flag", flags))
+    sets: dict[str, str] = {}
+    for text in getattr(args, "set", None) or []:
+        name, value = parse_assignment(text)
+        if name in flags:
+            dest = next(d for d, f in LEGACY_FLAGS.items() if f == name)
+            raise OptionValueError(f"{name} is given twice: by --{dest} and by --set {text}; "
+                                   f"give one", field=name)
+        sets[name] = value
+    layers.append(("--set", sets))
+    options = resolve_options(FrankaBallOptions, layers, _nested())
+    return options, {"config": str(config) if config else None, "flags": flags, "set": sets}
+
+
+def list_options_text() -> str:
+    """The ``--list-options`` listing: one field a line (name: type = default), its doc below."""
+    from .tasks_franka import FrankaBallOptions
+
+    lines = [f"FrankaBallOptions (set with --set FIELD=VALUE, or in a --config .toml/.yaml file "
+             f"at top level or under [{CONFIG_SECTION}]; 'none' for None):"]
+    for info in describe_fields(FrankaBallOptions, nested=_nested()):
+        lines.append(f"  {info.name}: {info.type} = {info.default!r}")
+        if info.doc:
+            lines.append(f"      {info.doc}")
+    return "\n".join(lines)
+
+
+def _changed(o: Any) -> list[str]:
+    default = type(o)()
+    return [f"{f.name}={getattr(o, f.name)!r}" for f in dataclasses.fields(o)
+            if getattr(o, f.name) != getattr(default, f.name)]
+
 
 def run_franka_ball_command(args: argparse.Namespace) -> int:
     """Run the task with the parsed ``c3mpc run`` arguments."""
-    from .tasks_franka import FrankaBallOptions, run_franka_ball, summarize
+    from .tasks_franka import run_franka_ball, summarize
 
-    opts: dict[str, Any] = dict(n_balls=args.balls, noise_std=args.noise,
-                                solver=args.solver, world=args.world,
-                                seed=args.seed or 0)
-    if args.duration:
-        opts["duration"] = args.duration
-    if args.projection:
-        opts["projection"] = args.projection
-    if args.horizon:
-        opts["horizon"] = args.horizon
-    o = FrankaBallOptions(**opts)
+    if getattr(args, "list_options", False):
+        print(list_options_text())
+        return 0
+    o, sources = franka_ball_options(args)
     quiet = args.quiet
     viewer = None
     if args.report and not args.no_html:
@@ -47,9 +144,12 @@ def run_franka_ball_command(args: argparse.Namespace) -> int:
         what = "circle" if o.n_balls == 1 else "line"
         print(f"c3mpc run franka-ball: {o.n_balls} ball(s) on the {what}, world={o.world}, "
               f"noise {o.noise_std * 1e3:g} mm, up to {o.time_limit:g} s simulated")
+        changed = _changed(o)
+        print(f"  options changed from the defaults: {', '.join(changed) if changed else 'none'}")
     on_plan = _live_updater(viewer) if viewer is not None else None
     log = run_franka_ball(o, progress=not quiet, on_plan=on_plan)
     s = summarize(log)
+    s["options_sources"] = sources
     _print_summary(s)
     if args.report:
         from .franka_report import write_report
@@ -76,8 +176,10 @@ def _viewer(o: Any) -> Any:
 
 
 def _live_updater(viewer: Any) -> Any:
-    """on_plan callback pushing poses to the live viewer at most 10 times per simulated second
-    (each update is a few ZMQ messages)."""
+    """on_plan callback pushing poses to the live viewer at most 10 times per simulated second.
+
+    Each update is a few ZMQ messages.
+    """
     state = {"next": 0.0}
 
     def update(t: float, plan: Any, frame: dict[str, Any]) -> None:
@@ -102,9 +204,11 @@ def _print_summary(s: dict[str, Any]) -> None:
         lap = ("every ball advanced" if s["task_completed"] else "not every ball advanced") + \
             f" (advance {', '.join(f'{a:.3f}' for a in s['ball_advance_m'])} m)"
     print(f"  {lap}")
+    exits = (f"left the band {len(s['excursions'])} time(s), returned: "
+             f"{s['returned_to_band_after_every_exit']}" if s["left_band"]
+             else "never left the band")
     print(f"  in the {s['band_m'] * 100:.0f} cm band {s['band_fraction'] * 100:.1f}% of the "
-          f"time; max error {s['max_error_m'] * 100:.2f} cm; "
-          f"{'left the band ' + str(len(s['excursions'])) + ' time(s), returned: ' + str(s['returned_to_band_after_every_exit']) if s['left_band'] else 'never left the band'}")
+          f"time; max error {s['max_error_m'] * 100:.2f} cm; {exits}")
     print(f"  controller {s['controller_rate_hz']:.0f} Hz (1 / median Algorithm 3 cycle "
           f"{s['plan_time_median_s'] * 1e3:.1f} ms), C3 median {s['solve_time_median_s'] * 1e3:.1f}"
           f" ms, {s['n_plans']} plans, {s['failed_plans']} failed")
