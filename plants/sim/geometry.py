@@ -2,7 +2,10 @@
 
 Contacts are reported between geometry ``a`` and geometry ``b`` with the normal ``n`` pointing
 **from a towards b**, so that ``v_n = nᵀ(v_b − v_a) > 0`` means separating; ``φ < 0`` means
-overlap. The simulator places the contact point between the two witness points, weighted by
+overlap. The sides are canonical, whatever order a pair was given in (so the order geometries
+were added to a scene does not matter): a half-space is always side ``a`` (``n`` is its outward
+normal), a sphere is side ``b`` unless both are spheres; other pairs (box–box, mesh–box, ...) keep
+the given order. The simulator places the contact point between the two witness points, weighted by
 stiffness (on the surface of the stiffer body; the midpoint for equal stiffness), as Drake does.
 
 * Broad phase: bounding spheres around each geometry (half-spaces: the plane itself), tested for
@@ -196,22 +199,36 @@ def _empty_contacts() -> Contacts:
     return Contacts(z, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, int), np.zeros(0, int))
 
 
-_KIND = {Sphere: 0, Box: 1, HalfSpace: 2}
+_KIND = {Sphere: 0, Box: 1, HalfSpace: 2}  # anything else: 3 (coal GJK/EPA)
+_SIDE_RANK = np.array([2, 1, 0, 1])  # by kind: half-space first (side a), sphere last (side b)
 
 
 class ContactDetector:
-    """Broad + narrow phase over a fixed list of geometries and allowed pairs."""
+    """Broad + narrow phase over a fixed list of geometries and allowed pairs.
+
+    Args:
+        geometries: the scene's geometries.
+        pairs: (n_p, 2) geometry indices of the pairs to test, in any order within a pair (the
+            detector puts them on canonical sides, see the module docstring). A pair of two
+            half-spaces never makes contact.
+        margin: detection margin [m].
+    """
 
     def __init__(self, geometries: list[Geometry], pairs: np.ndarray, margin: float):
         import coal
 
         self.geoms = geometries
         self.margin = float(margin)
-        kind = np.array([_KIND.get(type(g.shape), 3) for g in geometries])
-        # order each pair so that (kind_a, kind_b) is canonical: halfspace/box/other first, sphere second
-        a, b = pairs[:, 0].copy(), pairs[:, 1].copy()
-        swap = (kind[a] == 0) & (kind[b] != 0)
-        a[swap], b[swap] = b[swap].copy(), a[swap].copy()
+        kind = np.array([_KIND.get(type(g.shape), 3) for g in geometries], dtype=np.int64)
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        if pairs.size and (pairs.min() < 0 or pairs.max() >= len(geometries)):
+            raise ValueError(f"pairs must index the {len(geometries)} geometries, got indices up to {pairs.max()}")
+        # canonical sides, whatever order the pair was given in: a half-space is always side a and
+        # a sphere side b (unless both are spheres); other pairs keep the given order
+        rank = _SIDE_RANK[kind]
+        swap = rank[pairs[:, 0]] > rank[pairs[:, 1]]
+        a = np.where(swap, pairs[:, 1], pairs[:, 0])
+        b = np.where(swap, pairs[:, 0], pairs[:, 1])
         self.a, self.b = a, b
         self.kind = kind
         self.radius = np.array([g.shape.bounding_radius for g in geometries])

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..errors import SceneError
-from ..multibody.resources import example_robot_data_dir  # one locator for all of plants
+from ..multibody.resources import default_package_dirs, example_robot_data_dir  # one locator for all of plants
 from .geometry import Box, CoalShape, ContactDetector, ContactParams, Geometry, HalfSpace, Sphere
 
 __all__ = ["SceneBuilder", "Scene", "JointSpring", "example_robot_data_dir"]
@@ -206,22 +206,57 @@ class SceneBuilder:
         collision_links: Sequence[str] | None = None,
         group: str = "robot",
         package_dirs: Sequence[str] | None = None,
-    ) -> None:
-        """A fixed-base robot from URDF (or MJCF with a ``.xml`` suffix), with its collision geometry.
+        *,
+        floating_base: bool = False,
+        prefix: str = "",
+        base_position: Sequence[float] = (0.0, 0.0, 0.0),
+        base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0),
+        v0: Sequence[float] | None = None,
+        min_bounding_radius: float = 0.0,
+    ) -> int:
+        """A robot from URDF (or MJCF with a ``.xml`` suffix), with its collision geometry.
 
-        Collision meshes become their convex hulls (signed distances by GJK/EPA).
+        Collision meshes become their convex hulls, cylinders and other primitives coal shapes
+        (signed distances by GJK/EPA).
+
+        With ``floating_base=True`` the robot's root link is attached to the world by a free
+        6-dof root that has the same layout as :meth:`add_free_body`. It is one Pinocchio composite
+        joint: a translation followed by a spherical joint.
+        q = (base position (3) [m], base quaternion (x, y, z, w), joint positions (n_q − 7)) and
+        v = (base linear velocity in the **world** frame [m/s], base angular velocity in the
+        **base** frame [rad/s], joint velocities (n_v − 6)). ``pinocchio.integrate`` is exact on
+        it. The velocity is not Pinocchio's free-flyer (body-frame) convention.
 
         Args:
             path: URDF/MJCF file.
             params: contact parameters of every robot geometry.
-            q0: initial joint configuration (default: neutral).
-            collision_links: keep only geometries whose name starts with one of these (default: all).
+            q0: initial joint configuration (default: neutral). Fixed base: (n_q,). Floating base:
+                the joints after the root, (n_q − 7,); the base pose comes from ``base_position``
+                and ``base_quaternion``.
+            collision_links: keep only geometries whose name (before ``prefix``) starts with one of
+                these (default: all).
             group: collision group of the robot geometries.
             package_dirs: folders for ``package://`` URIs (default: the file's ancestors and the
-                example-robot-data share folder).
+                example-robot-data share folder, :func:`plants.multibody.resources.default_package_dirs`).
+            floating_base: attach the root link by the free root described above (default: fixed to
+                the world at the identity).
+            prefix: prepended to the robot's joint, frame and geometry names, so that one file
+                can be added several times (e.g. ``"a1_0/"``, ``"a1_1/"``).
+            base_position: (3,) initial base position [m] (floating base only).
+            base_quaternion: (4,) initial base orientation (x, y, z, w) (floating base only;
+                normalized).
+            v0: initial velocity (n_v,) of the robot (default: zero); floating base: v as above.
+            min_bounding_radius: drop collision geometries whose bounding radius [m] is below this
+                (placeholders such as the A1's 1 mm IMU box). Default 0: keep all.
+
+        Returns:
+            The scene-model index of the robot's first joint (the free root with a floating base).
 
         Raises:
-            SceneError: robots added after free bodies, or no collision geometry found.
+            SceneError: robots added after free bodies, no collision geometry kept, or joint/frame
+                names already in the scene (pass a distinct ``prefix``).
+            ValueError: wrong sizes of ``q0``, ``v0``, ``base_position``, ``base_quaternion``, or a
+                non-finite/zero quaternion.
         """
         pin = _pin()
         if self._has_free:
@@ -229,18 +264,41 @@ class SceneBuilder:
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(path)
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
         if package_dirs is None:
-            package_dirs = [str(p) for p in path.resolve().parents]
-            try:
-                package_dirs.append(str(example_robot_data_dir().parent))
-            except FileNotFoundError:
-                pass
-        if path.suffix == ".xml":
-            robot = pin.buildModelFromMJCF(str(path))
+            package_dirs = default_package_dirs(path)
+        mjcf = path.suffix == ".xml"
+        if floating_base:
+            root = pin.JointModelComposite()
+            root.addJoint(pin.JointModelTranslation())
+            root.addJoint(pin.JointModelSpherical())
+            robot = pin.buildModelFromMJCF(str(path), root) if mjcf else pin.buildModelFromUrdf(str(path), root)
+        else:
+            robot = pin.buildModelFromMJCF(str(path)) if mjcf else pin.buildModelFromUrdf(str(path))
+        if mjcf:
             gm = pin.buildGeomFromMJCF(robot, str(path), pin.GeometryType.COLLISION)
         else:
-            robot = pin.buildModelFromUrdf(str(path))
             gm = pin.buildGeomFromUrdf(robot, str(path), pin.GeometryType.COLLISION, package_dirs=list(package_dirs))
+        q_robot = self._initial_configuration(robot, path, q0, floating_base, base_position, base_quaternion)
+        if v0 is None:
+            v_robot = np.zeros(robot.nv)
+        else:
+            v_robot = np.asarray(v0, float).ravel()
+            if v_robot.shape != (robot.nv,) or not np.isfinite(v_robot).all():
+                raise ValueError(f"v0 of {path.name} must be {robot.nv} finite velocities, got shape {v_robot.shape}")
+        if prefix:
+            for i in range(1, robot.njoints):
+                robot.names[i] = prefix + robot.names[i]
+            for i in range(1, len(robot.frames)):
+                f = robot.frames[i]
+                f.name = prefix + f.name
+                robot.frames[i] = f
+        clash = sorted(set(robot.names[1:]) & set(self.model.names[1:]))
+        if clash:
+            raise SceneError(
+                f"{path.name}: joint names {clash[:3]} are already in the scene (pass a distinct prefix=)"
+            )
         offset = self.model.njoints - 1
         if self.model.njoints > 1:
             self.model = pin.appendModel(self.model, robot, 0, pin.SE3.Identity())
@@ -248,17 +306,17 @@ class SceneBuilder:
             g = self.model.gravity.linear.copy()
             self.model = robot
             self.model.gravity.linear = g
-        self.q0.append(pin.neutral(robot) if q0 is None else np.asarray(q0, float).reshape(robot.nq))
-        self.v0.append(np.zeros(robot.nv))
+        self.q0.append(q_robot)
+        self.v0.append(v_robot)
         n_added = 0
         for go in gm.geometryObjects:
             if collision_links is not None and not any(go.name.startswith(s) for s in collision_links):
                 continue
             shape = self._coal_shape(go)
-            if shape is None:
+            if shape is None or shape.bounding_radius < min_bounding_radius:
                 continue
             M = go.placement
-            self._add_geom(go.name, shape, go.parentJoint + offset, M.rotation, M.translation, params, group)
+            self._add_geom(prefix + go.name, shape, go.parentJoint + offset, M.rotation, M.translation, params, group)
             n_added += 1
         if n_added == 0:
             raise SceneError(
@@ -266,6 +324,31 @@ class SceneBuilder:
                 + (f" on links {list(collision_links)}" if collision_links else "")
                 + " (a mesh-only visual model cannot make contact)"
             )
+        return offset + 1
+
+    @staticmethod
+    def _initial_configuration(robot, path: Path, q0, floating_base: bool, base_position, base_quaternion) -> np.ndarray:
+        """(n_q,) initial configuration of a robot being added (see :meth:`add_urdf`)."""
+        pin = _pin()
+        q = pin.neutral(robot)
+        n_joint_q = robot.nq - 7 if floating_base else robot.nq
+        if q0 is not None:
+            qj = np.asarray(q0, float).ravel()
+            if qj.shape != (n_joint_q,) or not np.isfinite(qj).all():
+                what = "joint positions after the floating base" if floating_base else "joint positions"
+                raise ValueError(f"q0 of {path.name} must be {n_joint_q} finite {what}, got shape {qj.shape}")
+            q[robot.nq - n_joint_q:] = qj
+        if floating_base:
+            pos = np.asarray(base_position, float).ravel()
+            quat = np.asarray(base_quaternion, float).ravel()
+            if pos.shape != (3,) or not np.isfinite(pos).all():
+                raise ValueError(f"base_position must be 3 finite coordinates [m], got {base_position}")
+            norm = np.linalg.norm(quat) if quat.shape == (4,) else 0.0
+            if not (np.isfinite(norm) and norm > 0):
+                raise ValueError(f"base_quaternion must be a non-zero (x, y, z, w), got {base_quaternion}")
+            q[:3] = pos
+            q[3:7] = quat / norm
+        return q
 
     @staticmethod
     def _coal_shape(go) -> Any:
@@ -330,9 +413,10 @@ class Scene:
         roots = sorted(set(root[1:].tolist()))
         tree_of_root = {r: i for i, r in enumerate(roots)}
         self.tree_of_joint = np.array([-1] + [tree_of_root[root[j]] for j in range(1, model.njoints)])
+        joints = list(model.joints)  # one conversion (each model.joints access copies the vector)
         dof_tree = np.empty(model.nv, dtype=np.int64)
         for j in range(1, model.njoints):
-            jm = model.joints[j]
+            jm = joints[j]
             dof_tree[jm.idx_v : jm.idx_v + jm.nv] = self.tree_of_joint[j]
         if (np.diff(dof_tree) < 0).any() or (np.diff(dof_tree) > 1).any():
             raise SceneError("trees must own contiguous dofs (add robots before free bodies)")
@@ -344,13 +428,13 @@ class Scene:
         self.spring_q_index = np.zeros(model.nv, dtype=np.int64)
         self.has_springs = bool(springs)
         for s in springs:
-            j = next((j for j in range(1, model.njoints) if model.joints[j].idx_v <= s.dof < model.joints[j].idx_v + model.joints[j].nv), None)
-            if j is None or model.joints[j].nq != 1 or model.joints[j].nv != 1:
+            j = next((j for j in range(1, model.njoints) if joints[j].idx_v <= s.dof < joints[j].idx_v + joints[j].nv), None)
+            if j is None or joints[j].nq != 1 or joints[j].nv != 1:
                 raise SceneError(f"spring on dof {s.dof}: springs need a scalar (1-dof) joint")
             self.K[s.dof] += s.stiffness
             self.D[s.dof] += s.damping
             self.q_rest[s.dof] = s.rest
-            self.spring_q_index[s.dof] = model.joints[j].idx_q
+            self.spring_q_index[s.dof] = joints[j].idx_q
         # geometry arrays
         self.geom_joint = np.array([g.joint for g in geometries], dtype=np.int64)
         self.geom_R = np.array([g.rotation for g in geometries])
@@ -364,7 +448,7 @@ class Scene:
         for j in range(1, model.njoints):
             a = j
             while a > 0:
-                jm = model.joints[a]
+                jm = joints[a]
                 self.joint_support[j, jm.idx_v : jm.idx_v + jm.nv] = 1.0
                 a = int(parents[a])
         # per-pair contact parameters (k in series, stiffness-weighted τ_d, harmonic-mean μ) and the
