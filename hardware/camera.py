@@ -13,13 +13,12 @@ import collections
 import logging
 import threading
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from . import messages
-from .config import options_from_dict, options_from_file
+from .config import LoadableOptions
 from .errors import HardwareValueError, MessageError
 from .rosbridge.transport import RosBridgeTransport
 
@@ -29,7 +28,7 @@ LOGGER = logging.getLogger("hardware.camera")
 
 
 @dataclass(frozen=True)
-class CameraOptions:
+class CameraOptions(LoadableOptions):
     """Topic and validation settings of the ball detections."""
 
     topic: str = "/ball_tracker/ball_position"
@@ -58,16 +57,6 @@ class CameraOptions:
         if not 0 < self.velocity_filter <= 1:
             raise HardwareValueError(f"CameraOptions.velocity_filter must be in (0, 1], got "
                                      f"{self.velocity_filter!r}")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> CameraOptions:
-        """Build from a mapping; unknown keys raise HardwareValueError."""
-        return options_from_dict(cls, data)
-
-    @classmethod
-    def from_file(cls, path: str | Path, section: str | None = None) -> CameraOptions:
-        """Load from YAML/TOML (optionally one top-level ``section``)."""
-        return options_from_file(cls, path, section)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Every options class in :mod:`hardware` is a frozen dataclass whose defaults live in the field
 declarations. :func:`options_from_dict` builds one from a mapping, rejecting unknown keys (and
 listing the valid ones), recursing into fields whose type is itself an options dataclass and
-turning lists into tuples so the result stays hashable and immutable.
+turning lists into tuples so the result stays hashable and immutable. The options classes
+inherit :class:`LoadableOptions` for their ``from_dict`` / ``from_file`` constructors.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any, Mapping, TypeVar
 
 from .errors import HardwareValueError
 
-__all__ = ["options_from_dict", "options_from_file", "options_to_dict", "read_mapping"]
+__all__ = ["options_from_dict", "options_from_file", "options_to_dict", "read_mapping",
+           "LoadableOptions"]
 
 T = TypeVar("T")
 
@@ -106,3 +108,22 @@ def options_to_dict(options: Any) -> dict[str, Any]:
         return v
 
     return {k: plain(v) for k, v in dataclasses.asdict(options).items()}
+
+
+class LoadableOptions:
+    """Mixin of the hardware options dataclasses: ``from_dict`` and ``from_file`` constructors.
+
+    Nested mappings fill fields whose type is itself an options dataclass (e.g. the
+    ``impedance``/``franka``/``camera`` sections of the twin's and the simulated robot's
+    options); unknown keys raise :class:`HardwareValueError` listing the valid ones.
+    """
+
+    @classmethod
+    def from_dict(cls: type[T], data: Mapping[str, Any] | None) -> T:
+        """Build from a mapping (None: the defaults); unknown keys raise HardwareValueError."""
+        return options_from_dict(cls, data)
+
+    @classmethod
+    def from_file(cls: type[T], path: str | Path, section: str | None = None) -> T:
+        """Load from YAML/TOML (optionally one top-level ``section``)."""
+        return options_from_file(cls, path, section)

@@ -33,12 +33,12 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Mapping, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
 from .camera import BallDetectionAdapter, BallState, CameraOptions
-from .config import options_from_dict, options_from_file, options_to_dict
+from .config import LoadableOptions, options_to_dict
 from .errors import BridgeConnectionError, HardwareValueError
 from .franka import FrankaAdapter, FrankaOptions, RobotState
 from .impedance import ImpedanceParams
@@ -79,7 +79,7 @@ class ExitReason(str, Enum):
 
 
 @dataclass(frozen=True)
-class DeployOptions:
+class DeployOptions(LoadableOptions):
     """Everything the deploy loop is configured by (YAML sections with the field names)."""
 
     rate_hz: float = 100.0
@@ -121,16 +121,6 @@ class DeployOptions:
                     math.isfinite(v) and v > 0):
                 raise HardwareValueError(f"DeployOptions.{name} must be a positive number, got "
                                          f"{v!r}")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> DeployOptions:
-        """Build from a mapping with nested sections; unknown keys raise."""
-        return options_from_dict(cls, data)
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> DeployOptions:
-        """Load from YAML/TOML (top-level keys are this class' fields)."""
-        return options_from_file(cls, path)
 
 
 @dataclass(frozen=True)

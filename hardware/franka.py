@@ -20,13 +20,12 @@ import collections
 import logging
 import threading
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from . import messages
-from .config import options_from_dict, options_from_file
+from .config import LoadableOptions
 from .errors import HardwareValueError, MessageError
 from .rosbridge.transport import RosBridgeTransport
 
@@ -38,7 +37,7 @@ STATE_TYPES = ("franka_msgs/FrankaState", "geometry_msgs/PoseStamped")
 
 
 @dataclass(frozen=True)
-class FrankaOptions:
+class FrankaOptions(LoadableOptions):
     """Topic names, message types and frames of the robot side."""
 
     state_topic: str = "/franka_state_controller/franka_states"
@@ -81,16 +80,6 @@ class FrankaOptions:
         if not isinstance(self.command_queue_size, int) or self.command_queue_size < 1:
             raise HardwareValueError(f"FrankaOptions.command_queue_size must be an int >= 1, "
                                      f"got {self.command_queue_size!r}")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> FrankaOptions:
-        """Build from a mapping; unknown keys raise HardwareValueError."""
-        return options_from_dict(cls, data)
-
-    @classmethod
-    def from_file(cls, path: str | Path, section: str | None = None) -> FrankaOptions:
-        """Load from YAML/TOML (optionally one top-level ``section``)."""
-        return options_from_file(cls, path, section)
 
 
 @dataclass(frozen=True)

@@ -20,22 +20,21 @@ rotational damping 20, null-space 4 / 4. Dependencies: ``hardware -> plants`` on
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from plants.impedance import ImpedanceGains, nullspace_projector
 from plants.impedance import impedance_torque as _impedance_torque
 
-from .config import options_from_dict, options_from_file
+from .config import LoadableOptions
 from .errors import HardwareValueError
 
 __all__ = ["ImpedanceParams", "impedance_torque", "nullspace_projector", "feedforward_torque"]
 
 
 @dataclass(frozen=True)
-class ImpedanceParams(ImpedanceGains):
+class ImpedanceParams(ImpedanceGains, LoadableOptions):
     """Gains of eq. (36) (the fields and defaults of :class:`plants.impedance.ImpedanceGains`),
     loadable from configuration files, shared by the simulated robots and the C3 planner."""
 
@@ -44,16 +43,6 @@ class ImpedanceParams(ImpedanceGains):
             super().__post_init__()
         except (ValueError, TypeError) as e:
             raise HardwareValueError(str(e).replace("ImpedanceGains", "ImpedanceParams")) from e
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> ImpedanceParams:
-        """Build from a mapping; unknown keys raise HardwareValueError."""
-        return options_from_dict(cls, data)
-
-    @classmethod
-    def from_file(cls, path: str | Path, section: str | None = None) -> ImpedanceParams:
-        """Load from YAML/TOML (optionally one top-level ``section``)."""
-        return options_from_file(cls, path, section)
 
     def task_acceleration(self, pose_error: np.ndarray, twist_error: np.ndarray,
                           wrench: np.ndarray | None = None,

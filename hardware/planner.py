@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from .camera import BallState
-from .config import options_from_dict, options_from_file
+from .config import LoadableOptions
 from .errors import HardwareValueError
 from .franka import RobotState
 from .safety import Target
@@ -48,7 +47,7 @@ class ResettablePlanner(Planner, Protocol):
 
 
 @dataclass(frozen=True)
-class CirclePlannerOptions:
+class CirclePlannerOptions(LoadableOptions):
     """Settings of :class:`CirclePlanner`."""
 
     center: tuple[float, ...] = (0.55, 0.0)
@@ -87,16 +86,6 @@ class CirclePlannerOptions:
         if self.direction not in (1, -1):
             raise HardwareValueError(f"CirclePlannerOptions.direction must be 1 or -1, got "
                                      f"{self.direction!r}")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> CirclePlannerOptions:
-        """Build from a mapping; unknown keys raise HardwareValueError."""
-        return options_from_dict(cls, data)
-
-    @classmethod
-    def from_file(cls, path: str | Path, section: str | None = None) -> CirclePlannerOptions:
-        """Load from YAML/TOML."""
-        return options_from_file(cls, path, section)
 
 
 class CirclePlanner:

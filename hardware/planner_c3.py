@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from .camera import BallState
-from .config import options_from_dict, options_from_file
+from .config import LoadableOptions
 from .errors import HardwareValueError
 from .franka import RobotState
 from .impedance import ImpedanceParams
@@ -43,7 +42,7 @@ __all__ = ["C3PlannerOptions", "C3Planner"]
 
 
 @dataclass(frozen=True)
-class C3PlannerOptions:
+class C3PlannerOptions(LoadableOptions):
     """Settings of :class:`C3Planner` (None: the closed loop's ``FrankaBallOptions`` default)."""
 
     projection: str | None = None
@@ -83,16 +82,6 @@ class C3PlannerOptions:
         if len(self.center) != 2:
             raise HardwareValueError(f"C3PlannerOptions.center must be (x, y), got "
                                      f"{self.center!r}")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> C3PlannerOptions:
-        """Build from a mapping; unknown keys raise HardwareValueError."""
-        return options_from_dict(cls, data)
-
-    @classmethod
-    def from_file(cls, path: str | Path, section: str | None = None) -> C3PlannerOptions:
-        """Load from YAML/TOML."""
-        return options_from_file(cls, path, section)
 
 
 class C3Planner:

@@ -22,12 +22,11 @@ import logging
 import math
 from dataclasses import dataclass
 from enum import IntEnum
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from .config import options_from_dict, options_from_file
+from .config import LoadableOptions
 from .errors import HardwareValueError
 
 __all__ = ["SafetyOptions", "InterventionKind", "Intervention", "Target", "SafetyLayer"]
@@ -36,7 +35,7 @@ LOGGER = logging.getLogger("hardware.safety")
 
 
 @dataclass(frozen=True)
-class SafetyOptions:
+class SafetyOptions(LoadableOptions):
     """Limits of the safety layer. Lengths in [m], times in [s], forces in [N]."""
 
     workspace_min: tuple[float, ...] = (0.30, -0.35, 0.02)
@@ -70,16 +69,6 @@ class SafetyOptions:
                     math.isfinite(v) and v > 0):
                 raise HardwareValueError(f"SafetyOptions.{name} must be a positive finite "
                                          f"number, got {v!r}")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> SafetyOptions:
-        """Build from a mapping; unknown keys raise HardwareValueError."""
-        return options_from_dict(cls, data)
-
-    @classmethod
-    def from_file(cls, path: str | Path, section: str | None = None) -> SafetyOptions:
-        """Load from YAML/TOML (optionally one top-level ``section``)."""
-        return options_from_file(cls, path, section)
 
 
 class InterventionKind(IntEnum):

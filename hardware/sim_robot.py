@@ -33,15 +33,14 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from . import messages
 from .camera import CameraOptions
-from .config import options_from_dict, options_from_file
+from .config import LoadableOptions
 from .errors import HardwareValueError
 from .franka import FrankaOptions
 from .bridged_robot import BridgedFranka, CommandRecord, start_bridged
@@ -53,7 +52,7 @@ __all__ = ["SimRobotOptions", "SimulatedFranka", "CommandRecord", "start_sim_rob
 
 
 @dataclass(frozen=True)
-class SimRobotOptions:
+class SimRobotOptions(LoadableOptions):
     """Parameters of the simulated robot, ball and camera."""
 
     impedance: ImpedanceParams = field(default_factory=ImpedanceParams)
@@ -119,16 +118,6 @@ class SimRobotOptions:
                 self.ball_initial) != 2:
             raise HardwareValueError("SimRobotOptions: initial_position needs 3 numbers, "
                                      "initial_quaternion 4 (x, y, z, w), ball_initial 2")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> SimRobotOptions:
-        """Build from a mapping (nested sections impedance/franka/camera); strict keys."""
-        return options_from_dict(cls, data)
-
-    @classmethod
-    def from_file(cls, path: str | Path, section: str | None = None) -> SimRobotOptions:
-        """Load from YAML/TOML."""
-        return options_from_file(cls, path, section)
 
 
 class SimulatedFranka(BridgedFranka):

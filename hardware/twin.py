@@ -32,15 +32,14 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from . import messages
 from .camera import CameraOptions
-from .config import options_from_dict, options_from_file
+from .config import LoadableOptions
 from .errors import HardwareValueError
 from .franka import FrankaOptions
 from .impedance import ImpedanceParams
@@ -57,7 +56,7 @@ _Q_DOWN = (1.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
-class TwinOptions:
+class TwinOptions(LoadableOptions):
     """Settings of the twin (defaults: the issue-7 closed loop's world and cameras)."""
 
     world: str = "panda"
@@ -103,16 +102,6 @@ class TwinOptions:
         if not (isinstance(self.max_steps_per_iteration, int)
                 and self.max_steps_per_iteration >= 1):
             raise HardwareValueError("TwinOptions.max_steps_per_iteration must be an int >= 1")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> TwinOptions:
-        """Build from a mapping (nested impedance/franka/camera sections); strict keys."""
-        return options_from_dict(cls, data)
-
-    @classmethod
-    def from_file(cls, path: str | Path, section: str | None = None) -> TwinOptions:
-        """Load from YAML/TOML."""
-        return options_from_file(cls, path, section)
 
 
 class FrankaBallWorld:
