@@ -9,9 +9,7 @@ Rejected detections are counted and logged, never used.
 
 from __future__ import annotations
 
-import collections
 import logging
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +18,7 @@ import numpy as np
 from . import messages
 from .config import LoadableOptions
 from .errors import HardwareValueError, MessageError
+from .latest_state import LatestValidState
 from .rosbridge.transport import RosBridgeTransport
 
 __all__ = ["CameraOptions", "BallState", "BallDetectionAdapter"]
@@ -75,15 +74,15 @@ class BallState:
     """Accepted detections so far."""
 
 
-class BallDetectionAdapter:
-    """Subscribes to ball detections and keeps the newest valid ball state."""
+class BallDetectionAdapter(LatestValidState[BallState]):
+    """Subscribes to ball detections and keeps the newest valid ball state (``state()``)."""
+
+    _what = "ball detection"
+    _logger = LOGGER
 
     def __init__(self, transport: RosBridgeTransport, options: CameraOptions | None = None):
+        super().__init__()
         self.options = o = options or CameraOptions()
-        self._lock = threading.Lock()
-        self._state: BallState | None = None
-        self.rejected = 0
-        self.rejections: collections.deque[str] = collections.deque(maxlen=20)
         self._sub = transport.subscribe(o.topic, "geometry_msgs/PointStamped", self._on_msg)
 
     def _on_msg(self, msg: dict[str, Any], t_receive: float) -> None:
@@ -110,18 +109,3 @@ class BallDetectionAdapter:
                 v = a * (p - prev.position) / dt + (1 - a) * prev.velocity
             count = 1 if prev is None else prev.count + 1
             self._state = BallState(p, v, stamp, t_receive, count)
-
-    def _reject(self, reason: str) -> None:
-        with self._lock:
-            self._reject_locked(reason)
-
-    def _reject_locked(self, reason: str) -> None:
-        self.rejected += 1
-        self.rejections.append(reason)
-        if self.rejected <= 5 or self.rejected % 100 == 0:
-            LOGGER.warning("rejected ball detection #%d: %s", self.rejected, reason)
-
-    def state(self) -> BallState | None:
-        """The newest valid ball state, or None before the first detection."""
-        with self._lock:
-            return self._state

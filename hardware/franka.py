@@ -16,9 +16,7 @@ rigid transform, missing fields, wrong frame) is rejected, counted and logged, n
 
 from __future__ import annotations
 
-import collections
 import logging
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +25,7 @@ import numpy as np
 from . import messages
 from .config import LoadableOptions
 from .errors import HardwareValueError, MessageError
+from .latest_state import LatestValidState
 from .rosbridge.transport import RosBridgeTransport
 
 __all__ = ["FrankaOptions", "RobotState", "FrankaAdapter"]
@@ -100,7 +99,7 @@ class RobotState:
     """Accepted state messages so far."""
 
 
-class FrankaAdapter:
+class FrankaAdapter(LatestValidState[RobotState]):
     """Reads the robot state and sends impedance targets over a :class:`RosBridgeTransport`.
 
     Args:
@@ -108,13 +107,13 @@ class FrankaAdapter:
         options: Topics, types and frames.
     """
 
+    _what = "robot state"
+    _logger = LOGGER
+
     def __init__(self, transport: RosBridgeTransport, options: FrankaOptions | None = None):
+        super().__init__()
         self.options = o = options or FrankaOptions()
-        self._lock = threading.Lock()
-        self._state: RobotState | None = None
         self._accepted = 0
-        self.rejected = 0
-        self.rejections: collections.deque[str] = collections.deque(maxlen=20)
         self._seq = 0
         self._sub = transport.subscribe(o.state_topic, o.state_type, self._on_state)
         self._pose_pub = transport.publisher(o.equilibrium_topic, "geometry_msgs/PoseStamped",
@@ -153,21 +152,6 @@ class FrankaAdapter:
                 v = a * (p - prev.position) / dt + (1 - a) * prev.velocity
             self._accepted += 1
             self._state = RobotState(p, q, v, stamp, t_receive, self._accepted)
-
-    def _reject(self, reason: str) -> None:
-        with self._lock:
-            self._reject_locked(reason)
-
-    def _reject_locked(self, reason: str) -> None:
-        self.rejected += 1
-        self.rejections.append(reason)
-        if self.rejected <= 5 or self.rejected % 100 == 0:
-            LOGGER.warning("rejected robot state #%d: %s", self.rejected, reason)
-
-    def state(self) -> RobotState | None:
-        """The newest valid state, or None before the first one."""
-        with self._lock:
-            return self._state
 
     # -- commands -----------------------------------------------------------------------
     def command(self, position: np.ndarray, quaternion: np.ndarray,
