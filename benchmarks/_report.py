@@ -9,14 +9,15 @@ from __future__ import annotations
 import os
 import platform
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
 
-__all__ = ["ROOT", "MD_PATH", "markers", "cpu_model", "machine_info", "replace_section"]
+__all__ = ["ROOT", "MD_PATH", "markers", "cpu_model", "machine_info", "load_average",
+           "replace_section"]
 
 
 def markers(key: str) -> tuple[str, str]:
@@ -41,6 +42,21 @@ def machine_info(**versions: Any) -> dict[str, Any]:
     return {"platform": platform.platform(), "processor": cpu_model(),
             "cpu_count": os.cpu_count(), "python": platform.python_version(),
             "numpy": np.__version__, "load_avg": list(os.getloadavg()), **versions}
+
+
+def load_average(machine: Mapping[str, Any]) -> list[float]:
+    """The 1/5/15-minute load average of a saved ``machine`` record.
+
+    :func:`machine_info` writes it as ``load_avg``; results saved before the scripts shared
+    :func:`machine_info` (bench_sim, bench_contact_solvers, bench_estimators) call it
+    ``load_average`` (bench_estimators' old records hold the 1-minute value alone: a one-element
+    list is returned then). Both are read, so old JSON still renders.
+    """
+    for key in ("load_avg", "load_average"):
+        if key in machine:
+            v = machine[key]
+            return [float(x) for x in v] if isinstance(v, (list, tuple)) else [float(v)]
+    raise KeyError(f"no load average in the machine record (keys: {sorted(machine)})")
 
 
 def replace_section(section: str, key: str, path: Path = MD_PATH) -> None:

@@ -204,7 +204,7 @@ def markdown(r: dict) -> str:
     b, t = r["ball"], r["tags"]
     lines = [START, "## Camera estimators (`benchmarks/bench_estimators.py`)", "",
              f"Run {r['date']} ({r['mode']} mode) on {m['processor']} ({m['cpu_count']} CPUs, "
-             f"load {m['load_avg'][0]:.1f}), Python {m['python']}, numpy {m['numpy']}, "
+             f"load {_report.load_average(m)[0]:.1f}), Python {m['python']}, numpy {m['numpy']}, "
              f"OpenCV {m['opencv']}.", "",
              f"Images rendered by `estimators.synthetic` at 640x480 (60° FOV, cameras 0.6 m "
              f"from the table centre and 0.45 m up, ball radius 3 cm ≈ 19-28 px), "

@@ -183,7 +183,7 @@ def markdown(result: dict) -> str:
         "",
         f"Run {result['timestamp']} ({'quick' if result['quick'] else 'full'} mode) on "
         f"{m['processor']} ({m['cpu_count']} CPUs, load average at start "
-        f"{m['load_avg'][0]:.1f}), {m['platform']}; Python {m['python']}, numpy {m['numpy']}, "
+        f"{_report.load_average(m)[0]:.1f}), {m['platform']}; Python {m['python']}, numpy {m['numpy']}, "
         f"Pinocchio {m['pinocchio']}.",
         "",
         "Time per `plant.lcs(x, u, contact_model=...)` call in milliseconds, over "

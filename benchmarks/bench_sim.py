@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from datetime import datetime, timezone
@@ -475,7 +473,7 @@ def markdown_pinocchio(res: dict) -> list[str]:
         return []
     m = res["machine"]
     L = ["", f"### Pinocchio's own solvers in our stepper (pinocchio {pp['pinocchio']})", "",
-         f"Measured {pp.get('date', res['date'])} (load average {pp.get('machine', m)['load_average'][0]:.2f}) in one "
+         f"Measured {pp.get('date', res['date'])} (load average {_report.load_average(pp.get('machine', m))[0]:.2f}) in one "
          "run together with the ours SAP, Drake and MuJoCo rows of these two tables (re-measured here, so they "
          "differ from the tables above by the machine's load).", "",
          "`pin-admm` / `pin-pgs` (`plants/sim/peer_pinocchio.py`): Pinocchio's `ADMMConstraintSolver` / "
@@ -560,20 +558,6 @@ def markdown_pinocchio(res: dict) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- report
-def machine_info() -> dict:
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {"platform": platform.platform(), "processor": cpu, "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "load_average": list(os.getloadavg())}
-
-
 def _peer(name: str):
     try:
         if name == "drake":
@@ -597,7 +581,7 @@ def markdown(res: dict) -> str:
     peers = res["peers"]
     L = [START, "## Contact simulator (SAP) vs Drake SAP and MuJoCo — `benchmarks/bench_sim.py`", "",
          f"Measured {res['date']} on {m['processor']} ({m['cpu_count']} cores, shared; load average "
-         f"{m['load_average'][0]:.2f}), Python {m['python']}, single-threaded BLAS. Peers: drake "
+         f"{_report.load_average(m)[0]:.2f}), Python {m['python']}, single-threaded BLAS. Peers: drake "
          f"{peers['drake'] or 'not installed'}, mujoco {peers['mujoco'] or 'not installed'} (the `peers` extra). "
          "One run, all simulators side by side; wall time per step of the whole simulator "
          "(ours is Python + numpy/scipy; Drake and MuJoCo are C++).", "",
@@ -725,7 +709,7 @@ def main(argv: list[str] | None = None) -> int:
             _warm_up()
             part = pinocchio_part(dur, 1 if args.quick else args.rounds, peers)
         part["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        part["machine"] = machine_info()
+        part["machine"] = _report.machine_info()
         print(json.dumps(part, indent=1))
         if not args.quick:
             res = json.loads(JSON_PATH.read_text())
@@ -733,7 +717,7 @@ def main(argv: list[str] | None = None) -> int:
             JSON_PATH.write_text(json.dumps(res, indent=1) + "\n")
             write_markdown(markdown(res))
         return 0
-    res: dict = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine_info(),
+    res: dict = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": _report.machine_info(),
                  "peers": peers, "slide": {}, "rest5": {}}
     with blas_threads(1):
         _warm_up()
