@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from .option_fields import read_mapping
 from .options import PROJECTIONS, C3Options
 from .result import C3Status
 from .runner import ClosedLoopLog, run_closed_loop
@@ -150,19 +151,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _read_config(path: str) -> dict[str, Any]:
     """Option overrides from a YAML/TOML file, validated against C3Options' fields."""
-    p = Path(path)
-    if p.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-
-        data = yaml.safe_load(p.read_text()) or {}
-    elif p.suffix.lower() == ".toml":
-        try:
-            import tomllib
-        except ImportError:  # Python 3.10
-            import tomli as tomllib  # type: ignore[no-redef]
-        data = tomllib.loads(p.read_text())
-    else:
-        raise SystemExit(f"--config must be a .yaml/.yml/.toml file, got {path}")
+    data = read_mapping(path)  # C3ValueError for another suffix, a parse error, a non-mapping
     C3Options.from_dict(data)  # validates names and values now, with a clear message
     return dict(data)
 
