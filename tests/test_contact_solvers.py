@@ -264,7 +264,7 @@ def test_budget_exhaustion_gives_a_status_not_garbage(name):
 @pytest.mark.parametrize("name, bad, match", [
     ("canal", {"beta0": -1.0}, "beta0"), ("canal", {"kappa": 1.0}, "kappa"), ("canal", {"zeta": 1.5}, "zeta"),
     ("canal", {"theta": 1.0}, "theta"), ("canal", {"penalty_scaling": "x"}, "penalty_scaling"),
-    ("canal", {"p_relaxation": 0.0}, "p_relaxation"), ("subadmm", {"variant": "body"}, "variant"),
+    ("canal", {"p_relaxation": 0.0}, "p_relaxation"), ("subadmm", {"variant": "bodies"}, "variant"),
     ("subadmm", {"gamma": 0.5}, "gamma"), ("nsn", {"ncp": "cp"}, "ncp"), ("nsn", {"step": 0.0}, "step"),
     ("pgs", {"max_iterations": 0}, "max_iterations"), ("pgs", {"tol": float("nan")}, "tol"),
 ])

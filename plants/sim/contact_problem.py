@@ -35,6 +35,7 @@ import numpy as np
 from ..errors import UnknownSolverError
 
 __all__ = [
+    "ContactBodies",
     "ContactProblem",
     "ContactSolverStatus",
     "ContactSolverResult",
@@ -59,6 +60,85 @@ def _as_float_array(name: str, value: Any, ndim: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class ContactBodies:
+    """The bodies behind each contact: what body-level Jacobian splitting needs (seed 000 eq. 30-31,
+    40-41, App. A). Attached by the stepper; optional on :class:`ContactProblem`.
+
+    Contact ``i`` acts between the bodies (Pinocchio joints) ``joints[i] = (a, b)`` at the world
+    point ``points[i]`` with frame rows ``frames[i] = (t1, t2, n)``; joint 0 is the world. Its
+    Jacobian row block is ``J_i = J_{i,b} J_b − J_{i,a} J_a`` with ``J_{i,k} = F_i [I₃  −[p_i]]``
+    (eq. 44) and ``J_k`` the world-frame joint Jacobian of body ``k`` (``world_jacobian`` masked by
+    ``joint_support[k]``: spatial velocity = (velocity of the point at the world origin, angular
+    velocity)).
+
+    Attributes:
+        model: the ``pinocchio.Model`` (a reference: consumers must copy it before modifying it).
+        q: (n_q,) configuration at which ``J``, ``points`` and ``world_jacobian`` were computed.
+        joints: (n_c, 2) int joint index of side a and side b (0 = world / anchored geometry).
+        points: (n_c, 3) contact points in the world frame [m].
+        frames: (n_c, 3, 3) contact frames, rows (t1, t2, n) in world coordinates.
+        local_points: (n_c, 2, 3) the contact point in the frame of joint a and of joint b (the
+            frame in which ``model.inertias`` are expressed; zeros on a world side).
+        world_jacobian: (6, n_v) ``data.J`` at ``q`` (linear rows first, world frame).
+        joint_support: (n_joints, n_v) 0/1: dof k moves joint j iff ``joint_support[j, k] = 1``.
+        mass_q: (n_q,) configuration at which the mass matrix inside ``A`` was evaluated.
+        mass_diagonal: (n_v,) ``A = M(mass_q) + diag(mass_diagonal)`` (the δt-scaled joint
+            stiffness/damping of seed 001 eq. 15; zeros for the explicit free motion).
+    """
+
+    model: Any
+    q: np.ndarray
+    joints: np.ndarray
+    points: np.ndarray
+    frames: np.ndarray
+    local_points: np.ndarray
+    world_jacobian: np.ndarray
+    joint_support: np.ndarray
+    mass_q: np.ndarray
+    mass_diagonal: np.ndarray
+
+    def __post_init__(self) -> None:
+        nq, nv, nj = int(self.model.nq), int(self.model.nv), int(self.model.njoints)
+        joints = np.asarray(self.joints, dtype=np.int64).reshape(-1, 2)
+        n_c = joints.shape[0]
+        checks = (("q", self.q, (nq,)), ("points", self.points, (n_c, 3)), ("frames", self.frames, (n_c, 3, 3)),
+                  ("local_points", self.local_points, (n_c, 2, 3)),
+                  ("world_jacobian", self.world_jacobian, (6, nv)), ("joint_support", self.joint_support, (nj, nv)),
+                  ("mass_q", self.mass_q, (nq,)), ("mass_diagonal", self.mass_diagonal, (nv,)))
+        for name, value, shape in checks:
+            if np.shape(value) != shape:
+                raise ValueError(f"ContactBodies.{name} must have shape {shape}, got {np.shape(value)}")
+        if ((joints < 0) | (joints >= nj)).any():
+            raise ValueError(f"ContactBodies.joints must lie in [0, {nj}) (0 = world)")
+        object.__setattr__(self, "joints", joints)
+
+    @property
+    def n_c(self) -> int:
+        """Number of contacts."""
+        return self.joints.shape[0]
+
+    def piece_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The body-split pieces (seed 000 eq. 30-31): one per (contact, non-world side).
+
+        Returns:
+            contact: (n_p,) contact index of each piece (side a pieces first, then side b).
+            joint: (n_p,) body (joint) of each piece.
+            rows: (n_p, 3, n_v) ``J_ij = ±F_i [I −[p_i]] J_b`` (− for side a), so that the pieces
+                of contact i sum to ``J_i``.
+        """
+        sides = [np.flatnonzero(self.joints[:, k] > 0) for k in range(2)]
+        contact = np.concatenate(sides)
+        joint = np.concatenate([self.joints[sides[0], 0], self.joints[sides[1], 1]])
+        sign = np.concatenate([-np.ones(sides[0].size), np.ones(sides[1].size)])
+        F, p = self.frames[contact], self.points[contact]
+        Jw = np.asarray(self.world_jacobian)
+        # F (v_o − p × ω) = F v_o + (p × F) ω, row-wise (rows of F are the frame directions)
+        C = np.cross(p[:, None, :], F)
+        rows = (F @ Jw[:3] + C @ Jw[3:]) * (sign[:, None, None] * self.joint_support[joint][:, None, :])
+        return contact, joint, rows
+
+
+@dataclass(frozen=True)
 class ContactProblem:
     """Data of one contact step (seed 001 eq. 18 plus the contact laws).
 
@@ -78,6 +158,9 @@ class ContactProblem:
         v0: (n_v,) previous-step velocity (the default warm start); defaults to ``v_star``.
         M_diag: (n_v,) diagonal of the mass matrix, used for the stopping-criterion scaling
             ``D = diag(M)^-1/2`` (seed 001 eq. 25); defaults to ``diag(A)``.
+        bodies: optional :class:`ContactBodies` (bodies, points and frames of the contacts, the
+            model and configuration) for body-level splitting (SubADMM); ``None`` when the problem
+            was built by hand or loaded from a file (``save`` does not store it).
     """
 
     A: np.ndarray
@@ -92,6 +175,7 @@ class ContactProblem:
     contact_trees: np.ndarray | None = None
     v0: np.ndarray | None = None
     M_diag: np.ndarray | None = None
+    bodies: ContactBodies | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -176,6 +260,12 @@ class ContactProblem:
         if M_diag.shape != (n_v,) or not (M_diag > 0).all():
             raise ValueError(f"M_diag must be positive with shape ({n_v},)")
         M_diag.setflags(write=False)
+        if self.bodies is not None:
+            if not isinstance(self.bodies, ContactBodies):
+                raise TypeError(f"bodies must be ContactBodies or None, got {type(self.bodies).__name__}")
+            if self.bodies.n_c != n_c or self.bodies.world_jacobian.shape[1] != n_v:
+                raise ValueError(f"bodies must describe {n_c} contacts and {n_v} dofs, got "
+                                 f"{self.bodies.n_c} and {self.bodies.world_jacobian.shape[1]}")
 
         set_(self, "A", A)
         set_(self, "v_star", v_star)
@@ -203,6 +293,7 @@ class ContactProblem:
         contact_trees: np.ndarray,
         v0: np.ndarray,
         M_diag: np.ndarray | None = None,
+        bodies: ContactBodies | None = None,
     ) -> "ContactProblem":
         """A problem from arrays already in canonical form, **without validation**.
 
@@ -222,6 +313,7 @@ class ContactProblem:
             arr.flags.writeable = False
             set_(self, name, arr)
         set_(self, "dt", float(dt))
+        set_(self, "bodies", bodies)
         return self
 
     @staticmethod
@@ -296,7 +388,10 @@ class ContactProblem:
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:
-        """Write the problem to ``path`` (``.npz``) so that the step can be replayed."""
+        """Write the problem to ``path`` (``.npz``) so that the step can be replayed.
+
+        ``bodies`` (which holds a Pinocchio model) is not stored: a loaded problem has none.
+        """
         path = Path(path)
         if path.suffix != ".npz":
             path = path.with_suffix(".npz")

@@ -26,7 +26,13 @@ from ..errors import ContactSolveError
 from ._blas import blas_threads
 from ._geometry_kernels import HAVE_NUMBA, contact_jacobian
 from ._linalg import cholesky, cholesky_solve
-from .contact_problem import ContactProblem, ContactSolver, ContactSolverResult, make_contact_solver
+from .contact_problem import (
+    ContactBodies,
+    ContactProblem,
+    ContactSolver,
+    ContactSolverResult,
+    make_contact_solver,
+)
 from .geometry import tangent_basis
 from .scene import Scene
 
@@ -196,6 +202,7 @@ class Simulator:
         k0 = self._forces(q0, v0, tau)
         v = v0 + dt * cholesky_solve(cholesky(M0), k0)
         self._fm_iterations = 0
+        self._mass_q, self._mass_diagonal = q0, np.zeros(self.model.nv)  # A = M(mass_q) + diag(·)
         if th == 0.0:
             return v, M0
         Kd = dt * dt * th * tvq * self.scene.K + dt * th * self.scene.D
@@ -208,6 +215,7 @@ class Simulator:
             k = self._forces(q_th, v_th, tau)
             m = M @ (v - v0) - dt * k
             A = M + np.diag(Kd)
+            self._mass_q, self._mass_diagonal = q_th, Kd
             self._fm_iterations = it
             if np.linalg.norm(m) <= self.free_motion_tol * (np.linalg.norm(M @ v) + dt * np.linalg.norm(k) + 1e-300):
                 return v, A
@@ -247,13 +255,28 @@ class Simulator:
             trees = np.empty((n_c, 2), dtype=np.int64)
             trees[:, 0] = self._slot_tree[sa]
             trees[:, 1] = self._slot_tree[sb]
+            joints = np.stack([scene.geom_joint[c.a], scene.geom_joint[c.b]], axis=1)
+            # the point in each joint's frame: r = R_geom (R_worldᵀ (p − p_world)) + p_geom (the geometry
+            # sits at (R_geom, p_geom) in its joint's frame and at (R_world, p_world) in the world)
+            local = np.empty((n_c, 2, 3))
+            for side, g in enumerate((c.a, c.b)):
+                d = np.einsum("cji,cj->ci", Rg[g], point - pg[g])  # in the geometry frame
+                local[:, side] = np.einsum("cij,cj->ci", scene.geom_R[g], d) + scene.geom_p[g]
         else:
             J = np.zeros((0, model.nv))
             k, tau_d, mu = np.zeros(0), np.zeros(0), np.zeros(0)
             trees = np.zeros((0, 2), dtype=np.int64)
+            F, point, joints = np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((0, 2), dtype=np.int64)
+            local = np.zeros((0, 2, 3))
+        # the bodies behind the contacts, for body-level splitting (SubADMM, seed 000 eq. 30-31)
+        bodies = ContactBodies(
+            model=model, q=q0, joints=joints, points=np.asarray(point, float), frames=F, local_points=local,
+            world_jacobian=np.array(np.reshape(data.J, (6, model.nv))), joint_support=scene.joint_support,
+            mass_q=self._mass_q, mass_diagonal=self._mass_diagonal,
+        )
         problem = ContactProblem.trusted(
             A=A, v_star=v_star, J=J, phi0=c.phi.copy(), mu=mu, stiffness=k, dissipation=tau_d, dt=self.dt,
-            tree_starts=self._tree_starts, contact_trees=trees, v0=v0.copy(),
+            tree_starts=self._tree_starts, contact_trees=trees, v0=v0.copy(), bodies=bodies,
         )
         return problem, {"contacts": c, "tau": tau}
 

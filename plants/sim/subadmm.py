@@ -1,23 +1,33 @@
-"""SubADMM: subsystem-based ADMM (seed 000 §VI, Algorithm 2), and the full-system ADMM ablation.
+"""SubADMM: subsystem-based ADMM (seed 000 §VI, Algorithm 2) and its two ablations (Table III).
 
 Subsystems are the ground-rooted trees of the :class:`ContactProblem` (a free body or a whole
-robot). Every contact is split into one *piece* per tree it touches, with its own slack copy
-``z_ij = J_ij v̂_j`` (eq. 29-32); ``|Z_i|`` is the number of pieces. With ``u_ij = −λ_i``
-(eq. 39) one iteration is
+robot). Every contact is split into *pieces*, each with its own slack copy ``z_ij = J_ij v̂_j``
+(eq. 29-32); ``|Z_i|`` is the number of pieces of contact ``i``. With ``u_ij = −λ_i`` (eq. 39) one
+iteration is
 
     (A_j + β Σ_i J_ijᵀ J_ij) v̂_j = b_j + Σ_i J_ijᵀ (β z_ij + λ_i)                (eq. 34)
     λ_i ← T(λ_i − β (Σ_j J_ij v̂_j + e_i)/|Z_i|)  (strict operator, ρ = 1 + βc/|Z_i|)  (eq. 38)
     z_ij ← J_ij v̂_j + (λ_i⁺ − λ_i)/β
 
-with the subsystem matrices factored once per step (again only when β changes), residuals
-``θ_p = max ‖J_ij v̂_j − z_ij‖`` and ``θ_d = max_j ‖A_j v̂_j − b_j − Σ_i J_ijᵀ λ_i‖`` (eq. 42), the
-optional adaptive penalty (eq. 43) and β₀ from the pseudo-density (§VI-D).
+Variants (``SubADMMOptions.variant``):
 
-Variant ``"no_sub"`` is plain ADMM on the whole system (eq. 28): one slack per contact and the
-coupled matrix ``A + β JᵀJ`` factored per island. The body-level splitting of eq. (30)-(31) and
-the "No Body" ablation need per-body Jacobians ``J_{i,b}``, ``J_{b,j}`` and body inertias, which
-``ContactProblem`` does not carry (see ``docs/contact-solvers.md``); contacts between two trees
-are still split per tree, and a contact between two bodies of one tree is one piece.
+* ``"body"`` (SubADMM, the default): body-level Jacobian splitting (eq. 30-31). One piece per
+  (contact, body side) ``J_ij = ±F_i [I −[p_i]] J_b`` (an intra-tree body–body contact gets two
+  stacked pieces). The subsystem matrix is ``J_Bᵀ diag(H_b) J_B`` with
+  ``H_b = M_b + β Σ_i [I −[p_i]; [p_i] −[p_i]²]`` (eq. 40-41, 44): a contact adds a point mass β at
+  ``p_i`` to its body, so Pinocchio's CRBA builds the matrix and Featherstone's branch-sparse LDLᵀ
+  (``pinocchio.cholesky``) factors it, for all trees in one pass. Needs ``problem.bodies``; a
+  problem without it (hand-built or loaded from a file) falls back to ``"no_body"`` and the result
+  says so (``solver`` = ``"subadmm[no_body]"``).
+* ``"no_body"`` (prior work [34]): one piece per (contact, tree); ``A_j + β Σ J_ijᵀJ_ij`` is
+  assembled from the pieces and factored by dense Cholesky per tree (batched by tree size).
+* ``"no_sub"``: plain ADMM on the whole system (eq. 28): one slack per contact and the coupled
+  matrix ``A + β JᵀJ`` factored **as one matrix** by a general sparse LU (SuperLU, symmetric mode).
+  Factoring it per island of coupled trees would already be a subsystem split, so we do not.
+
+The matrices are factored once per solve and again only when β changes (adaptive penalty, eq. 43).
+Residuals ``θ_p = max ‖J_ij v̂_j − z_ij‖`` and ``θ_d = max_j ‖A_j v̂_j − b_j − Σ_i J_ijᵀ λ_i‖``
+(eq. 42); β₀ from the pseudo-density (§VI-D). Math and measurements: ``docs/contact-solvers.md`` §4.
 """
 
 from __future__ import annotations
@@ -26,18 +36,26 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
+import scipy.sparse as sp
+from scipy.linalg import LinAlgError
+from scipy.sparse.linalg import splu
 
-from .accuracy import contact_residual
+from ._subadmm_kernels import HAVE_NUMBA, piece_step, piece_step_numpy
+from .accuracy import contact_residual, natural_map_residual
 from .canal import ALSolverResult, WarmStartedSolver
-from .contact_laws import TreeBlockSolver, contact_islands, rigid_contact_form, strict_operator
+from .contact_laws import rigid_contact_form
 from .contact_problem import (
+    ContactBodies,
     ContactProblem,
     ContactSolverStatus,
     register_contact_solver,
 )
 
-__all__ = ["SubADMMOptions", "SubADMMSolver", "pseudo_density_beta"]
+__all__ = ["SubADMMOptions", "SubADMMSolver", "SlackPieces", "slack_pieces", "pseudo_density_beta",
+           "BodySplitFactor", "TreeSplitFactor", "whole_system_factor", "VARIANTS"]
+
+VARIANTS = ("body", "no_body", "no_sub")
+"""SubADMM with body splitting, without body splitting ([34]), and full-system ADMM (eq. 28)."""
 
 
 @dataclass(frozen=True)
@@ -45,16 +63,18 @@ class SubADMMOptions:
     """Options of :class:`SubADMMSolver`.
 
     Attributes:
-        variant: "sub" (SubADMM) or "no_sub" (full-system ADMM, eq. 28; Table III ablation).
+        variant: one of :data:`VARIANTS` (see the module docstring): ``"body"`` (SubADMM, eq. 30-31,
+            40-41), ``"no_body"`` (subsystems without body splitting) or ``"no_sub"``
+            (full-system ADMM, eq. 28).
         max_iterations: iteration budget l_max (Table III: 100).
         tol: stop when the accuracy metric of seed 000 §VII ≤ tol.
         residual_tol: also stop when θ_p + θ_d ≤ residual_tol (θ_th; 0 disables).
         metric_every: evaluate the accuracy metric (the ``tol`` test, one Â⁻¹ solve) every k
-            iterations and at the last one; θ_p, θ_d are computed only when needed (adaptive
-            penalty, ``residual_tol``, last iteration). ``residual_history`` has one entry per
-            evaluation.
-        beta: fixed initial β [kg]; None = the pseudo-density rule (geometric mean of
-            mass / number of contact pieces over the subsystems in contact).
+            iterations and at the last one; θ_d is computed only when needed (adaptive penalty,
+            ``residual_tol``, last iteration). ``residual_history`` has one entry per evaluation.
+        beta: fixed initial β [kg]; None = the pseudo-density rule (:func:`pseudo_density_beta`).
+        beta_rule: ``"body"`` (the seed: geometric mean over the bodies in contact of body mass /
+            its contact pieces; needs ``problem.bodies``, else the tree rule) or ``"tree"``.
         adaptive_penalty: the optional rule of eq. (43).
         gamma: γ > 1 of eq. (43) (ours: 10).
         theta: mid-step θ of the constraint velocity (as CANAL).
@@ -62,11 +82,12 @@ class SubADMMOptions:
         blas_threads: BLAS threads during the solve.
     """
 
-    variant: str = "sub"
+    variant: str = "body"
     max_iterations: int = 100
     tol: float = 1e-10
     residual_tol: float = 0.0
     beta: float | None = None
+    beta_rule: str = "body"
     metric_every: int = 1
     adaptive_penalty: bool = False
     gamma: float = 10.0
@@ -75,8 +96,10 @@ class SubADMMOptions:
     blas_threads: int | None = 1
 
     def __post_init__(self) -> None:
-        if self.variant not in ("sub", "no_sub"):
-            raise ValueError(f"variant must be 'sub' or 'no_sub', got {self.variant!r}")
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
+        if self.beta_rule not in ("body", "tree"):
+            raise ValueError(f"beta_rule must be 'body' or 'tree', got {self.beta_rule!r}")
         if int(self.max_iterations) < 1:
             raise ValueError(f"max_iterations must be >= 1, got {self.max_iterations}")
         if int(self.metric_every) < 1:
@@ -93,57 +116,329 @@ class SubADMMOptions:
             raise ValueError(f"theta must lie in [0, 1), got {self.theta}")
 
 
-def _pieces(problem: ContactProblem, split: bool):
-    """(contact index (n_p,), tree index (n_p,), |Z_i| (n_c,)) of the slack pieces."""
-    ct = problem.contact_trees
-    n_c = problem.n_c
-    if not split:
-        return np.arange(n_c), np.maximum(ct[:, 0], 0), np.ones(n_c)
-    ci = np.concatenate([np.flatnonzero(ct[:, 0] >= 0), np.flatnonzero(ct[:, 1] >= 0)])
-    tj = np.concatenate([ct[ct[:, 0] >= 0, 0], ct[ct[:, 1] >= 0, 1]])
-    return ci, tj, np.maximum(np.bincount(ci, minlength=n_c), 1).astype(float)
+# ----------------------------------------------------------------------------- pieces
+@dataclass(frozen=True)
+class SlackPieces:
+    """The slack pieces of a variant, sorted by contact, as compact row blocks.
+
+    Attributes:
+        contact: (n_p,) contact of each piece (non-decreasing).
+        blocks: (n_p, 3, s) rows of ``J_ij`` restricted to ``cols``.
+        cols: (n_p, s) dof of each block column, padded with the index n_v (a zero column).
+        count: (n_c,) ``|Z_i|``, the number of pieces of each contact.
+        joint: (n_p,) body (Pinocchio joint) of each piece (``"body"`` variant), else None.
+        local_point: (n_p, 3) contact point in that joint's frame (``"body"``), else None.
+    """
+
+    contact: np.ndarray
+    blocks: np.ndarray
+    cols: np.ndarray
+    count: np.ndarray
+    joint: np.ndarray | None = None
+    local_point: np.ndarray | None = None
+
+    def dense(self, n_v: int) -> np.ndarray:
+        """(n_p, 3, n_v) full rows of the pieces (tests, references)."""
+        out = np.zeros((self.blocks.shape[0], 3, n_v + 1))
+        np.put_along_axis(out, np.broadcast_to(self.cols[:, None, :], self.blocks.shape), self.blocks, axis=2)
+        return out[:, :, :n_v]
 
 
-def _piece_blocks(problem: ContactProblem, J: np.ndarray, ci: np.ndarray, tj: np.ndarray, split: bool):
-    """Compact rows of each piece: (n_p, 3, s) blocks and their dof indices (n_p, s), padded with
-    the index n_v. Split pieces cover one tree (s = largest tree); unsplit contacts both trees."""
+def _tree_cols(problem: ContactProblem, trees: np.ndarray, width: int) -> np.ndarray:
+    """(len(trees), width) dofs of each tree (−1 = none), padded with n_v."""
     ts = problem.tree_starts
     sizes = np.diff(ts)
-    s_max = int(sizes.max())
-    n_v = problem.n_v
-    k = np.arange(s_max)
-
-    def tree_cols(t):
-        has = t >= 0
-        start = np.where(has, ts[np.maximum(t, 0)], 0)
-        size = np.where(has, sizes[np.maximum(t, 0)], 0)
-        return np.where(k[None, :] < size[:, None], start[:, None] + k[None, :], n_v)
-
-    if split:
-        cols = tree_cols(tj)
-    else:
-        ct = problem.contact_trees
-        cols = np.concatenate([tree_cols(ct[:, 0]), tree_cols(ct[:, 1])], axis=1)
-    J_ext = np.concatenate([J, np.zeros((J.shape[0], 1))], axis=1).reshape(-1, 3, n_v + 1)
-    blocks = np.take_along_axis(J_ext[ci], cols[:, None, :], axis=2)
-    return blocks, cols
+    has = trees >= 0
+    start = np.where(has, ts[np.maximum(trees, 0)], 0)
+    size = np.where(has, sizes[np.maximum(trees, 0)], 0)
+    k = np.arange(width)
+    return np.where(k[None, :] < size[:, None], start[:, None] + k[None, :], problem.n_v)
 
 
-def pseudo_density_beta(problem: ContactProblem) -> float:
-    """β₀ of §VI-D: the geometric mean over subsystems in contact of mass / contact pieces.
+def _gather(J: np.ndarray, rows: np.ndarray, cols: np.ndarray, n_v: int) -> np.ndarray:
+    """(n_p, 3, s) blocks of J (3 n_c, n_v) for contacts ``rows`` at columns ``cols``."""
+    r = 3 * rows[:, None, None] + np.arange(3)[None, :, None]
+    c = cols[:, None, :]
+    return np.where(c < n_v, J[r, np.minimum(c, n_v - 1)], 0.0)
 
-    The tree's mass is taken as the largest diagonal entry of its block of ``A`` (the total mass
-    for a free body or a floating base with world-frame linear velocity first).
+
+def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = None) -> SlackPieces:
+    """The pieces of ``variant`` (one of :data:`VARIANTS`) for ``problem``.
+
+    * ``"body"``: one per (contact, non-world body side), ``J_ij = ±F_i [I −[p_i]] J_b`` (− on side
+      a) from ``problem.bodies``; the pieces of a contact sum to ``J_i``.
+    * ``"no_body"``: one per (contact, tree touched): the tree's columns of ``J_i`` (a contact within
+      one tree is one piece).
+    * ``"no_sub"``: one per contact: ``J_i`` on the columns of both trees.
+
+    Args:
+        problem: the step.
+        variant: see above.
+        J: (3 n_c, n_v) rows to split (default ``problem.J``; ``"body"`` takes the pieces of
+            contacts within one tree from ``problem.bodies``).
     """
-    ci, tj, _ = _pieces(problem, True)
-    if ci.size == 0:
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    J = problem.J if J is None else J
+    n_c, n_v = problem.n_c, problem.n_v
+    ct = problem.contact_trees
+    s_max = int(np.diff(problem.tree_starts).max())
+    if variant == "no_sub":
+        cols = np.concatenate([_tree_cols(problem, ct[:, 0], s_max), _tree_cols(problem, ct[:, 1], s_max)], axis=1)
+        cols = np.sort(cols, axis=1)  # the padding (index n_v) last, then trimmed
+        cols = cols[:, : max(int((cols < n_v).sum(axis=1).max(initial=0)), 1)]
+        ci = np.arange(n_c)
+        return SlackPieces(ci, _gather(J, ci, cols, n_v), cols, np.ones(n_c))
+    # side b of a contact within one tree is a piece of its own only with body splitting
+    sides = [np.flatnonzero(ct[:, 0] >= 0),
+             np.flatnonzero((ct[:, 1] >= 0) & ((ct[:, 1] != ct[:, 0]) | (variant == "body")))]
+    ci = np.concatenate(sides)
+    tj = np.concatenate([ct[sides[0], 0], ct[sides[1], 1]])
+    order = np.argsort(ci, kind="stable")
+    ci, tj = ci[order], tj[order]
+    side = np.concatenate([np.zeros(sides[0].size, int), np.ones(sides[1].size, int)])[order]
+    cols = _tree_cols(problem, tj, s_max)
+    count = np.maximum(np.bincount(ci, minlength=n_c), 1).astype(float)
+    if variant == "no_body":
+        return SlackPieces(ci, _gather(J, ci, cols, n_v), cols, count)
+    b = problem.bodies
+    if b is None:
+        raise ValueError("variant 'body' needs problem.bodies (the stepper attaches them)")
+    joint = b.joints[ci, side]
+    if (joint <= 0).any():
+        raise ValueError("problem.bodies.joints disagree with problem.contact_trees (a tree side on the world)")
+    blocks = _gather(J, ci, cols, n_v)
+    # A piece on one side of a contact between two trees (or a tree and the world) is the tree's
+    # part of J_i. Only a contact between two bodies of one tree is split differently: its two
+    # stacked pieces ±F_i [I −[p_i]] J_b come from the body Jacobians (eq. 30-31, footnote).
+    same = np.flatnonzero(ct[ci, 0] == ct[ci, 1])
+    if same.size:
+        sign = np.where(side[same] == 0, -1.0, 1.0)
+        cs = cols[same]
+        Jw = np.concatenate([b.world_jacobian, np.zeros((6, 1))], axis=1)[:, cs]  # (6, n_s, s)
+        support = np.take_along_axis(
+            np.concatenate([b.joint_support[joint[same]], np.zeros((same.size, 1))], axis=1), cs, 1)
+        F = b.frames[ci[same]]
+        C = np.cross(b.points[ci[same]][:, None, :], F)  # rows p × f: F (v_o − p × ω) = F v_o + (p × F) ω
+        blocks[same] = (F @ Jw[:3].transpose(1, 0, 2) + C @ Jw[3:].transpose(1, 0, 2)) * (
+            sign[:, None] * support)[:, None, :]
+    return SlackPieces(ci, blocks, cols, count, joint, b.local_points[ci, side])
+
+
+def pseudo_density_beta(problem: ContactProblem, rule: str = "body", body_mass: np.ndarray | None = None) -> float:
+    """β₀ of §VI-D: the geometric mean of "pseudo-densities" mass / number of contact pieces.
+
+    ``rule="body"`` (the seed): over the bodies in contact, body mass from the Pinocchio model
+    (needs ``problem.bodies``; without it the tree rule is used). ``rule="tree"``: over the trees
+    in contact, tree mass = the largest diagonal entry of its block of ``A`` (the total mass for a
+    free body or a floating base with world-frame linear velocity first). ``body_mass``
+    (n_joints,): the model's body masses, if already known (else read from the model).
+    """
+    if rule not in ("body", "tree"):
+        raise ValueError(f"rule must be 'body' or 'tree', got {rule!r}")
+    ct = problem.contact_trees
+    if problem.n_c == 0:
         return 1.0
-    counts = np.bincount(tj, minlength=problem.n_trees)
-    ts = problem.tree_starts
-    d = np.diag(problem.A)
-    mass = np.maximum.reduceat(d, ts[:-1])
+    b = problem.bodies
+    if rule == "body" and b is not None:
+        joints, counts = np.unique(b.joints[b.joints > 0], return_counts=True)
+        if body_mass is None:
+            inertias = b.model.inertias
+            mass = np.array([inertias[int(j)].mass for j in joints])
+        else:
+            mass = body_mass[joints]
+        has = mass > 0
+        if has.any():
+            return float(np.exp(np.mean(np.log(mass[has] / counts[has]))))
+    trees = ct[ct >= 0]
+    counts = np.bincount(trees, minlength=problem.n_trees)
+    mass = np.maximum.reduceat(np.diag(problem.A), problem.tree_starts[:-1])
     has = counts > 0
     return float(np.exp(np.mean(np.log(mass[has] / counts[has]))))
+
+
+# ----------------------------------------------------------------------------- factorizations
+def _point_mass_parameters(local: np.ndarray, weight: float) -> np.ndarray:
+    """(n, 10) Pinocchio dynamic parameters ``(m, m c, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz)`` (inertia
+    about the joint origin) of point masses ``weight`` at the points ``local`` (n, 3)."""
+    x, y, z = local[:, 0], local[:, 1], local[:, 2]
+    one = np.ones_like(x)
+    return weight * np.stack([one, x, y, z, y * y + z * z, -x * y, x * x + z * z, -x * z, -y * z, x * x + y * y], axis=1)
+
+
+class BodySplitFactor:
+    """The body-split subsystem matrix ``Â + β Σ_ij J_ijᵀJ_ij = J_Bᵀ diag(H_b) J_B`` (eq. 40-41)
+    built by CRBA and factored by Featherstone's branch-sparse LDLᵀ, both Pinocchio C++.
+
+    ``H_b`` is a spatial inertia (App. A): the body's own plus a point mass β at each of its contact
+    points, so CRBA runs unchanged on a private copy of the model whose inertias are modified for
+    the bodies in contact (and restored afterwards). All trees are factored in one pass. The
+    problem's ``Â = A/(1−θ)`` with ``A = M(mass_q) + diag(mass_diagonal)``; when ``mass_q`` is the
+    configuration of the contacts (the default stepper) the diagonal is added after CRBA, otherwise
+    CRBA runs with the point masses alone and ``A`` is added (same matrix, dense add).
+    """
+
+    def __init__(self, model):
+        self.source = model
+        self.model = model.copy()
+        self.data = self.model.createData()
+        inertias = self.model.inertias
+        self.base = [inertias[j].copy() for j in range(self.model.njoints)]
+        self.base_parameters = np.array([I.toDynamicParameters() for I in self.base])
+        self.zero_model = None  # (model, data) with zero inertias, for the additive form
+
+    def _zero(self):
+        if self.zero_model is None:
+            import pinocchio as pin
+
+            m = self.source.copy()
+            for j in range(m.njoints):
+                m.inertias[j] = pin.Inertia.Zero()
+            self.zero_model = (m, m.createData())
+        return self.zero_model
+
+    def factor(self, bodies: ContactBodies, joint: np.ndarray, local: np.ndarray, beta: float, theta: float,
+               A: np.ndarray) -> "BodySplitFactor":
+        """Factor ``(1 − θ)(Â + β Σ J_ijᵀJ_ij)`` for pieces on bodies ``joint`` (n_p,) at points
+        ``local`` (n_p, 3) in the joints' frames. Returns self (``solve`` uses the factor)."""
+        import pinocchio as pin
+
+        literal = bodies.mass_q is bodies.q or np.array_equal(bodies.mass_q, bodies.q)
+        model, data = (self.model, self.data) if literal else self._zero()
+        order = np.argsort(joint, kind="stable")
+        js = joint[order]
+        first = np.flatnonzero(np.r_[True, js[1:] != js[:-1]])
+        uj = js[first]
+        params = np.add.reduceat(_point_mass_parameters(local[order], beta * (1.0 - theta)), first, axis=0)
+        if literal:
+            params += self.base_parameters[uj]
+        inertias = model.inertias
+        from_params = pin.Inertia.FromDynamicParameters
+        for k, j in enumerate(uj.tolist()):
+            inertias[j] = from_params(params[k])
+        pin.crba(model, data, bodies.q)  # upper triangle of data.M
+        if literal:
+            base = self.base
+            for j in uj.tolist():
+                inertias[j] = base[j]
+            M = data.M
+            M[np.diag_indices_from(M)] += bodies.mass_diagonal
+        else:
+            zero = pin.Inertia.Zero()
+            for j in uj.tolist():
+                inertias[j] = zero
+            data.M[:] += A
+        pin.cholesky.decompose(model, data)
+        if not np.all(np.isfinite(data.D)) or (data.D <= 0).any():
+            raise LinAlgError("the body-split subsystem matrix is not positive definite")
+        self._solve_model, self._solve_data, self._scale = model, data, 1.0 - theta
+        return self
+
+    def matrix(self) -> np.ndarray:
+        """(n_v, n_v) the factored matrix ``Â + β Σ J_ijᵀJ_ij`` (dense; for tests and inspection).
+
+        Read from the upper triangle of ``data.M`` that the factorization used."""
+        U = np.triu(self._solve_data.M)
+        return (U + np.triu(U, 1).T) / self._scale
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """``(Â + β Σ J_ijᵀJ_ij)⁻¹ rhs`` for rhs (n_v,)."""
+        import pinocchio as pin
+
+        return pin.cholesky.solve(self._solve_model, self._solve_data, self._scale * rhs)
+
+
+def _assembled_matrix(A: np.ndarray, pieces: SlackPieces, beta: float) -> np.ndarray:
+    """Dense ``A + β Σ_p J_pᵀ J_p`` from the compact blocks (reference for tests)."""
+    n_v = A.shape[0]
+    B = np.einsum("pks,pkt->pst", pieces.blocks, pieces.blocks)
+    cols = pieces.cols
+    flat = (cols[:, :, None] * (n_v + 1) + cols[:, None, :]).reshape(-1)
+    JtJ = np.bincount(flat, weights=B.reshape(-1), minlength=(n_v + 1) ** 2).reshape(n_v + 1, n_v + 1)
+    return A + beta * JtJ[:n_v, :n_v]
+
+
+class TreeSplitFactor:
+    """"No Body" ([34]): per tree, ``A_j + β Σ_i J_ijᵀJ_ij`` assembled from the pieces (one per
+    contact and tree) and factored by dense Cholesky, batched over trees of one size.
+
+    Args:
+        A: (n_v, n_v) block diagonal over ``tree_starts``; pieces: per-tree pieces (``"no_body"``);
+        beta: penalty.
+    """
+
+    def __init__(self, A: np.ndarray, pieces: SlackPieces, tree_starts: np.ndarray, beta: float):
+        ts = np.asarray(tree_starts)
+        sizes = np.diff(ts)
+        tree = np.searchsorted(ts, pieces.cols[:, 0], side="right") - 1  # a piece's first column is its tree's
+        self.groups = []
+        for size in np.unique(sizes):  # loop over tree sizes (one for robots of one kind)
+            trees = np.flatnonzero(sizes == size)
+            idx = ts[trees][:, None] + np.arange(size)[None, :]
+            blocks = A[idx[:, :, None], idx[:, None, :]]
+            pos = np.full(sizes.size, -1)
+            pos[trees] = np.arange(trees.size)
+            mine = np.flatnonzero(pos[tree] >= 0)
+            if mine.size:
+                Jl = pieces.blocks[mine, :, :size]
+                B = beta * np.einsum("pks,pkt->pst", Jl, Jl)
+                flat = (pos[tree[mine]][:, None] * (size * size) + np.arange(size * size)[None, :]).reshape(-1)
+                blocks = blocks + np.bincount(flat, weights=B.reshape(-1), minlength=trees.size * size * size
+                                              ).reshape(trees.size, size, size)
+            L = np.linalg.cholesky(blocks)  # LinAlgError if not SPD
+            Linv = np.linalg.inv(L)
+            self.groups.append((idx, np.swapaxes(Linv, 1, 2) @ Linv))
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """``(A + β Σ J_pᵀJ_p)⁻¹ rhs`` for rhs (n_v,)."""
+        out = np.empty_like(rhs)
+        for idx, inv in self.groups:
+            out[idx] = np.einsum("tij,tj->ti", inv, rhs[idx])
+        return out
+
+
+_PATTERN_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _block_pattern(tree_starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of the nonzeros of a matrix block diagonal over ``tree_starts`` (cached)."""
+    key = tuple(int(t) for t in tree_starts)
+    if key not in _PATTERN_CACHE:
+        tree_of = np.repeat(np.arange(len(key) - 1), np.diff(tree_starts))
+        _PATTERN_CACHE.clear()  # one scene at a time
+        _PATTERN_CACHE[key] = np.nonzero(tree_of[:, None] == tree_of[None, :])
+    return _PATTERN_CACHE[key]
+
+
+def whole_system_factor(A: np.ndarray, pieces: SlackPieces, tree_starts: np.ndarray, beta: float):
+    """"No Sub" (eq. 28): the whole sparse ``A + β JᵀJ``, no split, factored by SuperLU in symmetric
+    mode (minimum-degree ordering of the symmetric pattern, no pivoting: an LDLᵀ-like sparse
+    factorization). Returns its ``solve``."""
+    n_v = A.shape[0]
+    cols = pieces.cols
+    B = beta * np.einsum("pks,pkt->pst", pieces.blocks, pieces.blocks)
+    r = np.broadcast_to(cols[:, :, None], B.shape).reshape(-1)
+    c = np.broadcast_to(cols[:, None, :], B.shape).reshape(-1)
+    keep = (r < n_v) & (c < n_v)
+    ra, ca = _block_pattern(tree_starts)
+    K = sp.csc_matrix((np.concatenate([A[ra, ca], B.reshape(-1)[keep]]),
+                       (np.concatenate([ra, r[keep]]), np.concatenate([ca, c[keep]]))), shape=(n_v, n_v))
+    try:
+        lu = splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+    except RuntimeError as err:  # singular
+        raise LinAlgError(str(err)) from err
+    return lu.solve
+
+
+# ----------------------------------------------------------------------------- the solver
+def _initial_metric(form, lam: np.ndarray) -> float:
+    """The accuracy metric of the starting impulses (no Â⁻¹ solve when they are zero)."""
+    if form.n_c == 0:
+        return 0.0
+    if lam.any():
+        return contact_residual(form, lam.reshape(-1)).residual
+    y = (form.J @ form.v_free).reshape(form.n_c, 3) + form.e
+    return float(np.linalg.norm(natural_map_residual(lam, y, form.mu, form.compliance)) / form.n_c)
 
 
 @register_contact_solver("subadmm")
@@ -153,38 +448,50 @@ class SubADMMSolver(WarmStartedSolver):
     name = "subadmm"
     options_type = SubADMMOptions
 
-    def _factor(self, problem, A, Jp, cols, beta, split):
-        n_v = A.shape[0]
-        B = np.einsum("pks,pkt->pst", Jp, Jp)  # per-piece J_pᵀ J_p blocks
-        flat = (cols[:, :, None] * (n_v + 1) + cols[:, None, :]).reshape(-1)
-        JtJ = np.bincount(flat, weights=B.reshape(-1), minlength=(n_v + 1) ** 2).reshape(n_v + 1, n_v + 1)
-        K = A + beta * JtJ[:n_v, :n_v]
-        if split:
-            return TreeBlockSolver(K, problem.tree_starts).solve
-        facs = [(dofs, cho_factor(K[np.ix_(dofs, dofs)], check_finite=False)) for dofs in contact_islands(problem)]
+    def _masses(self, problem) -> np.ndarray | None:
+        """Body masses of the problem's model (cached per model), or None without bodies."""
+        if problem.bodies is None:
+            return None
+        cache = getattr(self, "_mass_cache", None)
+        if cache is None or cache[0] is not problem.bodies.model:
+            inertias = problem.bodies.model.inertias
+            cache = self._mass_cache = (problem.bodies.model, np.array([I.mass for I in inertias]))
+        return cache[1]
 
-        def solve(rhs):
-            out = np.empty_like(rhs)
-            for dofs, f in facs:
-                out[dofs] = cho_solve(f, rhs[dofs], check_finite=False)
-            return out
-
-        return solve
+    def _factor(self, problem, A, pieces, beta, variant):
+        if variant == "body":
+            bodies = problem.bodies
+            cache = getattr(self, "_body_factor", None)
+            if cache is None or cache.source is not bodies.model:
+                cache = self._body_factor = BodySplitFactor(bodies.model)
+            return cache.factor(bodies, pieces.joint, pieces.local_point, beta, self.options.theta,
+                                problem.A).solve
+        if variant == "no_body":
+            return TreeSplitFactor(A, pieces, problem.tree_starts, beta).solve
+        return whole_system_factor(A, pieces, problem.tree_starts, beta)
 
     def _solve(self, problem, v_guess, lambda_guess) -> ALSolverResult:
         o = self.options
         t0 = time.perf_counter()
-        split = o.variant == "sub"
+        variant = o.variant if (o.variant != "body" or problem.bodies is not None) else "no_body"
         form = rigid_contact_form(problem, o.theta)
         n_c, n_v = form.n_c, form.n_v
         A, mu, c = form.A, form.mu, form.compliance
         b = A @ form.v_free
-        ci, tj, nz = _pieces(problem, split)
-        Jp, cols = _piece_blocks(problem, form.J, ci, tj, split)  # (n_p, 3, s), (n_p, s)
-        beta = float(o.beta) if o.beta is not None else pseudo_density_beta(problem)
+        pieces = slack_pieces(problem, variant, form.J)
+        ci, nz = np.ascontiguousarray(pieces.contact, np.int64), pieces.count
+        cols = np.ascontiguousarray(pieces.cols, np.int64)
+        Jp = np.ascontiguousarray(pieces.blocks)  # contiguous: one compiled signature of piece_step
+        flat_cols = cols.reshape(-1)
+        beta = float(o.beta) if o.beta is not None else pseudo_density_beta(problem, o.beta_rule, self._masses(problem))
         v = form.mid_velocity(np.asarray(problem.v0 if v_guess is None else v_guess, float))
+        if v.shape != (n_v,) or not np.isfinite(v).all():
+            raise ValueError(f"v_guess must be a finite array of shape ({n_v},)")
         if lambda_guess is not None:
-            lam = np.array(lambda_guess, dtype=float).reshape(n_c, 3)
+            lam = np.array(lambda_guess, dtype=float).reshape(-1)
+            if lam.shape != (3 * n_c,) or not np.isfinite(lam).all():
+                raise ValueError(f"lambda_guess must be a finite array of shape ({3 * n_c},)")
+            lam = lam.reshape(n_c, 3)
         else:
             warm = self._warm.get(problem) if o.warm_start else None
             lam = np.zeros((n_c, 3)) if warm is None else warm
@@ -196,47 +503,48 @@ class SubADMMSolver(WarmStartedSolver):
 
         def scatter(w):
             contrib = np.einsum("pks,pk->ps", Jp, w)
-            return np.bincount(cols.reshape(-1), weights=contrib.reshape(-1), minlength=n_v + 1)[:n_v]
+            return np.bincount(flat_cols, weights=contrib.reshape(-1), minlength=n_v + 1)[:n_v]
 
-        z = piece_velocity(v)
+        solver_name = "subadmm" if variant == "body" else f"subadmm[{variant}]"
         t_factor = time.perf_counter()
         try:
-            solve = self._factor(problem, A, Jp, cols, beta, split)
+            solve = self._factor(problem, A, pieces, beta, variant)
         except (LinAlgError, ValueError) as err:
-            return self._fail(problem, form, v, lam, t0, f"factorization failed: {err}")
+            return self._fail(form, v, lam, t0, f"factorization failed: {err}", solver_name)
         t_factor = time.perf_counter() - t_factor
         n_factor = 1
         ts = problem.tree_starts
-        history = [contact_residual(form, lam.reshape(-1)).residual if n_c else 0.0]
+        t_metric = time.perf_counter()
+        history = [_initial_metric(form, lam)]
+        t_metric = time.perf_counter() - t_metric
         status, message = ContactSolverStatus.MAX_ITERATIONS, f"no convergence in {o.max_iterations} iterations"
         theta_p = theta_d = np.nan
         it = 0
         if n_c == 0:
             v = form.v_free.copy()
             status, message = ContactSolverStatus.SOLVED, ""
+        step = piece_step if HAVE_NUMBA else piece_step_numpy
+        e, mu = np.ascontiguousarray(form.e), np.ascontiguousarray(mu)
+        rho = 1.0 + beta * c / nz
+        rhs = b + scatter(beta * piece_velocity(v) + lam[ci])  # z⁰ = J v̂⁰
+        lam_prev = np.empty_like(lam)
         while not status.ok and it < o.max_iterations:
             it += 1
             # (a) v-step per subsystem (eq. 34)
-            w = beta * z + lam[ci]
-            rhs = b + scatter(w)
             v = solve(rhs)
-            # (b) z/λ-step per constraint (eq. 35-38), (c) u = −λ (eq. 39)
-            jv_p = piece_velocity(v)
-            jv = jv_p if not split else np.zeros((n_c, 3))
-            if split:
-                np.add.at(jv, ci, jv_p)
-            x = lam - beta * (jv + form.e) / nz[:, None]
-            lam_new = strict_operator(x, mu, 1.0 + beta * c / nz)
-            z = jv_p + (lam_new[ci] - lam[ci]) / beta
-            theta_p = float(np.max(np.linalg.norm(lam_new - lam, axis=1)) / beta)
-            lam = lam_new
+            # (b) z/λ-step per constraint (eq. 35-38), (c) u = −λ (eq. 39), next right-hand side
+            lam_prev, lam = lam, lam_prev
+            dmax = step(Jp, cols, ci, nz, v, lam_prev, e, mu, rho, beta, b, lam, rhs)
+            theta_p = dmax / beta
             last = it == o.max_iterations
             if o.adaptive_penalty or o.residual_tol > 0 or last:
                 r = A @ v - b - scatter(lam[ci])
                 theta_d = float(np.sqrt(np.max(np.add.reduceat(r * r, ts[:-1]))))
             if it % o.metric_every and not last:
                 continue  # the accuracy metric (stopping test) only every metric_every iterations
+            tm = time.perf_counter()
             accuracy = contact_residual(form, lam.reshape(-1))
+            t_metric += time.perf_counter() - tm
             acc = accuracy.residual
             history.append(acc)
             if not np.isfinite(acc):
@@ -248,9 +556,12 @@ class SubADMMSolver(WarmStartedSolver):
                 break
             if o.adaptive_penalty and theta_p > 0 and theta_d > 0 and (
                     theta_p > o.gamma * theta_d or theta_d > o.gamma * theta_p):
+                z = piece_velocity(v) + (lam - lam_prev)[ci] / beta
                 beta *= np.sqrt(theta_p / theta_d)  # eq. (43)
+                rho = 1.0 + beta * c / nz
+                rhs = b + scatter(beta * z + lam[ci])
                 tf = time.perf_counter()
-                solve = self._factor(problem, A, Jp, cols, beta, split)
+                solve = self._factor(problem, A, pieces, beta, variant)
                 t_factor += time.perf_counter() - tf
                 n_factor += 1
         if status.ok and o.warm_start:
@@ -258,13 +569,13 @@ class SubADMMSolver(WarmStartedSolver):
         return ALSolverResult(
             status=status, v=form.next_velocity(v), gamma=lam.reshape(-1).copy(), iterations=it,
             residual=history[-1], solve_time=time.perf_counter() - t0,
-            timings={"factor": t_factor, "factorizations": float(n_factor), "theta_p": theta_p, "theta_d": theta_d},
-            residual_history=tuple(history), solver="subadmm" if split else "subadmm[no_sub]", message=message,
-            beta=beta, primal_residual=theta_p,
+            timings={"factor": t_factor, "metric": t_metric, "factorizations": float(n_factor), "theta_p": theta_p, "theta_d": theta_d,
+                     "pieces": float(ci.size)},
+            residual_history=tuple(history), solver=solver_name, message=message, beta=beta, primal_residual=theta_p,
         )
 
-    def _fail(self, problem, form, v, lam, t0, message):
+    def _fail(self, form, v, lam, t0, message, solver_name):
         return ALSolverResult(
             status=ContactSolverStatus.NUMERICAL_ERROR, v=form.next_velocity(v), gamma=lam.reshape(-1),
-            iterations=0, solve_time=time.perf_counter() - t0, solver="subadmm", message=message,
+            iterations=0, solve_time=time.perf_counter() - t0, solver=solver_name, message=message,
         )

@@ -1,0 +1,275 @@
+"""SubADMM body-level Jacobian splitting (seed 000 eq. 30-31, 40-41, App. A) and the Table III
+ablations, on real Pinocchio scenes (Unitree A1s from example-robot-data, a cube stack).
+
+Independent references: the dense ``Â + β Σ_p J_pᵀJ_p`` of the pieces built from
+``ContactBodies.piece_rows`` (full rows, no compaction), the stepper's own contact Jacobian, CANAL
+(a different algorithm) for the solutions, and the numpy reference of the compiled iteration."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from plants.sim import CANALSolver, ContactProblem, ContactSolverStatus, SubADMMSolver, load_scene
+from plants.sim._subadmm_kernels import HAVE_NUMBA, piece_step, piece_step_numpy
+from plants.sim.contact_laws import rigid_contact_form
+from plants.sim.contact_problem import ContactBodies
+from plants.sim.subadmm import (
+    VARIANTS,
+    BodySplitFactor,
+    SubADMMOptions,
+    TreeSplitFactor,
+    pseudo_density_beta,
+    slack_pieces,
+    whole_system_factor,
+)
+
+
+def frozen(scene: str, steps: int, **kw) -> ContactProblem:
+    sim = load_scene(scene, solver="sap", **kw)
+    for _ in range(steps):
+        sim.step()
+    return sim.contact_problem()[0]
+
+
+@pytest.fixture(scope="module")
+def a1() -> ContactProblem:
+    """8 A1s after 110 steps at 1/240 s: ~70 foot/leg contacts with the ground."""
+    return frozen("a1-drop-8", 110)
+
+
+@pytest.fixture(scope="module")
+def cubes() -> ContactProblem:
+    """5 stacked cubes: contacts between free bodies (two pieces each) and with the ground."""
+    return frozen("cube-rest-5", 20)
+
+
+def dense_reference(problem: ContactProblem, beta: float, theta: float = 0.0):
+    """(Â + β Σ_p J_pᵀJ_p, pieces' contacts, full piece rows) from ContactBodies.piece_rows."""
+    contact, _, rows = problem.bodies.piece_rows()
+    R = rows.reshape(-1, problem.n_v)
+    return problem.A / (1.0 - theta) + beta * R.T @ R, contact, rows
+
+
+def rel(a, b):
+    return np.abs(a - b).max() / np.abs(b).max()
+
+
+def intra_tree_problem(a1: ContactProblem) -> ContactProblem:
+    """``a1`` plus one contact between two bodies of robot 0 (its left front calf and its base):
+    what body splitting treats differently (two stacked pieces, eq. 30-31 footnote)."""
+    b = a1.bodies
+    model = b.model
+    calf = next(j for j in range(1, model.njoints) if model.names[j].endswith("FL_calf_joint"))
+    base = next(j for j in range(1, model.njoints) if model.names[j].endswith("root_joint"))
+    import pinocchio as pin
+
+    data = model.createData()
+    pin.forwardKinematics(model, data, b.q)
+    point = data.oMi[calf].translation + np.array([0.01, 0.0, 0.02])
+    frame = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    local = np.stack([data.oMi[j].actInv(point) for j in (base, calf)])
+    bodies = replace(b, joints=np.vstack([b.joints, [base, calf]]), points=np.vstack([b.points, point]),
+                     frames=np.concatenate([b.frames, frame[None]]), local_points=np.concatenate([b.local_points, local[None]]))
+    _, _, rows = replace(bodies).piece_rows()
+    contact = np.concatenate([np.flatnonzero(bodies.joints[:, 0] > 0), np.flatnonzero(bodies.joints[:, 1] > 0)])
+    J = np.zeros((a1.n_c + 1, 3, a1.n_v))
+    np.add.at(J, contact, rows)
+    tree = 0
+    return ContactProblem(A=a1.A, v_star=a1.v_star, J=J.reshape(-1, a1.n_v), phi0=np.append(a1.phi0, 0.0),
+                          mu=np.append(a1.mu, 0.5), stiffness=np.append(a1.stiffness, np.inf),
+                          dissipation=np.append(a1.dissipation, 0.0), dt=a1.dt, tree_starts=a1.tree_starts,
+                          contact_trees=np.vstack([a1.contact_trees, [tree, tree]]), v0=a1.v0, bodies=bodies)
+
+
+# ----------------------------------------------------------------------------- the data the stepper attaches
+@pytest.mark.parametrize("scene", ["a1", "cubes"])
+def test_body_pieces_sum_to_the_stepper_jacobian(scene, request):
+    """Σ of the pieces of each contact (from body Jacobians, eq. 44) = the stepper's J_i, and the
+    compact pieces of every variant expand to the same rows."""
+    p = request.getfixturevalue(scene)
+    contact, joint, rows = p.bodies.piece_rows()
+    S = np.zeros((p.n_c, 3, p.n_v))
+    np.add.at(S, contact, rows)
+    assert rel(S.reshape(-1, p.n_v), p.J) <= 1e-12
+    for variant in VARIANTS:
+        pc = slack_pieces(p, variant)
+        S = np.zeros((p.n_c, 3, p.n_v))
+        np.add.at(S, pc.contact, pc.dense(p.n_v))
+        assert rel(S.reshape(-1, p.n_v), p.J) <= 1e-12, variant
+        assert np.array_equal(np.bincount(pc.contact, minlength=p.n_c), pc.count)
+    body = slack_pieces(p, "body")
+    assert body.contact.size == int((p.bodies.joints > 0).sum())  # one piece per (contact, body side)
+
+
+def test_local_points_are_the_contact_points_in_the_joint_frames(a1):
+    import pinocchio as pin
+
+    b = a1.bodies
+    data = b.model.createData()
+    pin.forwardKinematics(b.model, data, b.q)
+    for i, k in zip(*np.nonzero(b.joints > 0)):
+        assert np.allclose(data.oMi[int(b.joints[i, k])].act(b.local_points[i, k]), b.points[i], atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- the subsystem matrix (eq. 40-41)
+@pytest.mark.parametrize("scene", ["a1", "cubes"])
+@pytest.mark.parametrize("theta", [0.0, 0.4])
+def test_crba_subsystem_matrix_equals_the_dense_sum(scene, theta, request):
+    """CRBA with H_b = M_b + β Σ [I −[p]; [p] −[p]²] gives Â + β Σ_p J_pᵀJ_p (1e-10 relative), and
+    the branch-sparse LDLᵀ solves with it; the model given to the solver is left untouched."""
+    p = request.getfixturevalue(scene)
+    model = p.bodies.model
+    before = np.array([model.inertias[j].toDynamicParameters() for j in range(model.njoints)])
+    beta = 3.7
+    K_ref, _, _ = dense_reference(p, beta, theta)
+    pieces = slack_pieces(p, "body")
+    f = BodySplitFactor(model).factor(p.bodies, pieces.joint, pieces.local_point, beta, theta, p.A)
+    assert rel(f.matrix(), K_ref) <= 1e-10
+    x = np.random.default_rng(0).normal(size=p.n_v)
+    assert rel(f.solve(K_ref @ x), x) <= 1e-10
+    after = np.array([model.inertias[j].toDynamicParameters() for j in range(model.njoints)])
+    assert np.array_equal(before, after)
+    # the private copy is restored too: a second factorization with other pieces is exact
+    g = f.factor(p.bodies, pieces.joint[:3], pieces.local_point[:3], beta, theta, p.A)
+    R = p.bodies.piece_rows()[2][np.argsort(p.bodies.piece_rows()[0], kind="stable")][:3].reshape(-1, p.n_v)
+    assert rel(g.matrix(), p.A / (1 - theta) + beta * R.T @ R) <= 1e-10
+
+
+def test_crba_matrix_when_the_mass_matrix_is_at_another_configuration(cubes):
+    """A = M(q_θ) + diag(d) at a configuration other than the contacts' (implicit free motion):
+    the point masses alone go through CRBA and A is added; same matrix as the dense sum."""
+    p = cubes
+    d = np.linspace(0.1, 0.2, p.n_v)
+    q = p.bodies.q.copy()
+    q[:3] += 0.05  # move the first body: M(q) stays valid, J is at the original q
+    import pinocchio as pin
+
+    M = pin.crba(p.bodies.model, p.bodies.model.createData(), q)
+    M = np.triu(M) + np.triu(M, 1).T
+    problem = replace(p, A=M + np.diag(d), bodies=replace(p.bodies, mass_q=q, mass_diagonal=d))
+    K_ref, _, _ = dense_reference(problem, 2.0)
+    pieces = slack_pieces(problem, "body")
+    f = BodySplitFactor(p.bodies.model).factor(problem.bodies, pieces.joint, pieces.local_point, 2.0, 0.0, problem.A)
+    assert rel(f.matrix(), K_ref) <= 1e-10
+
+
+def test_intra_tree_contact_gets_two_stacked_pieces(a1):
+    """A contact between two bodies of one robot: two pieces (|Z_i| = 2) on the same tree, each
+    ±F[I −[p]]J_b, whose sum is J_i; No Body keeps it as one piece. The CRBA matrix equals the
+    dense sum, and SubADMM solves the problem like CANAL."""
+    p = intra_tree_problem(a1)
+    i = p.n_c - 1
+    body = slack_pieces(p, "body")
+    mine = np.flatnonzero(body.contact == i)
+    assert mine.size == 2 and body.count[i] == 2
+    rows = body.dense(p.n_v)[mine]
+    assert rel(rows.sum(axis=0), p.J[3 * i : 3 * i + 3]) <= 1e-12
+    assert np.abs(rows[0]).max() > 0.1 and np.abs(rows[1]).max() > 0.1  # neither piece is trivial
+    assert np.count_nonzero(slack_pieces(p, "no_body").contact == i) == 1
+    K_ref, _, _ = dense_reference(p, 1.5)
+    f = BodySplitFactor(p.bodies.model).factor(p.bodies, body.joint, body.local_point, 1.5, 0.0, p.A)
+    assert rel(f.matrix(), K_ref) <= 1e-10
+
+
+@pytest.mark.parametrize("scene", ["a1", "cubes"])
+def test_no_body_and_no_sub_factorizations_solve_their_matrices(scene, request):
+    p = request.getfixturevalue(scene)
+    x = np.random.default_rng(2).normal(size=p.n_v)
+    for variant, make in (("no_body", lambda pc: TreeSplitFactor(p.A, pc, p.tree_starts, 2.0).solve),
+                          ("no_sub", lambda pc: whole_system_factor(p.A, pc, p.tree_starts, 2.0))):
+        pc = slack_pieces(p, variant)
+        R = pc.dense(p.n_v).reshape(-1, p.n_v)
+        K = p.A + 2.0 * R.T @ R
+        assert rel(make(pc)(K @ x), x) <= 1e-10, variant
+    # No Sub's matrix couples trees through contacts between two bodies: A + β JᵀJ exactly
+    pc = slack_pieces(p, "no_sub")
+    R = pc.dense(p.n_v).reshape(-1, p.n_v)
+    assert rel(R.T @ R, p.J.T @ p.J) <= 1e-12
+
+
+# ----------------------------------------------------------------------------- the iteration
+def test_compiled_iteration_matches_the_numpy_reference(cubes):
+    p = cubes
+    form = rigid_contact_form(p)
+    pc = slack_pieces(p, "body")
+    rng = np.random.default_rng(3)
+    v, lam = rng.normal(size=p.n_v), np.abs(rng.normal(size=(p.n_c, 3)))
+    rho = 1.0 + 0.3 * rng.random(p.n_c)
+    b = rng.normal(size=p.n_v)
+    outs = []
+    for step in (piece_step, piece_step_numpy):
+        lam_out, rhs = np.empty_like(lam), np.empty(p.n_v)
+        d = step(np.ascontiguousarray(pc.blocks), pc.cols, pc.contact, pc.count, v, lam, form.e, form.mu, rho, 0.7,
+                 b, lam_out, rhs)
+        outs.append((d, lam_out, rhs))
+    assert HAVE_NUMBA
+    assert np.isclose(outs[0][0], outs[1][0], rtol=1e-12)
+    assert rel(outs[0][1], outs[1][1]) <= 1e-12 and rel(outs[0][2], outs[1][2]) <= 1e-12
+
+
+@pytest.mark.parametrize("scene", ["a1", "cubes"])
+def test_all_variants_reach_the_canal_solution(scene, request):
+    """SubADMM (body), No Body and No Sub converge to CANAL's impulses on a single-step case."""
+    p = request.getfixturevalue(scene)
+    ref = CANALSolver(warm_start=False).solve(p)
+    assert ref.status.ok and ref.residual <= 1e-8
+    for variant in VARIANTS:
+        r = SubADMMSolver(variant=variant, max_iterations=2000, tol=1e-9, warm_start=False).solve(p)
+        assert r.status is ContactSolverStatus.SOLVED, variant
+        assert r.solver == ("subadmm" if variant == "body" else f"subadmm[{variant}]")
+        assert np.abs(r.gamma - ref.gamma).max() <= 2e-5 * np.abs(ref.gamma).max(), variant
+        assert np.abs(r.v - ref.v).max() <= 1e-5, variant
+
+
+def test_intra_tree_problem_solved_like_canal(a1):
+    p = intra_tree_problem(a1)
+    ref = CANALSolver(warm_start=False).solve(p)
+    r = SubADMMSolver(max_iterations=3000, tol=1e-9, warm_start=False).solve(p)
+    assert ref.status.ok and r.status.ok
+    assert np.abs(r.v - ref.v).max() <= 1e-5
+
+
+def test_pseudo_density_over_bodies(a1, cubes):
+    """β₀ = geometric mean over bodies in contact of body mass / its contact pieces (§VI-D); for
+    free bodies the body and the tree rule coincide."""
+    b = a1.bodies
+    js, counts = np.unique(b.joints[b.joints > 0], return_counts=True)
+    mass = np.array([b.model.inertias[int(j)].mass for j in js])
+    assert pseudo_density_beta(a1) == pytest.approx(np.exp(np.mean(np.log(mass / counts))), rel=1e-12)
+    assert pseudo_density_beta(cubes, "body") == pytest.approx(pseudo_density_beta(cubes, "tree"), rel=1e-12)
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_problems_without_bodies_fall_back_to_tree_pieces(cubes):
+    loaded = replace(cubes, bodies=None)
+    r = SubADMMSolver(max_iterations=5, warm_start=False).solve(loaded)
+    assert r.solver == "subadmm[no_body]"
+    with pytest.raises(ValueError, match="bodies"):
+        slack_pieces(loaded, "body")
+
+
+@pytest.mark.parametrize("bad, match", [({"variant": "sub"}, "variant"), ({"beta_rule": "joint"}, "beta_rule"),
+                                        ({"gamma": 1.0}, "gamma"), ({"max_iterations": 0}, "max_iterations")])
+def test_bad_options(bad, match):
+    with pytest.raises(ValueError, match=match):
+        SubADMMOptions(**bad)
+
+
+def test_bad_contact_bodies(cubes):
+    b = cubes.bodies
+    with pytest.raises(ValueError, match="points"):
+        replace(b, points=b.points[:-1])
+    with pytest.raises(ValueError, match="local_points"):
+        replace(b, local_points=b.local_points[:, :1])
+    with pytest.raises(ValueError, match="joints"):
+        replace(b, joints=np.full_like(b.joints, b.model.njoints))
+    with pytest.raises(TypeError, match="bodies"):
+        replace(cubes, bodies="not bodies")
+    short = replace(b, joints=b.joints[:-1], points=b.points[:-1], frames=b.frames[:-1], local_points=b.local_points[:-1])
+    with pytest.raises(ValueError, match="bodies must describe"):
+        replace(cubes, bodies=short)
+    with pytest.raises(ValueError, match="variant"):
+        slack_pieces(cubes, "bodies")
