@@ -331,3 +331,28 @@ def test_bad_pairs_raise():
     geoms = [Geometry("ground", HalfSpace(), 0, np.eye(3), np.zeros(3), RIGID)]
     with pytest.raises(ValueError, match="pairs"):
         ContactDetector(geoms, np.array([[0, 3]]), 0.01)
+
+
+def test_floating_base_mjcf_body_drops_and_rests(tmp_path):
+    """MJCF with a floating base: a 5 cm sphere (0.3 kg) carrying a hinged 2 cm tip sphere
+    (0.1 kg) falls 25 cm and comes to rest on both spheres (k = 1e6 N/m: µm-scale overlap)."""
+    xml = tmp_path / "ball.xml"
+    xml.write_text(
+        """<mujoco model="ball"><worldbody><body name="ball" pos="0 0 0">
+        <geom name="shell" type="sphere" size="0.05" mass="0.3"/>
+        <body name="arm" pos="0 0 0"><joint name="hinge" type="hinge" axis="0 1 0"/>
+        <geom name="tip" type="sphere" size="0.02" pos="0.1 0 0" mass="0.1"/></body>
+        </body></worldbody></mujoco>"""
+    )
+    b = SceneBuilder()
+    b.add_urdf(xml, ContactParams(1e6, 1e-3, 0.5), floating_base=True, base_position=(0, 0, 0.3), prefix="m/")
+    b.add_ground(RIGID)
+    scene = b.build()
+    assert (scene.n_q, scene.n_v) == (8, 7) and list(scene.model.names) == ["universe", "m/root_joint", "m/hinge"]
+    assert [g.name for g in scene.geometries] == ["m/shell", "m/tip", "ground"]
+    traj = Simulator(scene, dt=1e-3).run(1.0)
+    assert (traj.stats["status"] == 0).all() and traj.stats["n_contacts"][-1] == 2
+    assert abs(traj.q[-1, 2] - 0.05) < 1e-5 and np.abs(traj.v[-1]).max() < 1e-3
+    # both spheres rest on the ground, overlapping by the static compression (µm scale)
+    c, _ = detect(scene, traj.q[-1])
+    assert c.n_c == 2 and np.abs(c.phi).max() < 1e-5

@@ -44,6 +44,16 @@ class JointSpring:
             raise ValueError("JointSpring stiffness and damping must be finite and >= 0 (K, D ⪰ 0)")
 
 
+def _mjcf_model(path: Path, root: Any) -> Any:
+    """Pinocchio model of an MJCF file under the root joint ``root`` (named "root_joint")."""
+    import warnings
+
+    with warnings.catch_warnings():  # pin 4.1 deprecates the overload for a constraint-aware one
+        warnings.simplefilter("ignore", DeprecationWarning)
+        out = _pin().buildModelFromMJCF(str(path), root, "root_joint")
+    return out[0] if isinstance(out, tuple) else out  # (model, constraints) in pin >= 3.4
+
+
 def _rot(rotation: Any) -> np.ndarray:
     R = np.eye(3) if rotation is None else np.asarray(rotation, float).reshape(3, 3)
     return R
@@ -273,7 +283,7 @@ class SceneBuilder:
             root = pin.JointModelComposite()
             root.addJoint(pin.JointModelTranslation())
             root.addJoint(pin.JointModelSpherical())
-            robot = pin.buildModelFromMJCF(str(path), root) if mjcf else pin.buildModelFromUrdf(str(path), root)
+            robot = _mjcf_model(path, root) if mjcf else pin.buildModelFromUrdf(str(path), root)
         else:
             robot = pin.buildModelFromMJCF(str(path)) if mjcf else pin.buildModelFromUrdf(str(path))
         if mjcf:
@@ -389,7 +399,7 @@ class Scene:
     """A built scene: Pinocchio model + collision geometries + springs (see :class:`SceneBuilder`).
 
     Attributes:
-        model, data: Pinocchio model and data.
+        model, data: Pinocchio model and data (``data`` is created on first access).
         geometries: list of :class:`Geometry`.
         q0, v0: initial state.
         tree_starts: (n_trees + 1,) velocity offsets of the trees.
@@ -400,7 +410,7 @@ class Scene:
     def __init__(self, model, geometries, q0, v0, springs, margin, excluded):
         pin = _pin()
         self.model = model
-        self.data = model.createData()
+        self._data = None  # created on first use: pinocchio.Data holds n_v³ tensors (~3.7 GB at n_v = 486)
         self.geometries = list(geometries)
         self.q0 = np.asarray(q0, float)
         self.v0 = np.asarray(v0, float)
@@ -481,6 +491,14 @@ class Scene:
         _ = pin
 
     # ------------------------------------------------------------------ sizes
+    @property
+    def data(self) -> Any:
+        """A ``pinocchio.Data`` of the model, created on first access (it is large: Pinocchio's
+        second-order derivative tensors are n_v³, ~3.7 GB for the 27 A1s of ``a1-drop-27``)."""
+        if self._data is None:
+            self._data = self.model.createData()
+        return self._data
+
     @property
     def n_q(self) -> int:
         return self.model.nq
