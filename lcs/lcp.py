@@ -156,6 +156,41 @@ def _covering(covering_vector: Any, n: int) -> np.ndarray:
 _ONES: dict[int, np.ndarray] = {}
 
 
+def _lemke(F: np.ndarray, q: np.ndarray, d: np.ndarray, max_it: int,
+           tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The compiled Lemke kernel on B problems, its outputs allocated here.
+
+    Args:
+        F: (1, n, n) shared or (B, n, n) matrices, float64, C-contiguous.
+        q: (B, n) vectors.
+        d: (n,) covering vector.
+        max_it: pivot budget per problem.
+        tol: relative natural-residual tolerance.
+
+    Returns:
+        ``(z (B, n), w (B, n), residual (B,), status (B,), iterations (B,))``; a ray on a
+        positive semidefinite F is reported as INFEASIBLE.
+
+    Raises:
+        LCSValueError: F or q holds a NaN/Inf (named, in these arrays' indexing).
+    """
+    nb, n = q.shape
+    z = np.empty((nb, n))
+    w = np.empty((nb, n))
+    residual = np.empty(nb)
+    status = np.empty(nb, np.int64)
+    iters = np.empty(nb, np.int64)
+    failed = _k.solve_batch(F, q, d, max_it, tol, z, w, residual, status, iters)
+    if failed < 0:  # the kernel found a NaN/Inf: name it
+        check_finite("F", F)
+        check_finite("q", q)
+    if failed:
+        for k in np.flatnonzero(status == _k.STATUS_RAY):  # rare: classify with one eigvalsh
+            if _is_psd(F[0] if F.shape[0] == 1 else F[k]):
+                status[k] = LCPStatus.INFEASIBLE
+    return z, w, residual, status, iters
+
+
 def _solve_validated(F: np.ndarray, q: np.ndarray, tol: float = 1e-9) -> LCPResult:
     """:func:`solve_lcp` without input checks, for callers whose F and q are already validated
     float64 arrays of shapes (n, n) and (n,) (e.g. :meth:`lcs.LCS.step`)."""
@@ -164,18 +199,12 @@ def _solve_validated(F: np.ndarray, q: np.ndarray, tol: float = 1e-9) -> LCPResu
     d = _ONES.get(n)
     if d is None:
         d = _ONES[n] = np.ones(n)
-    z = np.empty((1, n))
-    w = np.empty((1, n))
-    residual = np.empty(1)
-    status = np.empty(1, np.int64)
-    iters = np.empty(1, np.int64)
-    failed = _k.solve_batch(F[None], q[None], d, 50 * (n + 1), tol, z, w, residual, status,
-                            iters)
-    if failed < 0:
-        check_finite("F", F)
+    try:
+        z, w, residual, status, iters = _lemke(F[None], q[None], d, 50 * (n + 1), tol)
+    except LCSValueError:
+        check_finite("F", F)  # name the entry in the caller's own indexing
         check_finite("q", q)
-    if failed and status[0] == _k.STATUS_RAY and _is_psd(F):
-        status[0] = LCPStatus.INFEASIBLE
+        raise
     return LCPResult(z[0], w[0], LCPStatus(int(status[0])), int(iters[0]), float(residual[0]),
                      time.perf_counter() - t0)
 
@@ -213,19 +242,7 @@ def solve_lcp_batch(
     max_it = 50 * (n + 1) if max_iterations is None else int(max_iterations)
     if max_it < 1:
         raise LCSValueError(f"max_iterations must be >= 1, got {max_iterations}")
-    z = np.empty((nb, n))
-    w = np.empty((nb, n))
-    residual = np.empty(nb)
-    status = np.empty(nb, np.int64)
-    iters = np.empty(nb, np.int64)
-    failed = _k.solve_batch(F, q, d, max_it, tol, z, w, residual, status, iters)
-    if failed < 0:  # the kernel found a NaN/Inf: name it
-        check_finite("F", F)
-        check_finite("q", q)
-    if failed:
-        for k in np.flatnonzero(status == _k.STATUS_RAY):  # rare: classify with one eigvalsh
-            if _is_psd(F[0] if F.shape[0] == 1 else F[k]):
-                status[k] = LCPStatus.INFEASIBLE
+    z, w, residual, status, iters = _lemke(F, q, d, max_it, tol)
     return LCPBatchResult(z, w, status, iters, residual, time.perf_counter() - t0)
 
 
