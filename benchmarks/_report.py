@@ -6,8 +6,10 @@ rewrites only that, so scripts can be re-run independently.
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -17,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
 
 __all__ = ["ROOT", "MD_PATH", "markers", "cpu_model", "machine_info", "load_average",
-           "replace_section"]
+           "utc_timestamp", "argument_parser", "replace_section"]
 
 
 def markers(key: str) -> tuple[str, str]:
@@ -57,6 +59,23 @@ def load_average(machine: Mapping[str, Any]) -> list[float]:
             v = machine[key]
             return [float(x) for x in v] if isinstance(v, (list, tuple)) else [float(v)]
     raise KeyError(f"no load average in the machine record (keys: {sorted(machine)})")
+
+
+def utc_timestamp() -> str:
+    """Now in UTC, as saved in the results' ``timestamp``/``date`` (``2026-11-23T16:40:00Z``)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def argument_parser(doc: str | None, quick_help: str) -> argparse.ArgumentParser:
+    """A benchmark's command line: its docstring as description and a ``--quick`` flag.
+
+    The description keeps its line breaks; ``quick_help`` says what the short smoke run
+    leaves out. The script adds its other arguments.
+    """
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    return parser
 
 
 def replace_section(section: str, key: str, path: Path = MD_PATH) -> None:

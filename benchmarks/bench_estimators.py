@@ -20,11 +20,9 @@ Writes ``benchmarks/results/bench_estimators.json`` and the ``bench_estimators``
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -269,15 +267,13 @@ def write_markdown(section: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="few poses (a smoke run)")
+    parser = _report.argument_parser(__doc__, "few poses (a smoke run)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-write", action="store_true", help="print only")
     a = parser.parse_args(argv)
     n_poses, n_views = (6, 6) if a.quick else (25, 20)
     cv2.setNumThreads(1)
-    result = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    result = {"date": _report.utc_timestamp(),
               "mode": "quick" if a.quick else "full", "machine": machine_info(),
               "ball": bench_ball(n_poses, a.seed), "tags": bench_tags(n_views, a.seed)}
     section = markdown(result)

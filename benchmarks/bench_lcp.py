@@ -23,11 +23,9 @@ Writes ``benchmarks/results/bench_lcp.json`` and the ``bench_lcp`` section of
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -229,10 +227,8 @@ def write_markdown(section: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true",
-                        help="fewer repetitions (a smoke run, noisier numbers)")
+    parser = _report.argument_parser(__doc__,
+                                     "fewer repetitions (a smoke run, noisier numbers)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the problem pools")
     args = parser.parse_args(argv)
     reps, ref_reps, rounds = (200, 40, 1) if args.quick else (20000, 2000, 5)
@@ -262,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
 
     result = {
         "benchmark": "bench_lcp",
-        "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "timestamp": _report.utc_timestamp(),
         "quick": args.quick,
         "machine": machine_info(),
         "settings": {"reps_single": reps, "reps_reference": ref_reps, "batch": BATCH,

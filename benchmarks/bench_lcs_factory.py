@@ -25,11 +25,9 @@ Writes ``benchmarks/results/bench_lcs_factory.json`` and the ``bench_lcs_factory
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -183,8 +181,8 @@ def markdown(result: dict) -> str:
         "",
         f"Run {result['timestamp']} ({'quick' if result['quick'] else 'full'} mode) on "
         f"{m['processor']} ({m['cpu_count']} CPUs, load average at start "
-        f"{_report.load_average(m)[0]:.1f}), {m['platform']}; Python {m['python']}, numpy {m['numpy']}, "
-        f"Pinocchio {m['pinocchio']}.",
+        f"{_report.load_average(m)[0]:.1f}), {m['platform']}; Python {m['python']}, "
+        f"numpy {m['numpy']}, Pinocchio {m['pinocchio']}.",
         "",
         "Time per `plant.lcs(x, u, contact_model=...)` call in milliseconds, over "
         f"{result['settings']['pool']} states near each plant's start state × "
@@ -241,17 +239,15 @@ def write_markdown(section: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true",
-                        help="fewer states and repeats (a smoke run, noisier numbers)")
+    parser = _report.argument_parser(__doc__,
+                                     "fewer states and repeats (a smoke run, noisier numbers)")
     parser.add_argument("--no-write", action="store_true",
                         help="print the markdown, do not write the JSON / BENCHMARKS.md")
     args = parser.parse_args(argv)
     pool, repeats = (4, 3) if args.quick else (16, 20)
     rng = np.random.default_rng(0)
     result: dict[str, Any] = {
-        "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "timestamp": _report.utc_timestamp(),
         "quick": bool(args.quick), "machine": machine_info(),
         "settings": {"pool": pool, "repeats": repeats}, "rows": [], "peers": [],
     }

@@ -35,12 +35,10 @@ section of ``docs/BENCHMARKS.md`` (only that section is replaced).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -299,9 +297,7 @@ def write_markdown(section: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a short run (smoke test)")
+    parser = _report.argument_parser(__doc__, "a short run (smoke test)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--markdown-only", action="store_true",
@@ -325,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         ablation += run_ablation(name, steps, args.seed + i, ab_rounds)
     result = {
         "benchmark": "bench_projection_miqp",
-        "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "timestamp": _report.utc_timestamp(),
         "mode": "quick" if args.quick else "full",
         "machine": machine_info(),
         "loadavg_start": load0, "loadavg_end": os.getloadavg()[0],
