@@ -121,6 +121,31 @@ def type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
+def _bool_from_text(s: str) -> bool:
+    if s.lower() in _TRUE_WORDS:
+        return True
+    if s.lower() in _FALSE_WORDS:
+        return False
+    raise ValueError(s)
+
+
+_FROM_TEXT: dict[type, Callable[[str], Any]] = {bool: _bool_from_text, int: int, float: float,
+                                                str: str}
+"""Parsers of the scalar field types from (stripped) text; ValueError for a bad text."""
+
+
+def _element_types(tp: Any, n: int, where: str, field: str | None, got: Any) -> list[Any]:
+    """The element types of the tuple type ``tp`` for ``n`` values (a fixed length checked)."""
+    args = typing.get_args(tp)
+    if len(args) == 2 and args[1] is Ellipsis:
+        return [args[0]] * n
+    if n != len(args):
+        raise OptionValueError(f"{where}: {field or 'value'} must be {type_name(tp)} "
+                               f"({len(args)} values), got {got!r}", field=field,
+                               expected=type_name(tp))
+    return list(args)
+
+
 def _fail(where: str, expected: Any, got: Any, field: str | None = None) -> OptionValueError:
     exp = type_name(expected)
     what = f"{field} must be" if field else "expected"
@@ -157,24 +182,11 @@ def parse_value(text: str, tp: Any, where: str = "value", field: str | None = No
         except OptionValueError:
             raise _fail(where, tp, text, field) from None
     origin = typing.get_origin(tp)
-    if tp is bool:
-        if s.lower() in _TRUE_WORDS:
-            return True
-        if s.lower() in _FALSE_WORDS:
-            return False
-        raise _fail(where, tp, text, field)
-    if tp is int:
+    if tp in _FROM_TEXT:
         try:
-            return int(s)
+            return _FROM_TEXT[tp](s)
         except ValueError:
             raise _fail(where, tp, text, field) from None
-    if tp is float:
-        try:
-            return float(s)
-        except ValueError:
-            raise _fail(where, tp, text, field) from None
-    if tp is str:
-        return s
     if origin is typing.Literal:
         for choice in typing.get_args(tp):
             if str(choice) == s:
@@ -189,15 +201,7 @@ def parse_value(text: str, tp: Any, where: str = "value", field: str | None = No
             parts.pop()
         if parts == [""]:
             parts = []
-        args = typing.get_args(tp)
-        if len(args) == 2 and args[1] is Ellipsis:
-            elem = [args[0]] * len(parts)
-        else:
-            if len(parts) != len(args):
-                raise OptionValueError(f"{where}: {field or 'value'} must be {type_name(tp)} "
-                                       f"({len(args)} comma-separated values), got {text!r}",
-                                       field=field, expected=type_name(tp))
-            elem = list(args)
+        elem = _element_types(tp, len(parts), where, field, text)
         try:
             return tuple(parse_value(p, t, where, field) for p, t in zip(parts, elem))
         except OptionValueError:
@@ -234,21 +238,10 @@ def coerce_value(value: Any, tp: Any, where: str = "value", field: str | None = 
         except OptionValueError:
             raise _fail(where, tp, value, field) from None
     origin = typing.get_origin(tp)
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        raise _fail(where, tp, value, field)
-    if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise _fail(where, tp, value, field)
-    if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise _fail(where, tp, value, field)
-    if tp is str:
-        if isinstance(value, str):
-            return value
+    if tp in _FROM_TEXT:
+        accepted = (int, float) if tp is float else tp  # an int is a fine float
+        if isinstance(value, accepted) and (tp is bool or not isinstance(value, bool)):
+            return float(value) if tp is float else value
         raise _fail(where, tp, value, field)
     if origin is typing.Literal:
         if value in typing.get_args(tp):
@@ -257,15 +250,7 @@ def coerce_value(value: Any, tp: Any, where: str = "value", field: str | None = 
     if origin is tuple:
         if not isinstance(value, (list, tuple)):
             raise _fail(where, tp, value, field)
-        args = typing.get_args(tp)
-        if len(args) == 2 and args[1] is Ellipsis:
-            elem = [args[0]] * len(value)
-        elif len(value) != len(args):
-            raise OptionValueError(f"{where}: {field or 'value'} must be {type_name(tp)} "
-                                   f"({len(args)} values), got {value!r}", field=field,
-                                   expected=type_name(tp))
-        else:
-            elem = list(args)
+        elem = _element_types(tp, len(value), where, field, value)
         try:
             return tuple(coerce_value(v, t, where, field) for v, t in zip(value, elem))
         except OptionValueError:
