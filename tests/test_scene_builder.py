@@ -356,3 +356,41 @@ def test_floating_base_mjcf_body_drops_and_rests(tmp_path):
     # both spheres rest on the ground, overlapping by the static compression (µm scale)
     c, _ = detect(scene, traj.q[-1])
     assert c.n_c == 2 and np.abs(c.phi).max() < 1e-5
+
+
+def test_robots_and_free_bodies_in_any_order():
+    """A free box added before or after a floating A1 (ground last in both): the trees swap
+    places, and 20 SAP steps of the landing agree after permuting the dofs back (contact order
+    and tree order change the round-off only)."""
+
+    def build(robot_first: bool):
+        b = SceneBuilder(margin=0.02)
+
+        def robot():
+            b.add_urdf(a1_urdf(), ROBOT, q0=A1_STAND, floating_base=True, prefix="a/", base_position=(0, 0, 0.314),
+                       min_bounding_radius=2e-3)
+
+        def box():
+            b.add_free_body("box", 2.0, box_inertia(2.0, (0.1, 0.1, 0.1)), [("b", Box((0.1, 0.1, 0.1)), ROBOT)],
+                            (0.6, 0, 0.1015))
+
+        for add in (robot, box) if robot_first else (box, robot):
+            add()
+        b.add_ground(RIGID)
+        return b.build()
+
+    first, last = build(True), build(False)
+    assert first.tree_starts.tolist() == [0, 18, 24] and last.tree_starts.tolist() == [0, 6, 24]
+    t1, t2 = (Simulator(s, dt=1 / 240).run(20 / 240) for s in (first, last))
+    assert (t1.stats["n_contacts"] == 9).all() and (t2.stats["n_contacts"] == 9).all()  # 4 feet, 4 calves, box
+    np.testing.assert_allclose(t1.q, np.c_[t2.q[:, 7:], t2.q[:, :7]], rtol=0, atol=1e-11)
+    np.testing.assert_allclose(t1.v, np.c_[t2.v[:, 6:], t2.v[:, :6]], rtol=0, atol=1e-11)
+
+
+def test_name_clash_with_a_free_body_frame_is_a_scene_error():
+    b = SceneBuilder()
+    b.add_free_body("trunk", 1.0, box_inertia(1.0, (0.1, 0.1, 0.1)), [("b", Box((0.1, 0.1, 0.1)), ROBOT)])
+    with pytest.raises(SceneError, match="frame names"):
+        b.add_urdf(a1_urdf(), ROBOT, floating_base=True)
+    b.add_urdf(a1_urdf(), ROBOT, floating_base=True, prefix="a1/")
+    assert b.build().n_v == 6 + A1_NV

@@ -2,8 +2,9 @@
 robots) with collision geometries, per-geometry contact parameters and joint springs.
 
 ``SceneBuilder`` assembles one ``pinocchio.Model`` whose joints form a forest of trees (a free
-body, or a whole robot, is one tree). Robots must be added before free bodies so that each tree
-owns contiguous velocity indices (the block structure :class:`ContactProblem` relies on).
+body, or a whole robot, is one tree). Every ``add_*`` call appends whole trees after the previous
+ones, so each tree owns contiguous velocity indices (the block structure :class:`ContactProblem`
+relies on) whatever the order of the calls.
 """
 
 from __future__ import annotations
@@ -98,7 +99,6 @@ class SceneBuilder:
         self.v0: list[np.ndarray] = []
         self.springs: list[JointSpring] = []
         self.bodies: dict[str, int] = {}  # name -> joint id of its root joint
-        self._has_free = False
 
     # ------------------------------------------------------------------ content
     def add_world_geometry(self, name: str, shape: Any, params: ContactParams, rotation=None, translation=(0, 0, 0), group: str = "world") -> None:
@@ -165,7 +165,6 @@ class SceneBuilder:
         self.v0.append(np.asarray(velocity, float).reshape(6))
         self._add_body_geoms(name, jid, geometries)
         self.bodies[name] = jid
-        self._has_free = True
         return jid
 
     def add_planar_body(
@@ -197,7 +196,6 @@ class SceneBuilder:
         self.v0.append(np.asarray(velocity, float).reshape(3))
         self._add_body_geoms(name, jr, geometries)
         self.bodies[name] = jx
-        self._has_free = True
         return jx, jz, jr
 
     def _add_body_geoms(self, body, jid, geometries):
@@ -263,14 +261,12 @@ class SceneBuilder:
             The scene-model index of the robot's first joint (the free root with a floating base).
 
         Raises:
-            SceneError: robots added after free bodies, no collision geometry kept, or joint/frame
-                names already in the scene (pass a distinct ``prefix``).
+            SceneError: no collision geometry kept, or joint/frame names already in the scene (pass
+                a distinct ``prefix``).
             ValueError: wrong sizes of ``q0``, ``v0``, ``base_position``, ``base_quaternion``, or a
                 non-finite/zero quaternion.
         """
         pin = _pin()
-        if self._has_free:
-            raise SceneError("add robots before free bodies (each tree must own contiguous dofs)")
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(path)
@@ -304,14 +300,20 @@ class SceneBuilder:
                 f = robot.frames[i]
                 f.name = prefix + f.name
                 robot.frames[i] = f
-        clash = sorted(set(robot.names[1:]) & set(self.model.names[1:]))
-        if clash:
-            raise SceneError(
-                f"{path.name}: joint names {clash[:3]} are already in the scene (pass a distinct prefix=)"
-            )
+        for what, new_names, old_names in (
+            ("joint", robot.names[1:], self.model.names[1:]),
+            ("frame", [f.name for f in robot.frames[1:]], [f.name for f in self.model.frames[1:]]),
+        ):
+            clash = sorted(set(new_names) & set(old_names))
+            if clash:
+                raise SceneError(f"{path.name}: {what} names {clash[:3]} are already in the scene (pass a distinct prefix=)")
         offset = self.model.njoints - 1
         if self.model.njoints > 1:
+            nq, nv = self.model.nq, self.model.nv
             self.model = pin.appendModel(self.model, robot, 0, pin.SE3.Identity())
+            first = self.model.joints[offset + 1]
+            if (first.idx_q, first.idx_v, self.model.nq, self.model.nv) != (nq, nv, nq + robot.nq, nv + robot.nv):
+                raise SceneError(f"{path.name}: the robot's joints were not appended after the scene's")  # q0 order
         else:
             g = self.model.gravity.linear.copy()
             self.model = robot
@@ -429,7 +431,7 @@ class Scene:
             jm = joints[j]
             dof_tree[jm.idx_v : jm.idx_v + jm.nv] = self.tree_of_joint[j]
         if (np.diff(dof_tree) < 0).any() or (np.diff(dof_tree) > 1).any():
-            raise SceneError("trees must own contiguous dofs (add robots before free bodies)")
+            raise SceneError("trees must own contiguous dofs")
         self.tree_starts = np.concatenate([[0], np.flatnonzero(np.diff(dof_tree)) + 1, [model.nv]])
         # springs
         self.K = np.zeros(model.nv)
