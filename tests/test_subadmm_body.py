@@ -199,15 +199,18 @@ def test_compiled_iteration_matches_the_numpy_reference(cubes):
     v, lam = rng.normal(size=p.n_v), np.abs(rng.normal(size=(p.n_c, 3)))
     rho = 1.0 + 0.3 * rng.random(p.n_c)
     b = rng.normal(size=p.n_v)
-    outs = []
-    for step in (piece_step, piece_step_numpy):
-        lam_out, rhs = np.empty_like(lam), np.empty(p.n_v)
-        d = step(np.ascontiguousarray(pc.blocks), pc.cols, pc.contact, pc.count, v, lam, form.e, form.mu, rho, 0.7,
-                 b, lam_out, rhs)
-        outs.append((d, lam_out, rhs))
+    z0 = rng.normal(size=(pc.contact.size, 3))
     assert HAVE_NUMBA
-    assert np.isclose(outs[0][0], outs[1][0], rtol=1e-12)
-    assert rel(outs[0][1], outs[1][1]) <= 1e-12 and rel(outs[0][2], outs[1][2]) <= 1e-12
+    for alpha in (1.0, 1.6):
+        outs = []
+        for step in (piece_step, piece_step_numpy):
+            lam_out, rhs, z = np.empty_like(lam), np.empty(p.n_v), z0.copy()
+            d = step(np.ascontiguousarray(pc.blocks), pc.cols, pc.contact, pc.count, v, lam, form.e, form.mu, rho, 0.7,
+                     b, lam_out, rhs, alpha, z)
+            outs.append((d, lam_out, rhs, z))
+        assert np.isclose(outs[0][0], outs[1][0], rtol=1e-12)
+        for k in (1, 2, 3):
+            assert rel(outs[0][k], outs[1][k]) <= 1e-12
 
 
 @pytest.mark.parametrize("scene", ["a1", "cubes"])
@@ -252,7 +255,8 @@ def test_problems_without_bodies_fall_back_to_tree_pieces(cubes):
 
 
 @pytest.mark.parametrize("bad, match", [({"variant": "sub"}, "variant"), ({"beta_rule": "joint"}, "beta_rule"),
-                                        ({"gamma": 1.0}, "gamma"), ({"max_iterations": 0}, "max_iterations")])
+                                        ({"gamma": 1.0}, "gamma"), ({"max_iterations": 0}, "max_iterations"),
+                                        ({"relaxation": 2.0}, "relaxation")])
 def test_bad_options(bad, match):
     with pytest.raises(ValueError, match=match):
         SubADMMOptions(**bad)

@@ -8,7 +8,7 @@ iteration is the variant's own linear solve (the quantity Table III compares).
 
 With ``u_ij = −λ_i`` (eq. 39) and ``z_ij = J_ij v̂ + (λ_i⁺ − λ_i)/β`` the right-hand side of the
 next v-step (eq. 34) is ``b + Σ_p J_pᵀ (β z_p + λ_i⁺) = b + Σ_p J_pᵀ (β J_p v̂ + 2λ_i⁺ − λ_i)``, so
-the slacks need not be stored. Reference: :func:`piece_step_numpy` (``tests/test_subadmm_body.py``
+the slacks need not be stored for plain ADMM (they are, for the over-relaxed variant). Reference: :func:`piece_step_numpy` (``tests/test_subadmm_body.py``
 compares both).
 """
 
@@ -25,7 +25,7 @@ __all__ = ["HAVE_NUMBA", "piece_step", "piece_step_numpy"]
 
 
 @njit(cache=True)
-def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out):  # pragma: no cover - compiled
+def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha, z):  # pragma: no cover - compiled
     """One z/λ-step (eq. 35-38) and the next v-step right-hand side (eq. 34).
 
     Args:
@@ -35,6 +35,9 @@ def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_ou
         e: (n_c, 3) bias; mu: (n_c,) friction; rho: (n_c,) ``1 + βc/|Z_i|``; beta: penalty.
         b: (n_v,) ``Â v̂*``.
         lam_out: output (n_c, 3) impulses; rhs_out: output (n_v,) next right-hand side.
+        alpha: over-relaxation α ∈ (0, 2) (1 = plain ADMM): ``h_p = α J_p v̂ + (1 − α) z_p`` replaces
+            ``J_p v̂`` in the z/λ-step (Boyd et al. 2011 §3.4.3).
+        z: (n_p, 3) slacks, read (when α ≠ 1) and overwritten with ``h_p + (λ⁺ − λ)/β``.
 
     Returns:
         ``max_i ‖λ_i⁺ − λ_i‖`` (θ_p = that / β).
@@ -55,6 +58,10 @@ def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_ou
                 a0 += blocks[p, 0, t] * x
                 a1 += blocks[p, 1, t] * x
                 a2 += blocks[p, 2, t] * x
+        if alpha != 1.0:
+            a0 = alpha * a0 + (1.0 - alpha) * z[p, 0]
+            a1 = alpha * a1 + (1.0 - alpha) * z[p, 1]
+            a2 = alpha * a2 + (1.0 - alpha) * z[p, 2]
         jv_p[p, 0] = a0
         jv_p[p, 1] = a1
         jv_p[p, 2] = a2
@@ -85,9 +92,15 @@ def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_ou
     rhs_out[:] = b
     for p in range(n_p):
         i = contact[p]
-        w0 = beta * jv_p[p, 0] + 2.0 * lam_out[i, 0] - lam[i, 0]
-        w1 = beta * jv_p[p, 1] + 2.0 * lam_out[i, 1] - lam[i, 1]
-        w2 = beta * jv_p[p, 2] + 2.0 * lam_out[i, 2] - lam[i, 2]
+        z0 = jv_p[p, 0] + (lam_out[i, 0] - lam[i, 0]) / beta
+        z1 = jv_p[p, 1] + (lam_out[i, 1] - lam[i, 1]) / beta
+        z2 = jv_p[p, 2] + (lam_out[i, 2] - lam[i, 2]) / beta
+        z[p, 0] = z0
+        z[p, 1] = z1
+        z[p, 2] = z2
+        w0 = beta * z0 + lam_out[i, 0]
+        w1 = beta * z1 + lam_out[i, 1]
+        w2 = beta * z2 + lam_out[i, 2]
         for t in range(s):
             col = cols[p, t]
             if col < n_v:
@@ -95,15 +108,16 @@ def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_ou
     return dmax
 
 
-def piece_step_numpy(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out) -> float:
+def piece_step_numpy(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha, z) -> float:
     """Reference of :func:`piece_step` (same arguments and outputs), in numpy."""
     n_c, n_v = lam.shape[0], v.shape[0]
     v_ext = np.append(v, 0.0)
-    jv_p = np.einsum("pks,ps->pk", blocks, v_ext[cols])
+    jv_p = alpha * np.einsum("pks,ps->pk", blocks, v_ext[cols]) + (1.0 - alpha) * z
     jv = np.zeros((n_c, 3))
     np.add.at(jv, contact, jv_p)
     new = strict_operator(lam - beta * (jv + e) / count[:, None], mu, rho)
-    w = beta * jv_p + 2.0 * new[contact] - lam[contact]
+    z[:] = jv_p + (new - lam)[contact] / beta
+    w = beta * z + new[contact]
     contrib = np.einsum("pks,pk->ps", blocks, w)
     rhs_out[:] = b + np.bincount(cols.reshape(-1), weights=contrib.reshape(-1), minlength=n_v + 1)[:n_v]
     lam_out[:] = new

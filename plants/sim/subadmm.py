@@ -77,6 +77,8 @@ class SubADMMOptions:
             its contact pieces; needs ``problem.bodies``, else the tree rule) or ``"tree"``.
         adaptive_penalty: the optional rule of eq. (43).
         gamma: γ > 1 of eq. (43) (ours: 10).
+        relaxation: over-relaxation α ∈ (0, 2) of the z/λ-step (``α J v̂ + (1 − α) z`` in place of
+            ``J v̂``; Boyd et al. 2011 §3.4.3; not in the seed). 1 = the seed's iteration.
         theta: mid-step θ of the constraint velocity (as CANAL).
         warm_start: start from the previous solve's impulses when the contact set is the same.
         blas_threads: BLAS threads during the solve.
@@ -91,6 +93,8 @@ class SubADMMOptions:
     metric_every: int = 1
     adaptive_penalty: bool = False
     gamma: float = 10.0
+    relaxation: float = 1.0
+    penalty_rule: str = "seed"
     theta: float = 0.0
     warm_start: bool = True
     blas_threads: int | None = 1
@@ -110,6 +114,8 @@ class SubADMMOptions:
             raise ValueError(f"residual_tol must be >= 0, got {self.residual_tol}")
         if self.beta is not None and not (np.isfinite(self.beta) and self.beta > 0):
             raise ValueError(f"beta must be None or finite and > 0, got {self.beta}")
+        if not 0 < self.relaxation < 2:
+            raise ValueError(f"relaxation must lie in (0, 2), got {self.relaxation}")
         if not self.gamma > 1:
             raise ValueError(f"gamma must be > 1, got {self.gamma}")
         if not 0 <= self.theta < 1:
@@ -526,7 +532,9 @@ class SubADMMSolver(WarmStartedSolver):
         step = piece_step if HAVE_NUMBA else piece_step_numpy
         e, mu = np.ascontiguousarray(form.e), np.ascontiguousarray(mu)
         rho = 1.0 + beta * c / nz
-        rhs = b + scatter(beta * piece_velocity(v) + lam[ci])  # z⁰ = J v̂⁰
+        z = piece_velocity(v)  # z⁰ = J v̂⁰
+        rhs = b + scatter(beta * z + lam[ci])
+        alpha = float(o.relaxation)
         lam_prev = np.empty_like(lam)
         while not status.ok and it < o.max_iterations:
             it += 1
@@ -534,11 +542,12 @@ class SubADMMSolver(WarmStartedSolver):
             v = solve(rhs)
             # (b) z/λ-step per constraint (eq. 35-38), (c) u = −λ (eq. 39), next right-hand side
             lam_prev, lam = lam, lam_prev
-            dmax = step(Jp, cols, ci, nz, v, lam_prev, e, mu, rho, beta, b, lam, rhs)
+            dmax = step(Jp, cols, ci, nz, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
             theta_p = dmax / beta
             last = it == o.max_iterations
             if o.adaptive_penalty or o.residual_tol > 0 or last:
-                r = A @ v - b - scatter(lam[ci])
+                Av, Jtl = A @ v, scatter(lam[ci])
+                r = Av - b - Jtl
                 theta_d = float(np.sqrt(np.max(np.add.reduceat(r * r, ts[:-1]))))
             if it % o.metric_every and not last:
                 continue  # the accuracy metric (stopping test) only every metric_every iterations
@@ -554,10 +563,14 @@ class SubADMMSolver(WarmStartedSolver):
                 status, message = ContactSolverStatus.SOLVED, ""
                 v = accuracy.v_hat  # the velocities of the converged impulses (dynamics exact)
                 break
-            if o.adaptive_penalty and theta_p > 0 and theta_d > 0 and (
-                    theta_p > o.gamma * theta_d or theta_d > o.gamma * theta_p):
-                z = piece_velocity(v) + (lam - lam_prev)[ci] / beta
-                beta *= np.sqrt(theta_p / theta_d)  # eq. (43)
+            if o.adaptive_penalty and o.penalty_rule == "normalized":
+                # OSQP-style: both residuals relative to the size of their terms (dimensionless)
+                ratio = (theta_p / max(np.abs(z).max(initial=0.0), np.abs(dmax_scale := piece_velocity(v)).max(initial=0.0), 1e-300)) / (
+                    theta_d / max(np.abs(Av).max(), np.abs(b).max(), np.abs(Jtl).max(), 1e-300))
+            else:
+                ratio = theta_p / theta_d if theta_d > 0 else np.inf
+            if o.adaptive_penalty and theta_p > 0 and theta_d > 0 and (ratio > o.gamma or ratio * o.gamma < 1):
+                beta *= np.sqrt(ratio)  # eq. (43)
                 rho = 1.0 + beta * c / nz
                 rhs = b + scatter(beta * z + lam[ci])
                 tf = time.perf_counter()
