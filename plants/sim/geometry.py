@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._geometry_kernels import HAVE_NUMBA, closed_form_contacts, tangent_frames
+from ._geometry_kernels import HAVE_NUMBA, bounding_candidates, closed_form_contacts, tangent_frames
 
 __all__ = [
     "Sphere",
@@ -246,6 +246,10 @@ class ContactDetector:
         self._cf_b = b[order].astype(np.int64)
         self._cf_kind = np.repeat(np.arange(3, dtype=np.int64), [self.sel_hs.size, self.sel_ss.size, self.sel_bs.size])
         self.hs_pairs = np.flatnonzero(ka == 2)  # pairs with a half-space (bounding test vs plane)
+        ga, gb = a[self.sel_generic], b[self.sel_generic]
+        self._gen_a, self._gen_b = ga.astype(np.int64), gb.astype(np.int64)
+        self._gen_mode = np.where(kind[ga] == 2, np.where(kind[gb] == 2, 2, 1), 0).astype(np.int64)
+        self._gen_out = np.empty(ga.size, dtype=np.int64)
         self._coal = [g.shape.coal() for g in geometries] if len(self.sel_generic) else None
         self._req = coal.DistanceRequest()
         self._req.enable_signed_distance = True
@@ -253,8 +257,8 @@ class ContactDetector:
     def detect(self, R: np.ndarray, p: np.ndarray) -> Contacts:
         """Contacts at geometry poses ``R`` (n_g, 3, 3), ``p`` (n_g, 3) (world).
 
-        Uses the compiled closed-form kernel when numba is present (same contacts, same order as
-        :meth:`detect_numpy`, the reference).
+        Uses the compiled closed-form and broad-phase kernels when numba is present (same
+        contacts, same order as :meth:`detect_numpy`, the reference).
         """
         if not HAVE_NUMBA:
             return self.detect_numpy(R, p)
@@ -273,11 +277,9 @@ class ContactDetector:
                                  self.half, self.margin, phi, nrm, pa, pb, ia, ib)
         out = [(phi[:n], nrm[:n], pa[:n], pb[:n], ia[:n], ib[:n])]
         if self.sel_generic.size:
-            a, b = self.a[self.sel_generic], self.b[self.sel_generic]
-            d_plane = np.einsum("ij,ij->i", R[a, :, 2], p[b] - p[a]) - self.radius[b]
-            d_sph = np.linalg.norm(p[b] - p[a], axis=1) - self.radius[a] - self.radius[b]
-            cand = np.where(self.kind[a] == 2, d_plane, np.where(self.kind[b] == 2, np.inf, d_sph)) < self.margin
-            g = self._generic(R, p, self.sel_generic[cand])
+            n_cand = bounding_candidates(self._gen_a, self._gen_b, self._gen_mode, R, p, self.radius, self.margin,
+                                         self._gen_out)
+            g = self._generic(R, p, self.sel_generic[self._gen_out[:n_cand]])
             if g is not None:
                 out.append(g)
                 phi, nrm, pa, pb, ia, ib = (np.concatenate(x) for x in zip(*out))
