@@ -2,10 +2,10 @@
 
 Contacts are reported between geometry ``a`` and geometry ``b`` with the normal ``n`` pointing
 **from a towards b**, so that ``v_n = nᵀ(v_b − v_a) > 0`` means separating; ``φ < 0`` means
-overlap. The sides are canonical, whatever order a pair was given in (so the order geometries
-were added to a scene does not matter): a half-space is always side ``a`` (``n`` is its outward
-normal), a sphere is side ``b`` unless both are spheres; other pairs (box–box, mesh–box, ...) keep
-the given order. The simulator places the contact point between the two witness points, weighted by
+overlap. The sides are canonical, whatever order a pair was given in: a half-space is always
+side ``a`` (``n`` is its outward normal), a sphere is side ``b``; between shapes of equal rank
+(sphere–sphere, box–box, box–mesh, ...) the geometry with the lower index is side ``a``. So adding
+the ground (or any half-space) before or after the bodies gives the same contacts. The simulator places the contact point between the two witness points, weighted by
 stiffness (on the surface of the stiffer body; the midpoint for equal stiffness), as Drake does.
 
 * Broad phase: bounding spheres around each geometry (half-spaces: the plane itself), tested for
@@ -224,9 +224,9 @@ class ContactDetector:
         if pairs.size and (pairs.min() < 0 or pairs.max() >= len(geometries)):
             raise ValueError(f"pairs must index the {len(geometries)} geometries, got indices up to {pairs.max()}")
         # canonical sides, whatever order the pair was given in: a half-space is always side a and
-        # a sphere side b (unless both are spheres); other pairs keep the given order
-        rank = _SIDE_RANK[kind]
-        swap = rank[pairs[:, 0]] > rank[pairs[:, 1]]
+        # a sphere side b; between equal ranks (sphere–sphere, box–box, box–mesh) the lower index
+        rank_a, rank_b = _SIDE_RANK[kind[pairs[:, 0]]], _SIDE_RANK[kind[pairs[:, 1]]]
+        swap = (rank_a > rank_b) | ((rank_a == rank_b) & (pairs[:, 0] > pairs[:, 1]))
         a = np.where(swap, pairs[:, 1], pairs[:, 0])
         b = np.where(swap, pairs[:, 0], pairs[:, 1])
         self.a, self.b = a, b
