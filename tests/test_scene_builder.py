@@ -145,6 +145,7 @@ def test_prefix_lets_one_urdf_be_added_several_times():
         ({"base_quaternion": (0, 0, 1)}, "base_quaternion"),
         ({"v0": np.zeros(A1_NV - 6)}, "v0"),
         ({"q0": np.full(12, np.nan)}, "q0"),
+        ({"min_bounding_radius": -1.0}, "min_bounding_radius"),
     ],
 )
 def test_bad_floating_base_arguments_name_the_argument(kwargs, match):

@@ -263,8 +263,8 @@ class SceneBuilder:
         Raises:
             SceneError: no collision geometry kept, or joint/frame names already in the scene (pass
                 a distinct ``prefix``).
-            ValueError: wrong sizes of ``q0``, ``v0``, ``base_position``, ``base_quaternion``, or a
-                non-finite/zero quaternion.
+            ValueError: wrong sizes of ``q0``, ``v0``, ``base_position``, ``base_quaternion``, a
+                non-finite/zero quaternion, or a negative ``min_bounding_radius``.
         """
         pin = _pin()
         path = Path(path)
@@ -272,6 +272,9 @@ class SceneBuilder:
             raise FileNotFoundError(path)
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
+        min_bounding_radius = float(min_bounding_radius)
+        if not (np.isfinite(min_bounding_radius) and min_bounding_radius >= 0):
+            raise ValueError(f"min_bounding_radius must be a finite radius >= 0 [m], got {min_bounding_radius}")
         if package_dirs is None:
             package_dirs = default_package_dirs(path)
         mjcf = path.suffix == ".xml"
