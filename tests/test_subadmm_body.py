@@ -126,7 +126,7 @@ def test_crba_subsystem_matrix_equals_the_dense_sum(scene, theta, request):
     beta = 3.7
     K_ref, _, _ = dense_reference(p, beta, theta)
     pieces = slack_pieces(p, "body")
-    f = BodySplitFactor(model).factor(p.bodies, pieces.joint, pieces.local_point, beta, theta, p.A)
+    f = BodySplitFactor(model, p.tree_starts).factor(p.bodies, pieces.joint, pieces.local_point, beta, theta, p.A)
     assert rel(f.matrix(), K_ref) <= 1e-10
     x = np.random.default_rng(0).normal(size=p.n_v)
     assert rel(f.solve(K_ref @ x), x) <= 1e-10
@@ -152,7 +152,7 @@ def test_crba_matrix_when_the_mass_matrix_is_at_another_configuration(cubes):
     problem = replace(p, A=M + np.diag(d), bodies=replace(p.bodies, mass_q=q, mass_diagonal=d))
     K_ref, _, _ = dense_reference(problem, 2.0)
     pieces = slack_pieces(problem, "body")
-    f = BodySplitFactor(p.bodies.model).factor(problem.bodies, pieces.joint, pieces.local_point, 2.0, 0.0, problem.A)
+    f = BodySplitFactor(p.bodies.model, p.tree_starts).factor(problem.bodies, pieces.joint, pieces.local_point, 2.0, 0.0, problem.A)
     assert rel(f.matrix(), K_ref) <= 1e-10
 
 
@@ -170,7 +170,7 @@ def test_intra_tree_contact_gets_two_stacked_pieces(a1):
     assert np.abs(rows[0]).max() > 0.1 and np.abs(rows[1]).max() > 0.1  # neither piece is trivial
     assert np.count_nonzero(slack_pieces(p, "no_body").contact == i) == 1
     K_ref, _, _ = dense_reference(p, 1.5)
-    f = BodySplitFactor(p.bodies.model).factor(p.bodies, body.joint, body.local_point, 1.5, 0.0, p.A)
+    f = BodySplitFactor(p.bodies.model, p.tree_starts).factor(p.bodies, body.joint, body.local_point, 1.5, 0.0, p.A)
     assert rel(f.matrix(), K_ref) <= 1e-10
 
 
@@ -222,7 +222,7 @@ def test_all_variants_reach_the_canal_solution(scene, request):
     for variant in VARIANTS:
         r = SubADMMSolver(variant=variant, max_iterations=2000, tol=1e-9, warm_start=False).solve(p)
         assert r.status is ContactSolverStatus.SOLVED, variant
-        assert r.solver == ("subadmm" if variant == "body" else f"subadmm[{variant}]")
+        assert r.solver == f"subadmm[{variant}]"
         assert np.abs(r.gamma - ref.gamma).max() <= 2e-5 * np.abs(ref.gamma).max(), variant
         assert np.abs(r.v - ref.v).max() <= 1e-5, variant
 
@@ -230,9 +230,11 @@ def test_all_variants_reach_the_canal_solution(scene, request):
 def test_intra_tree_problem_solved_like_canal(a1):
     p = intra_tree_problem(a1)
     ref = CANALSolver(warm_start=False).solve(p)
-    r = SubADMMSolver(max_iterations=3000, tol=1e-9, warm_start=False).solve(p)
-    assert ref.status.ok and r.status.ok
-    assert np.abs(r.v - ref.v).max() <= 1e-5
+    assert ref.status.ok
+    for variant in ("body", "no_body"):
+        r = SubADMMSolver(variant=variant, max_iterations=3000, tol=1e-9, warm_start=False).solve(p)
+        assert r.status.ok, variant
+        assert np.abs(r.v - ref.v).max() <= 1e-5, variant
 
 
 def test_pseudo_density_over_bodies(a1, cubes):
@@ -248,7 +250,8 @@ def test_pseudo_density_over_bodies(a1, cubes):
 # ----------------------------------------------------------------------------- bad input
 def test_problems_without_bodies_fall_back_to_tree_pieces(cubes):
     loaded = replace(cubes, bodies=None)
-    r = SubADMMSolver(max_iterations=5, warm_start=False).solve(loaded)
+    assert SubADMMOptions().variant == "no_body"
+    r = SubADMMSolver(variant="body", max_iterations=5, warm_start=False).solve(loaded)
     assert r.solver == "subadmm[no_body]"
     with pytest.raises(ValueError, match="bodies"):
         slack_pieces(loaded, "body")
@@ -277,3 +280,23 @@ def test_bad_contact_bodies(cubes):
         replace(cubes, bodies=short)
     with pytest.raises(ValueError, match="variant"):
         slack_pieces(cubes, "bodies")
+
+
+def test_compiled_solves_match_their_references(a1):
+    """Featherstone LDLᵀ solve per tree (compiled) vs dense solves of U D Uᵀ; the per-tree inverse
+    mat-vec of No Body vs einsum."""
+    from plants.sim._subadmm_kernels import block_matvec, ldlt_solve_trees, ldlt_solve_trees_numpy
+
+    p = a1
+    pieces = slack_pieces(p, "body")
+    f = BodySplitFactor(p.bodies.model, p.tree_starts).factor(p.bodies, pieces.joint, pieces.local_point, 1.0, 0.0, p.A)
+    y = np.random.default_rng(4).normal(size=p.n_v)
+    out, ref = np.empty(p.n_v), np.empty(p.n_v)
+    ldlt_solve_trees(f.U, f.D_inv, f.nv_subtree, f.chunk_starts, y, out)
+    ldlt_solve_trees_numpy(f.U, f.D_inv, f.nv_subtree, f.chunk_starts, y, ref)
+    assert rel(out, ref) <= 1e-10
+    assert np.count_nonzero(f.nv_subtree < np.diff(p.tree_starts).max()) > p.n_trees  # branches: real sparsity
+    t = TreeSplitFactor(p.A, slack_pieces(p, "no_body"), p.tree_starts, 1.0)
+    idx, inv = t.groups[0]
+    block_matvec(inv, idx, y, out)
+    assert rel(out[idx], np.einsum("tij,tj->ti", inv, y[idx])) <= 1e-12

@@ -10,6 +10,11 @@ With ``u_ij = −λ_i`` (eq. 39) and ``z_ij = J_ij v̂ + (λ_i⁺ − λ_i)/β``
 next v-step (eq. 34) is ``b + Σ_p J_pᵀ (β z_p + λ_i⁺) = b + Σ_p J_pᵀ (β J_p v̂ + 2λ_i⁺ − λ_i)``, so
 the slacks need not be stored for plain ADMM (they are, for the over-relaxed variant). Reference: :func:`piece_step_numpy` (``tests/test_subadmm_body.py``
 compares both).
+
+The linear solves of the split variants are compiled too, so that all three variants pay the same
+(small) per-call cost and Table III compares the structures: :func:`ldlt_solve_trees` (SubADMM:
+Featherstone's LDLᵀ of each tree, from Pinocchio's factor) and :func:`block_matvec` (No Body: the
+per-tree dense inverse). No Sub uses SuperLU's own (C) solve.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import numpy as np
 from ._sap_kernels import HAVE_NUMBA, njit
 from .contact_laws import strict_operator
 
-__all__ = ["HAVE_NUMBA", "piece_step", "piece_step_numpy"]
+__all__ = ["HAVE_NUMBA", "piece_step", "piece_step_numpy", "ldlt_solve_trees", "ldlt_solve_trees_numpy", "block_matvec"]
 
 
 @njit(cache=True)
@@ -122,3 +127,58 @@ def piece_step_numpy(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, 
     rhs_out[:] = b + np.bincount(cols.reshape(-1), weights=contrib.reshape(-1), minlength=n_v + 1)[:n_v]
     lam_out[:] = new
     return float(np.linalg.norm(new - lam, axis=1).max(initial=0.0))
+
+
+@njit(cache=True, fastmath=True)
+def ldlt_solve_trees(U, Dinv, nv_subtree, starts, y, out):  # pragma: no cover - compiled
+    """Solve ``M x = y`` for M block diagonal over trees, each block factored ``U D Uᵀ`` by
+    Featherstone's branch-induced sparse LDLᵀ (``pinocchio.cholesky.decompose``: U unit upper
+    triangular, row k nonzero only on the dofs of the subtree below k).
+
+    Args:
+        U: (n_trees, s, s) each tree's ``data.U`` (zero padded); Dinv: (n_v,) ``1/D``.
+        nv_subtree: (n_v,) ``data.nvSubtree_fromRow`` per dof (within its tree).
+        starts: (n_trees + 1,) dof offsets; y: (n_v,) right-hand side; out: (n_v,) solution.
+    """
+    out[:] = y
+    for t in range(starts.size - 1):
+        st = starts[t]
+        n = starts[t + 1] - st
+        x = out[st : st + n]
+        Ut = U[t]
+        sub = nv_subtree[st : st + n]
+        for k in range(n - 2, -1, -1):  # x ← U⁻¹ x (only the subtree's entries of row k)
+            acc = 0.0
+            row = Ut[k]
+            for j in range(k + 1, k + sub[k]):
+                acc += row[j] * x[j]
+            x[k] -= acc
+        for k in range(n):
+            x[k] *= Dinv[st + k]
+        for k in range(n - 1):  # x ← U⁻ᵀ x
+            xk = x[k]
+            row = Ut[k]
+            for j in range(k + 1, k + sub[k]):
+                x[j] -= row[j] * xk
+
+
+def ldlt_solve_trees_numpy(U, Dinv, nv_subtree, starts, y, out) -> None:
+    """Reference of :func:`ldlt_solve_trees`: dense ``(U D Uᵀ)⁻¹ y`` per tree."""
+    D = 1.0 / Dinv
+    for t in range(starts.size - 1):
+        sl = slice(starts[t], starts[t + 1])
+        n = starts[t + 1] - starts[t]
+        Ut = U[t, :n, :n]
+        out[sl] = np.linalg.solve(Ut @ np.diag(D[sl]) @ Ut.T, y[sl])
+
+
+@njit(cache=True)
+def block_matvec(inv, idx, y, out):  # pragma: no cover - compiled
+    """``out[idx[t]] = inv[t] @ y[idx[t]]`` for every tree t (a per-tree explicit inverse)."""
+    T, s = idx.shape
+    for t in range(T):
+        for i in range(s):
+            acc = 0.0
+            for j in range(s):
+                acc += inv[t, i, j] * y[idx[t, j]]
+            out[idx[t, i]] = acc
