@@ -15,6 +15,14 @@ Per contact, with ``y = J v̂ + e`` (and normal compliance ``c``, 0 for rigid):
 Each Newton step solves the Schur complement ``(J̃ Â⁻¹ J̃ᵀ + C + εI) Δγ = J̃ Â⁻¹ g − h``
 (eq. 59-62) by Jacobi-preconditioned conjugate residual (§8.2), ``Δv = Â⁻¹(J̃ᵀΔγ − g)``, and takes
 the damped step ``t = 0.75`` (§8.1) or a backtracking line search on ``‖(g, h)‖``.
+
+Robustness changes of issue #6 (defaults; the first implementation is ``NSNOptions.seed_file()``;
+diagnosis and measurements in docs/contact-solvers.md §5.1): ``W_FB`` outside the cone uses the
+projected friction magnitude μγ_n (clipping it at 0 made "stick outside the cone" a root of Φ);
+the friction block of C carries the exact derivative along the friction magnitude,
+``W 1 + ‖γ_t‖ ∂W/∂‖γ_t‖ t̂t̂ᵀ`` (symmetric; the frozen-W fixed point diverges on redundant
+contacts); ε is relative to the Delassus diagonal; friction rows activate above a relative
+threshold 1e-10 of max μγ_n.
 """
 
 from __future__ import annotations
