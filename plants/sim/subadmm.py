@@ -83,8 +83,11 @@ class SubADMMOptions:
             iterations and at the last one; θ_d is computed only when needed (adaptive penalty,
             ``residual_tol``, last iteration). ``residual_history`` has one entry per evaluation.
         beta: fixed initial β [kg]; None = the pseudo-density rule (:func:`pseudo_density_beta`).
-        beta_rule: ``"body"`` (the seed: geometric mean over the bodies in contact of body mass /
-            its contact pieces; needs ``problem.bodies``, else the tree rule) or ``"tree"``.
+        beta_rule: ``"tree"`` (default: geometric mean over the trees in contact of tree mass / its
+            contact pieces) or ``"body"`` (the seed: over the bodies in contact, body mass / its
+            contact pieces; needs ``problem.bodies``, else the tree rule). Both coincide for free
+            bodies; on 8 A1s the tree rule (β₀ = 1.7 kg vs 0.70 kg) reached 1e-6 in 52 instead of
+            131 iterations (median of 10 perturbed cases), hence the default.
         adaptive_penalty: the optional rule of eq. (43).
         gamma: γ > 1 of eq. (43) (ours: 10).
         relaxation: over-relaxation α ∈ (0, 2) of the z/λ-step (``α J v̂ + (1 − α) z`` in place of
@@ -99,7 +102,7 @@ class SubADMMOptions:
     tol: float = 1e-10
     residual_tol: float = 0.0
     beta: float | None = None
-    beta_rule: str = "body"
+    beta_rule: str = "tree"
     metric_every: int = 1
     adaptive_penalty: bool = False
     gamma: float = 10.0
