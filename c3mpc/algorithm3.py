@@ -214,16 +214,44 @@ class CircleTarget:
 @dataclass
 class LineTarget:
     """§VII-B: every ball to (x_c, y_i + d_y) (state-based, re-evaluated each cycle); the
-    end-effector bias follows the ball that has made the least progress along y.
+    end-effector bias (the Fig. 10 phases) follows the ball that has made the least progress
+    along the line.
+
+    The task (docs/franka-ball.md, "Multi-ball"): the balls start in a row on the line
+    x = x_c; it is complete once every ball has advanced ``line_distance`` along the direction
+    of travel from its start while all balls are within the band of the line.
+
+    The paper writes the target as y_i − d_y; here the sign of ``dy`` is the direction of
+    travel (positive: towards +y), the mirror image of the same task.
+
+    Which ball the end effector works on (``lead_ball``): the ball with the smallest
+    displacement along the direction of travel since ``y_start`` (the paper: "the ball that
+    has made the least progress in the y direction"), ties within 1 mm going to the rearmost
+    ball (the end effector starts above it); balls past ``y_end`` are no longer candidates.
+    ``lead_rule="rearmost"`` is the other reading (smallest coordinate along the line, i.e.
+    always the rear ball of the row, which then has to push the others).
+
+    End-effector bias of the lead ball: Phase I as :class:`CircleTarget` (on top of the
+    ball); Phase II is "a set of end-effector biases so that it ends up slightly behind the
+    ball": for the first ``phase2_over_fraction`` of Phase II the bias is ``phase2_back``
+    behind the ball at ``phase2_clearance`` above the height of contact with the ball's top
+    (over the ball), then behind it at ``gait.phase2_height``. With only the low bias (None)
+    the end effector leaves the top of the ball along its back, drags the ball backwards by
+    friction and, when it was ahead of the ball, pushes it backwards.
 
     Attributes:
         template, layout, gait: as :class:`CircleTarget`.
         x_c: the line's x [m].
         dy: desired translation along y per evaluation [m] (the paper's d_y; positive moves
-            balls towards +y).
-        y_start: (k,) start y of each ball (progress is measured from it).
-        y_end: stop moving a ball once its y passes this [m] (None: never); then its target is
-            (x_c, y_end).
+            balls towards +y; non-zero).
+        y_start: (k,) start y of each ball (progress is measured from it; None: zeros).
+        y_end: a ball whose y has passed this [m] (a number, or (k,) one per ball) is done:
+            its target becomes (x_c, its own y) (no further advance) and it is no longer the
+            end effector's ball (None: never).
+        lead_rule: "displacement" (default) or "rearmost" (above).
+        phase2_clearance: [m] above contact with the ball's top for the first part of Phase II
+            (None: the single low bias of :class:`CircleTarget`).
+        phase2_over_fraction: share of Phase II spent at the high bias (0..1).
     """
 
     template: np.ndarray
@@ -231,31 +259,94 @@ class LineTarget:
     x_c: float = 0.55
     dy: float = 0.05
     y_start: np.ndarray | None = None
-    y_end: float | None = None
+    y_end: float | np.ndarray | None = None
     gait: GaitOptions = field(default_factory=GaitOptions)
+    lead_rule: str = "displacement"
+    phase2_clearance: float | None = 0.01
+    phase2_over_fraction: float = 0.5
 
     def __post_init__(self) -> None:
+        if self.lead_rule not in ("rearmost", "displacement"):
+            raise C3ValueError(f"LineTarget.lead_rule must be 'displacement' or 'rearmost', "
+                               f"got {self.lead_rule!r}")
+        if not (math.isfinite(self.dy) and self.dy != 0):
+            raise C3ValueError(f"LineTarget.dy must be finite and non-zero [m], got {self.dy!r}")
+        if self.phase2_clearance is not None and not (math.isfinite(self.phase2_clearance)
+                                                      and self.phase2_clearance >= 0):
+            raise C3ValueError(f"LineTarget.phase2_clearance must be >= 0 [m] or None, got "
+                               f"{self.phase2_clearance!r}")
+        if not (0.0 <= self.phase2_over_fraction <= 1.0):
+            raise C3ValueError(f"LineTarget.phase2_over_fraction must be in [0, 1], got "
+                               f"{self.phase2_over_fraction!r}")
         self.template = np.asarray(self.template, float).copy()
+        k = self.layout.n_balls
+        y0 = np.zeros(k) if self.y_start is None else np.asarray(self.y_start, float).copy()
+        if y0.shape != (k,):
+            raise C3ValueError(f"LineTarget.y_start must have shape ({k},), got {y0.shape}")
+        self.y_start = y0
+        if self.y_end is not None:
+            y_end = np.broadcast_to(np.asarray(self.y_end, float), (k,)).copy()
+            if not np.all(np.isfinite(y_end)):
+                raise C3ValueError("LineTarget.y_end must be finite")
+            self.y_end = y_end
+
+    @property
+    def direction(self) -> float:
+        """+1 (balls travel towards +y) or −1."""
+        return 1.0 if self.dy > 0 else -1.0
+
+    def done(self, ys: np.ndarray) -> np.ndarray:
+        """(k,) bool: which balls have passed ``y_end``."""
+        ys = np.asarray(ys, float)
+        if self.y_end is None:
+            return np.zeros(ys.shape, bool)
+        return (ys - self.y_end) * self.direction >= 0
+
+    def lead_ball(self, ys: np.ndarray) -> int:
+        """Index of the ball the end-effector bias follows, from the balls' y (k,) [m]."""
+        ys = np.asarray(ys, float)
+        along = ys * self.direction
+        key = along if self.lead_rule == "rearmost" else (ys - self.y_start) * self.direction
+        key = np.where(self.done(ys), np.inf, key)
+        if not np.any(np.isfinite(key)):  # all done: stay with the rearmost
+            return int(np.argmin(along))
+        tied = np.flatnonzero(key <= np.min(key) + 1e-3)  # within 1 mm: the rearmost
+        return int(tied[np.argmin(along[tied])])
+
+    def ball_targets(self, ys: np.ndarray) -> np.ndarray:
+        """(k, 2) desired (x, y): (x_c, y_i + d_y), or (x_c, y_i) for a ball that is done."""
+        ys = np.asarray(ys, float)
+        tgt_y = np.where(self.done(ys), ys, ys + self.dy)
+        return np.column_stack([np.full(ys.shape, self.x_c), tgt_y])
+
+    def ee_bias(self, phase: int, t: float, ball: np.ndarray) -> np.ndarray:
+        """(3,) end-effector bias for the lead ball's centre ``ball`` (3,) at time t [s]."""
+        lay, gait = self.layout, self.gait
+        top = ball[2] + lay.ball_radius + lay.ee_radius
+        if phase == 0:
+            return np.array([ball[0], ball[1], top + gait.phase1_height])
+        # behind = opposite to the ball's direction to its target (x_c, y + d_y)
+        e = np.array([self.x_c - ball[0], self.dy])
+        e /= float(np.linalg.norm(e))
+        back = ball[:2] - gait.phase2_back * e
+        if self.phase2_clearance is not None:
+            period = gait.phase1_duration + gait.phase2_duration
+            s = ((t % period) - gait.phase1_duration) / gait.phase2_duration
+            if s < self.phase2_over_fraction:
+                return np.array([back[0], back[1], top + self.phase2_clearance])
+        return np.array([back[0], back[1], gait.phase2_height])
 
     def __call__(self, x_hat: np.ndarray, t: float) -> PhaseTarget:
         lay = self.layout
         balls = lay.balls(x_hat)
         ys = balls[:, 1]
-        y0 = np.zeros(lay.n_balls) if self.y_start is None else np.asarray(self.y_start)
-        tgt_y = ys + self.dy
-        if self.y_end is not None:
-            tgt_y = np.minimum(tgt_y, self.y_end) if self.dy > 0 else np.maximum(tgt_y,
-                                                                                self.y_end)
-        tgts = np.column_stack([np.full(lay.n_balls, self.x_c), tgt_y])
+        tgts = self.ball_targets(ys)
         g = self.template.copy()
         for i, (ix, iy) in enumerate(lay.ball_xy):
             g[ix], g[iy] = tgts[i]
-        progress = (ys - y0) * np.sign(self.dy or 1.0)
-        if self.y_end is not None:  # balls already at the end make no further progress
-            progress = np.where(np.abs(ys - self.y_end) < 0.01, np.inf, progress)
-        j = int(np.argmin(progress))
+        j = self.lead_ball(ys)
         phase = self.gait.phase(t)
-        g[list(lay.ee_position)] = _ee_bias(self.gait, phase, balls[j], tgts[j], lay)
+        g[list(lay.ee_position)] = self.ee_bias(phase, t, balls[j])
         _set_ee_velocity_bias(g, self.gait, phase, x_hat, lay, j)
         return PhaseTarget(g, phase, tgts)
 

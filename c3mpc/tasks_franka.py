@@ -70,9 +70,14 @@ class FrankaBallOptions:
         noise_std: Gaussian noise on each vision position sample [m] (paper: 0 or 0.001).
         vision_rate_hz: camera rate [Hz] (paper: 80).
         vision_filter: ``estimators`` filter: "none" (raw positions, finite-difference
-            velocity: the paper's emulation), "lowpass", "kalman", or "auto" ("none" without
-            noise, "kalman" with its measurement σ = ``noise_std`` otherwise: finite differences
-            of 1 mm noise at 80 Hz give ~0.1 m/s velocity noise, see docs/franka-ball.md).
+            velocity: the paper's emulation), "lowpass", "kalman" (constant-velocity Kalman,
+            measurement σ = ``noise_std``), "model" (one ball: ``estimators.ModelBallObserver``,
+            a Kalman filter whose prediction is the simplified model's LCS driven by the
+            measured end effector), or "auto" ("none" without noise; with noise "model" for one
+            ball, "kalman" for more). With noise the estimate matters through Algorithm 3's
+            step 5, which needs the ball relative to the end effector to a fraction of a
+            millimetre; see docs/franka-ball.md, "1 mm noise: where it enters".
+        vision_accel_std: process noise of "kalman" and "model" [m/s²] (white acceleration).
         sim_dt: simulator time step [s].
         solver: contact solver of the simulator ("sap").
         projection: C3 projection (None: the plant's, "miqp" for 1-2 balls, "qp" for 3).
@@ -134,6 +139,7 @@ class FrankaBallOptions:
     noise_std: float = 0.0
     vision_rate_hz: float = 80.0
     vision_filter: str = "auto"
+    vision_accel_std: float = 0.3
     sim_dt: float = 0.002
     solver: str = "sap"
     projection: str | None = None
@@ -182,6 +188,14 @@ class FrankaBallOptions:
         if self.planning_latency is not None and not (self.planning_latency > 0):
             raise C3ValueError(f"planning_latency must be > 0 [s] or None, got "
                                f"{self.planning_latency!r}")
+        if self.vision_filter not in ("auto", "none", "lowpass", "kalman", "model"):
+            raise C3ValueError(f"vision_filter must be 'auto', 'none', 'lowpass', 'kalman' or "
+                               f"'model', got {self.vision_filter!r}")
+        if self.vision_filter == "model" and self.n_balls != 1:
+            raise C3ValueError("vision_filter='model' is for one ball (n_balls=1)")
+        if not (self.vision_accel_std > 0):
+            raise C3ValueError(f"vision_accel_std must be > 0 [m/s²], got "
+                               f"{self.vision_accel_std!r}")
         if not (self.noise_std >= 0 and (self.min_resim_dt or 0.0) >= 0
                 and self.settle_time >= 0):
             raise C3ValueError("noise_std, min_resim_dt and settle_time must be >= 0")
@@ -303,8 +317,9 @@ def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, 
                                    o.lead_angle_deg, o.gait)
     else:
         y0 = layout.balls(d.x0)[:, 1]
+        # a ball is done (no longer pushed) 2 cm past its own goal
         target = LineTarget(template, layout, x_c=o.center[0], dy=o.line_dy, y_start=y0,
-                            y_end=float(y0.max() + o.line_distance + 0.02), gait=o.gait)
+                            y_end=y0 + o.line_distance + 0.02, gait=o.gait)
     h = 1.0 / o.vision_rate_hz if o.min_resim_dt is None else o.min_resim_dt
     if o.min_command_delay is not None:
         h = max(h, o.min_command_delay)
@@ -375,17 +390,72 @@ def _default_vision(o: FrankaBallOptions, i: int) -> Any:
     from estimators import BallTrackerOptions, EmulatedBallVision
     from plants.models.franka_ball import BALL_RADIUS
 
-    f = o.vision_filter
-    if f == "auto":
-        f = "none" if o.noise_std == 0 else "kalman"
+    f = _vision_filter(o)
+    rng = np.random.default_rng([o.seed, i])
+    if f == "model":
+        from estimators import ModelBallObserver, ModelObserverVision
+        from plants import load_plant
+
+        plant = load_plant(o.plant_name)
+        observer = ModelBallObserver(_ModelBallPrediction(plant, franka_layout(plant)),
+                                     measurement_std=max(o.noise_std, 1e-4),
+                                     accel_std=o.vision_accel_std, radius=BALL_RADIUS)
+        return ModelObserverVision(observer, rate_hz=o.vision_rate_hz, noise_std=o.noise_std,
+                                   rng=rng)
     kw: dict[str, Any] = dict(filter=f, radius=BALL_RADIUS)
     if f == "none":
         kw["velocity_cutoff_hz"] = None
     if f == "kalman" and o.noise_std > 0:
         kw["kalman_measurement_std"] = o.noise_std
+        kw["kalman_accel_std"] = o.vision_accel_std
     opts = BallTrackerOptions(**kw)
-    return EmulatedBallVision(opts, rate_hz=o.vision_rate_hz, noise_std=o.noise_std,
-                              rng=np.random.default_rng([o.seed, i]))
+    return EmulatedBallVision(opts, rate_hz=o.vision_rate_hz, noise_std=o.noise_std, rng=rng)
+
+
+def _vision_filter(o: FrankaBallOptions) -> str:
+    """The filter ``vision_filter="auto"`` stands for (see :class:`FrankaBallOptions`)."""
+    if o.vision_filter != "auto":
+        return o.vision_filter
+    if o.noise_std == 0:
+        return "none"
+    return "model" if o.n_balls == 1 else "kalman"
+
+
+class _ModelBallPrediction:
+    """The process model of ``estimators.ModelBallObserver`` for ``franka-ball``: one step of
+    the simplified model's LCS (``plant.step``) with its end effector at the measured state and
+    the measured mean acceleration as input, the ball on the table plane (z = r, v_z = 0).
+
+    When the end effector cannot reach the ball within the step (gap > ``reach`` + relative
+    speed · dt) the LCS has no active end effector-ball contact and the ball rolls on at constant
+    velocity, so that case is propagated directly (same result, no LCP)."""
+
+    def __init__(self, plant: Any, layout: BallTaskLayout, reach: float = 0.005):
+        self.plant, self.layout, self.reach = plant, layout, float(reach)
+        self._r_sum = layout.ee_radius + layout.ball_radius
+
+    def __call__(self, ball: Any, ee_p: np.ndarray, ee_v: np.ndarray, ee_a: np.ndarray,
+                 dt: float) -> Any:
+        from estimators import BallModelState, constant_velocity_prediction
+
+        lay = self.layout
+        p = np.array([ball.position[0], ball.position[1], lay.ball_radius])
+        v = np.array([ball.velocity[0], ball.velocity[1], 0.0])
+        ball = BallModelState(p, v, ball.angular_velocity, ball.orientation)
+        gap = float(np.linalg.norm(p - ee_p)) - self._r_sum
+        if gap > self.reach + float(np.linalg.norm(ee_v - v)) * dt + 0.5 * float(
+                np.linalg.norm(ee_a)) * dt * dt:
+            return constant_velocity_prediction(ball, ee_p, ee_v, ee_a, dt)
+        w, qx, qy, qz = ball.orientation
+        x = np.zeros(self.plant.n_x)
+        x[list(lay.ee_position)] = ee_p
+        x[list(lay.ee_velocity)] = ee_v
+        x[3:6], x[6:10], x[13:16] = p, (qx, qy, qz, w), v
+        x[16:19] = _quat_to_R(np.array([qx, qy, qz, w])).T @ ball.angular_velocity
+        xn, _ = self.plant.step(x, ee_a, dt=dt)
+        R = _quat_to_R(xn[6:10])
+        return BallModelState(xn[3:6].copy(), xn[13:16].copy(), R @ xn[16:19],
+                              np.array([xn[9], xn[6], xn[7], xn[8]]))
 
 
 def make_world(o: FrankaBallOptions, gains: Any, plant: Any, layout: BallTaskLayout) -> Any:
@@ -476,6 +546,8 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         bq_log[i] = quats
         gap_log[i] = np.linalg.norm(balls - p_ee, axis=1) - r_sum
         for b in range(k):
+            if hasattr(vis[b], "set_end_effector"):  # a contact-model observer
+                vis[b].set_end_effector(p_ee, v_ee)
             est[b] = vis[b].step(balls[b], t)
             be_log[i, b] = est[b].position
         if o.n_balls == 1:  # lap progress of the true ball
@@ -493,10 +565,11 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         if pending is not None and t >= pending[0] - 1e-12:
             cmd.update(pending[1])
             pending = None
-        fresh = max(s.t for s in est) > last_sample_t
+        sample_t = max(getattr(v_, "last_sample_t", s.t) for v_, s in zip(vis, est))
+        fresh = sample_t > last_sample_t
         if (t >= next_plan_t - 1e-12 and all(s.valid for s in est)
                 and (fresh or not o.plan_on_new_sample)):
-            last_sample_t = max(s.t for s in est)
+            last_sample_t = sample_t
             x_hat = _estimate_vector(plant, layout, p_ee, v_ee, est,
                                      t if o.extrapolate_vision else None, o.ball_on_table)
             plan = planner.plan(x_hat, t)
@@ -771,6 +844,7 @@ def summarize(log: FrankaBallLog) -> dict[str, Any]:
         "lap_angle_deg": log.info.get("lap_angle_deg"),
         "line_done_time_s": log.info.get("line_done_time_s"),
         "ball_advance_m": (log.balls[-1, :, 1] - log.balls[0, :, 1]).tolist(),
+        "line_distance_m": float(o["line_distance"]),
         "contact_fraction_true": float(np.mean(np.any(contact, axis=1))),
         "contact_fraction_planned": float(np.mean(np.any(log.plan_contact > 1e-6, axis=1)))
         if n_plans else 0.0,
