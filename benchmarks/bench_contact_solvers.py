@@ -329,8 +329,10 @@ def markdown(res: dict) -> str:
               "machine disturb least. A solve is everything from the problem to the impulses (pieces, β₀, factorization, 100 "
               "iterations) except the accuracy evaluation. The iteration over the pieces is the same compiled kernel "
               "for all three; they differ in the pieces and in the matrix build, factorization and solve: SubADMM = "
-              "CRBA with per-body point masses + Featherstone LDLᵀ (Pinocchio C++, all trees in one pass); No Body = "
-              "per-tree Σ J_pᵀJ_p assembled in numpy + batched dense Cholesky; No Sub = the whole A + βJᵀJ, SuperLU. "
+              "CRBA with per-body point masses + Featherstone LDLᵀ (Pinocchio C++, one call each per chunk of whole trees "
+              "≤ 96 dofs; per-body inertia updates are Python calls); No Body = per-tree Σ J_pᵀJ_p assembled in numpy "
+              "+ batched dense Cholesky; No Sub = the whole A + βJᵀJ, SuperLU. β₀ = the seed's pseudo-density over "
+              "bodies for all three. "
               "On contacts between two trees No Sub has one piece where the split variants have two (|Z_i| = 2), so "
               "its iterates differ and its residual after 100 iterations is not the same.", "",
               f"### Scenes (one-word solver switch; stacks {res['scene_duration']} s at 1 ms, a1-drop-8 0.5 s at 1/240 s)", "",

@@ -21,7 +21,7 @@ Variants (``SubADMMOptions.variant``):
   says so (``solver`` = ``"subadmm[no_body]"``).
 * ``"no_body"`` (prior work [34]; **the default**): one piece per (contact, tree);
   ``A_j + β Σ J_ijᵀJ_ij`` is assembled from the pieces and factored by dense Cholesky per tree
-  (batched by tree size). It is the default because it measured 5-18 % faster than ``"body"`` here
+  (batched by tree size). It is the default because ``"body"`` took 4-16 % longer here
   (docs/contact-solvers.md §4, Table III): the pieces are the same unless a contact joins two bodies
   of one tree, which the scenes never produce (pairs within one tree are not tested).
 * ``"no_sub"``: plain ADMM on the whole system (eq. 28): one slack per contact and the coupled
@@ -90,6 +90,8 @@ class SubADMMOptions:
             131 iterations (median of 10 perturbed cases), hence the default.
         adaptive_penalty: the optional rule of eq. (43).
         gamma: γ > 1 of eq. (43) (ours: 10).
+        penalty_rule: ``"seed"`` (eq. 43 on θ_p/θ_d as they are) or ``"normalized"`` (each
+            residual divided by the size of its terms, as OSQP does; measured worse, docs §4.3).
         relaxation: over-relaxation α ∈ (0, 2) of the z/λ-step (``α J v̂ + (1 − α) z`` in place of
             ``J v̂``; Boyd et al. 2011 §3.4.3; not in the seed). 1 = the seed's iteration.
         theta: mid-step θ of the constraint velocity (as CANAL).
@@ -127,6 +129,8 @@ class SubADMMOptions:
             raise ValueError(f"residual_tol must be >= 0, got {self.residual_tol}")
         if self.beta is not None and not (np.isfinite(self.beta) and self.beta > 0):
             raise ValueError(f"beta must be None or finite and > 0, got {self.beta}")
+        if self.penalty_rule not in ("seed", "normalized"):
+            raise ValueError(f"penalty_rule must be 'seed' or 'normalized', got {self.penalty_rule!r}")
         if not 0 < self.relaxation < 2:
             raise ValueError(f"relaxation must lie in (0, 2), got {self.relaxation}")
         if not self.gamma > 1:
@@ -657,8 +661,9 @@ class SubADMMSolver(WarmStartedSolver):
                 break
             if o.adaptive_penalty and o.penalty_rule == "normalized":
                 # OSQP-style: both residuals relative to the size of their terms (dimensionless)
-                ratio = (theta_p / max(np.abs(z).max(initial=0.0), np.abs(dmax_scale := piece_velocity(v)).max(initial=0.0), 1e-300)) / (
-                    theta_d / max(np.abs(Av).max(), np.abs(b).max(), np.abs(Jtl).max(), 1e-300))
+                primal_scale = max(np.abs(z).max(initial=0.0), np.abs(piece_velocity(v)).max(initial=0.0), 1e-300)
+                dual_scale = max(np.abs(Av).max(), np.abs(b).max(), np.abs(Jtl).max(), 1e-300)
+                ratio = (theta_p / primal_scale) / (theta_d / dual_scale)
             else:
                 ratio = theta_p / theta_d if theta_d > 0 else np.inf
             if o.adaptive_penalty and theta_p > 0 and theta_d > 0 and (ratio > o.gamma or ratio * o.gamma < 1):
