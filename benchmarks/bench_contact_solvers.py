@@ -11,9 +11,9 @@ All solvers run in one process on the same problems (``plants.sim``; the machine
   strict-operator equation (eq. 19), 10 AL loops each at fixed β = 1e4, on the mass-ratio set:
   inner (Newton) iterations, failure rate (an inner loop that does not reach its tolerance in 100
   steps), final residual.
-* **Table III analogue**: SubADMM (body-level splitting, CRBA + branch-sparse LDLᵀ) vs "No Body"
-  (per-tree pieces, dense per-tree Cholesky) vs "No Sub" (full-system ADMM, one sparse LU of the
-  whole ``A + βJᵀJ``), 100 iterations each at the same β₀, on frozen steps of ``a1-drop-8`` /
+* **Table III analogue**: SubADMM (body-level splitting, composite-rigid-body build + branch-sparse
+  LTDL) vs "No Body" (per-tree pieces, dense per-tree Cholesky) vs "No Sub" (full-system ADMM, one
+  sparse LU of the whole ``A + βJᵀJ``), 100 iterations each at the same β₀, on frozen steps of ``a1-drop-8`` /
   ``a1-drop-27`` (Unitree A1, 18 dofs each, dropped at δt = 1/240 s), ``clutter-40`` (40 free
   bodies) and ``cube-drop-5``. Time per solve without the accuracy evaluation (fastest and median
   of 21, the three variants interleaved), and the metric after the 100 iterations.
@@ -329,10 +329,10 @@ def markdown(res: dict) -> str:
               "machine disturb least. A solve is everything from the problem to the impulses (pieces, β₀, factorization, 100 "
               "iterations) except the accuracy evaluation. The iteration over the pieces is the same compiled kernel "
               "for all three; they differ in the pieces and in the matrix build, factorization and solve: SubADMM = "
-              "CRBA with per-body point masses + Featherstone LDLᵀ (Pinocchio C++, one call each per chunk of whole trees "
-              "≤ 96 dofs; per-body inertia updates are Python calls); No Body = per-tree Σ J_pᵀJ_p assembled in numpy "
-              "+ batched dense Cholesky; No Sub = the whole A + βJᵀJ, SuperLU. β₀ = the seed's pseudo-density over "
-              "bodies for all three. "
+              "composite-rigid-body build of the per-body point masses + Featherstone's LTDL with branch-induced "
+              "sparsity (compiled); No Body = per-tree Σ J_pᵀJ_p from the pieces + dense Cholesky (compiled); "
+              "No Sub = the whole sparse A + βJᵀJ, SuperLU (C, called from Python: ~10-20 µs per solve call). "
+              "β₀ = the seed's pseudo-density over bodies for all three. "
               "On contacts between two trees No Sub has one piece where the split variants have two (|Z_i| = 2), so "
               "its iterates differ and its residual after 100 iterations is not the same.", "",
               f"### Scenes (one-word solver switch; stacks {res['scene_duration']} s at 1 ms, a1-drop-8 0.5 s at 1/240 s)", "",

@@ -179,6 +179,7 @@ def test_no_body_and_no_sub_factorizations_solve_their_matrices(scene, request):
     p = request.getfixturevalue(scene)
     x = np.random.default_rng(2).normal(size=p.n_v)
     for variant, make in (("no_body", lambda pc: TreeSplitFactor(p.A, pc, p.tree_starts, 2.0).solve),
+                          ("no_body", lambda pc: TreeSplitFactor(p.A, pc, p.tree_starts, 2.0, compiled=False).solve),
                           ("no_sub", lambda pc: whole_system_factor(p.A, pc, p.tree_starts, 2.0))):
         pc = slack_pieces(p, variant)
         R = pc.dense(p.n_v).reshape(-1, p.n_v)
@@ -250,8 +251,8 @@ def test_pseudo_density_over_bodies(a1, cubes):
 # ----------------------------------------------------------------------------- bad input
 def test_problems_without_bodies_fall_back_to_tree_pieces(cubes):
     loaded = replace(cubes, bodies=None)
-    assert SubADMMOptions().variant == "no_body"
-    r = SubADMMSolver(variant="body", max_iterations=5, warm_start=False).solve(loaded)
+    assert SubADMMOptions().variant == "body"
+    r = SubADMMSolver(max_iterations=5, warm_start=False).solve(loaded)
     assert r.solver == "subadmm[no_body]"
     with pytest.raises(ValueError, match="bodies"):
         slack_pieces(loaded, "body")
@@ -283,9 +284,9 @@ def test_bad_contact_bodies(cubes):
 
 
 def test_compiled_solves_match_their_references(a1):
-    """Featherstone LDLᵀ solve per tree (compiled) vs dense solves of U D Uᵀ; the per-tree inverse
-    mat-vec of No Body vs einsum."""
-    from plants.sim._subadmm_kernels import block_matvec, ldlt_solve_trees, ldlt_solve_trees_numpy
+    """Featherstone LDLᵀ solve per chunk (compiled) vs dense solves of U D Uᵀ; the compiled No Body
+    build + Cholesky vs its numpy reference (einsum, LAPACK)."""
+    from plants.sim._subadmm_kernels import ldlt_solve_trees, ldlt_solve_trees_numpy
 
     p = a1
     pieces = slack_pieces(p, "body")
@@ -296,10 +297,10 @@ def test_compiled_solves_match_their_references(a1):
     ldlt_solve_trees_numpy(f.U, f.D_inv, f.nv_subtree, f.chunk_starts, y, ref)
     assert rel(out, ref) <= 1e-10
     assert np.count_nonzero(f.nv_subtree < np.diff(p.tree_starts).max()) > p.n_trees  # branches: real sparsity
-    t = TreeSplitFactor(p.A, slack_pieces(p, "no_body"), p.tree_starts, 1.0)
-    idx, inv = t.groups[0]
-    block_matvec(inv, idx, y, out)
-    assert rel(out[idx], np.einsum("tij,tj->ti", inv, y[idx])) <= 1e-12
+    pt = slack_pieces(p, "no_body")
+    fast = TreeSplitFactor(p.A, pt, p.tree_starts, 1.0, compiled=True)
+    slow = TreeSplitFactor(p.A, pt, p.tree_starts, 1.0, compiled=False)
+    assert rel(fast.solve(y), slow.solve(y)) <= 1e-10
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -311,3 +312,46 @@ def test_adaptive_penalty_and_relaxation_reach_the_canal_solution(cubes, variant
                       warm_start=False).solve(cubes)
     assert r.status.ok and r.timings["factorizations"] > 1
     assert np.abs(r.v - ref.v).max() <= 1e-5
+
+
+@pytest.mark.parametrize("scene", ["a1", "cubes"])
+@pytest.mark.parametrize("theta", [0.0, 0.4])
+def test_compiled_body_split_equals_pinocchio_crba_and_the_dense_sum(scene, theta, request):
+    """The compiled composite-rigid-body build + LTDL factorization gives the same matrix as
+    Pinocchio's CRBA with modified inertias and as the dense sum (1e-10), and solves with it."""
+    from plants.sim.subadmm import CompiledBodySplitFactor
+
+    p = request.getfixturevalue(scene)
+    pieces = slack_pieces(p, "body")
+    K_ref, _, _ = dense_reference(p, 2.5, theta)
+    c = CompiledBodySplitFactor(p.bodies.model, p.tree_starts).factor(
+        p.bodies, pieces.joint, p.bodies.points[pieces.contact], 2.5, theta, p.A)
+    assert rel(c.matrix(), K_ref) <= 1e-10
+    x = np.random.default_rng(5).normal(size=p.n_v)
+    assert rel(c.solve(K_ref @ x), x) <= 1e-10
+    ref = BodySplitFactor(p.bodies.model, p.tree_starts).factor(p.bodies, pieces.joint, pieces.local_point, 2.5, theta, p.A)
+    assert rel(c.matrix(), ref.matrix()) <= 1e-12
+
+
+def test_compiled_body_split_on_an_intra_tree_contact_and_bad_matrices(a1):
+    from plants.sim.subadmm import CompiledBodySplitFactor
+
+    p = intra_tree_problem(a1)
+    pieces = slack_pieces(p, "body")
+    f = CompiledBodySplitFactor(p.bodies.model, p.tree_starts)
+    f.factor(p.bodies, pieces.joint, p.bodies.points[pieces.contact], 1.5, 0.0, p.A)
+    assert rel(f.matrix(), dense_reference(p, 1.5)[0]) <= 1e-10
+    A = p.A.copy()
+    A[6, 9] = A[9, 6] = 1e-3  # couples two legs of robot 0: not a mass matrix
+    with pytest.raises(ValueError, match="branch"):
+        f.factor(p.bodies, pieces.joint, p.bodies.points[pieces.contact], 1.5, 0.0, A)
+    r = SubADMMSolver(variant="body", max_iterations=5).solve(replace(p, A=A))
+    assert r.status is ContactSolverStatus.NUMERICAL_ERROR and "branch" in r.message
+    with pytest.raises(ValueError, match="body_factorization"):
+        SubADMMOptions(body_factorization="numpy")
+
+
+def test_pinocchio_and_compiled_body_variants_give_the_same_iterates(a1):
+    a = SubADMMSolver(variant="body", max_iterations=50, warm_start=False).solve(a1)
+    b = SubADMMSolver(variant="body", body_factorization="pinocchio", max_iterations=50, warm_start=False).solve(a1)
+    assert np.abs(a.gamma - b.gamma).max() <= 1e-9 * np.abs(a.gamma).max()

@@ -11,10 +11,12 @@ next v-step (eq. 34) is ``b + Σ_p J_pᵀ (β z_p + λ_i⁺) = b + Σ_p J_pᵀ (
 the slacks need not be stored for plain ADMM (they are, for the over-relaxed variant). Reference: :func:`piece_step_numpy` (``tests/test_subadmm_body.py``
 compares both).
 
-The linear solves of the split variants are compiled too, so that all three variants pay the same
-(small) per-call cost and Table III compares the structures: :func:`ldlt_solve_trees` (SubADMM:
-Featherstone's LDLᵀ of each tree, from Pinocchio's factor) and :func:`block_matvec` (No Body: the
-per-tree dense inverse). No Sub uses SuperLU's own (C) solve.
+The builds, factorizations and solves of the split variants are compiled too, so that Table III
+compares structures, not interpreters: :func:`body_split_ltdl` / :func:`ltdl_solve_trees`
+(SubADMM: composite-rigid-body build of the point masses, Featherstone's LTDL with branch-induced
+sparsity) and :func:`tree_split_cholesky` / :func:`cholesky_solve_trees` (No Body: Σ J_pᵀJ_p per
+tree, dense Cholesky). :func:`ldlt_solve_trees` solves with Pinocchio's own LDLᵀ factors (the
+reference path). No Sub uses SuperLU (C).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import numpy as np
 from ._sap_kernels import HAVE_NUMBA, njit
 from .contact_laws import strict_operator
 
-__all__ = ["HAVE_NUMBA", "piece_step", "piece_step_numpy", "ldlt_solve_trees", "ldlt_solve_trees_numpy", "block_matvec"]
+__all__ = ["HAVE_NUMBA", "piece_step", "piece_step_numpy", "ldlt_solve_trees", "ldlt_solve_trees_numpy",
+           "body_split_ltdl", "ltdl_solve_trees", "tree_split_cholesky", "cholesky_solve_trees"]
 
 
 @njit(cache=True)
@@ -173,12 +176,227 @@ def ldlt_solve_trees_numpy(U, Dinv, nv_subtree, starts, y, out) -> None:
 
 
 @njit(cache=True)
-def block_matvec(inv, idx, y, out):  # pragma: no cover - compiled
-    """``out[idx[t]] = inv[t] @ y[idx[t]]`` for every tree t (a per-tree explicit inverse)."""
-    T, s = idx.shape
-    for t in range(T):
-        for i in range(s):
+def body_split_ltdl(A, inv_scale, Jw, piece_joint, piece_point, weight, joint_parent, joint_v, joint_nv, joint_tree,
+                    tree_starts, dof_parent, related, K):  # pragma: no cover - compiled
+    """Build and factor the body-split subsystem matrices (seed 000 eq. 40-41) of all trees.
+
+    ``K_t = Â_t + Σ_b J_bᵀ H_b J_b`` with ``H_b = β Σ_i [I −[p_i]; [p_i] −[p_i]²]`` the (world-frame,
+    about the origin, linear part first) spatial inertia of point masses β at the contact points
+    on body b (App. A), by the composite-rigid-body recursion: composite inertias
+    ``Y_j = Σ_{b ∈ subtree(j)} H_b``, then ``K[a, j] = S_aᵀ Y_j S_j`` for every ancestor a of j
+    (the motion subspaces S are the columns of the world Jacobian ``Jw``). Then Featherstone's
+    LTDL factorization ``K = Lᵀ D L`` with branch-induced sparsity (RBDA Table 6.3), in place.
+
+    Args:
+        A: (n_v, n_v) the problem's A; inv_scale: 1/(1 − θ) (``Â = A/(1 − θ)``).
+        Jw: (6, n_v) world-frame joint Jacobian (linear rows first).
+        piece_joint: (n_p,) body (joint) of each piece; piece_point: (n_p, 3) its world contact
+            point; weight: the point mass β.
+        joint_parent, joint_v, joint_nv, joint_tree: (n_joints,) parent joint (0 = world), first
+            dof, dof count and tree of each joint (joint 0 = world).
+        tree_starts: (n_trees + 1,) dof offsets; dof_parent: (n_v,) parent dof (−1 at a root).
+        related: (n_trees, s, s) True where one dof is an ancestor of (or is) the other: the only
+            entries a mass matrix can have (branch-induced sparsity).
+        K: output (n_trees, s, s): the factors (D on the diagonal, L strictly below).
+
+    Returns:
+        0 on success, 1 if a pivot D is not positive (not SPD), 2 if ``A`` has an entry outside the
+        branch-induced pattern (then it is not a mass matrix plus a diagonal: use another variant).
+    """
+    n_trees = tree_starts.size - 1
+    for t in range(n_trees):
+        st = tree_starts[t]
+        n = tree_starts[t + 1] - st
+        for i in range(n):
+            for j in range(n):
+                x = A[st + i, st + j]
+                if not related[t, i, j] and x != 0.0:
+                    return 2
+                K[t, i, j] = x * inv_scale
+    nj = joint_parent.size
+    Y = np.zeros((nj, 6, 6))
+    active = np.zeros(nj, dtype=np.bool_)
+    for q in range(piece_joint.size):  # H_b: a point mass β at each contact point (eq. 44)
+        j = piece_joint[q]
+        active[j] = True
+        x = piece_point[q, 0]
+        y = piece_point[q, 1]
+        z = piece_point[q, 2]
+        w = weight
+        for r in range(3):
+            Y[j, r, r] += w
+        # upper right −w[p], lower left w[p]
+        Y[j, 0, 4] += w * z
+        Y[j, 0, 5] -= w * y
+        Y[j, 1, 3] -= w * z
+        Y[j, 1, 5] += w * x
+        Y[j, 2, 3] += w * y
+        Y[j, 2, 4] -= w * x
+        Y[j, 4, 0] += w * z
+        Y[j, 5, 0] -= w * y
+        Y[j, 3, 1] -= w * z
+        Y[j, 5, 1] += w * x
+        Y[j, 3, 2] += w * y
+        Y[j, 4, 2] -= w * x
+        # lower right −w[p]² = w(|p|² I − p pᵀ)
+        Y[j, 3, 3] += w * (y * y + z * z)
+        Y[j, 4, 4] += w * (x * x + z * z)
+        Y[j, 5, 5] += w * (x * x + y * y)
+        Y[j, 3, 4] -= w * x * y
+        Y[j, 4, 3] -= w * x * y
+        Y[j, 3, 5] -= w * x * z
+        Y[j, 5, 3] -= w * x * z
+        Y[j, 4, 5] -= w * y * z
+        Y[j, 5, 4] -= w * y * z
+    for j in range(nj - 1, 0, -1):  # children come after their parents in the joint order
+        p = joint_parent[j]
+        if active[j] and p > 0:
+            active[p] = True
+            for r in range(6):
+                for c in range(6):
+                    Y[p, r, c] += Y[j, r, c]
+    F = np.empty((6, 6))
+    for j in range(1, nj):
+        if not active[j]:
+            continue
+        v0 = joint_v[j]
+        n = joint_nv[j]
+        t = joint_tree[j]
+        st = tree_starts[t]
+        for r in range(6):  # F = Y_j S_j
+            for c in range(n):
+                acc = 0.0
+                for k in range(6):
+                    acc += Y[j, r, k] * Jw[k, v0 + c]
+                F[r, c] = acc
+        a = j
+        while a > 0:
+            va = joint_v[a]
+            na = joint_nv[a]
+            for r in range(na):
+                for c in range(n):
+                    acc = 0.0
+                    for k in range(6):
+                        acc += Jw[k, va + r] * F[k, c]
+                    K[t, va - st + r, v0 - st + c] += acc
+                    if a != j:
+                        K[t, v0 - st + c, va - st + r] += acc
+            a = joint_parent[a]
+    status = 0
+    for t in range(n_trees):  # LTDL (RBDA Table 6.3), tree-local indices
+        st = tree_starts[t]
+        n = tree_starts[t + 1] - st
+        Kt = K[t]
+        for k in range(n - 1, -1, -1):
+            if not Kt[k, k] > 0.0:
+                return 1
+            i = dof_parent[st + k]
+            while i >= 0:
+                il = i - st
+                a = Kt[k, il] / Kt[k, k]
+                j = i
+                while j >= 0:
+                    jl = j - st
+                    Kt[il, jl] -= a * Kt[k, jl]
+                    j = dof_parent[j]
+                Kt[k, il] = a
+                i = dof_parent[i]
+    return status
+
+
+@njit(cache=True)
+def ltdl_solve_trees(K, dof_parent, tree_starts, y, out):  # pragma: no cover - compiled
+    """Solve with the factors of :func:`body_split_ltdl` (RBDA Table 6.4): ``out = K⁻¹ y``."""
+    out[:] = y
+    for t in range(tree_starts.size - 1):
+        st = tree_starts[t]
+        n = tree_starts[t + 1] - st
+        Kt = K[t]
+        for k in range(n - 1, -1, -1):  # x ← L⁻ᵀ x
+            xk = out[st + k]
+            j = dof_parent[st + k]
+            while j >= 0:
+                out[j] -= Kt[k, j - st] * xk
+                j = dof_parent[j]
+        for k in range(n):
+            out[st + k] /= Kt[k, k]
+        for k in range(n):  # x ← L⁻¹ x
             acc = 0.0
-            for j in range(s):
-                acc += inv[t, i, j] * y[idx[t, j]]
-            out[idx[t, i]] = acc
+            j = dof_parent[st + k]
+            while j >= 0:
+                acc += Kt[k, j - st] * out[j]
+                j = dof_parent[j]
+            out[st + k] -= acc
+
+
+@njit(cache=True)
+def tree_split_cholesky(A, blocks, cols, piece_tree, tree_starts, beta, L):  # pragma: no cover - compiled
+    """"No Body" in one compiled pass: per tree ``K_t = A_t + β Σ_p J_pᵀJ_p`` from the pieces of the
+    tree (dense), then its dense Cholesky ``K_t = L_t L_tᵀ`` in place.
+
+    Args:
+        A: (n_v, n_v); blocks: (n_p, 3, s) piece rows on ``cols`` (n_p, s) (n_v = padding);
+        piece_tree: (n_p,) tree of each piece; tree_starts: (n_trees + 1,); beta: penalty.
+        L: output (n_trees, s_max, s_max), lower triangle.
+
+    Returns:
+        0 on success, 1 if the matrix is not positive definite.
+    """
+    n_trees = tree_starts.size - 1
+    n_v = A.shape[0]
+    for t in range(n_trees):
+        st = tree_starts[t]
+        n = tree_starts[t + 1] - st
+        for i in range(n):
+            for j in range(n):
+                L[t, i, j] = A[st + i, st + j]
+    n_p, _, s = blocks.shape
+    for p in range(n_p):
+        t = piece_tree[p]
+        st = tree_starts[t]
+        for a in range(s):
+            ca = cols[p, a]
+            if ca >= n_v:
+                continue
+            for b in range(s):
+                cb = cols[p, b]
+                if cb >= n_v:
+                    continue
+                L[t, ca - st, cb - st] += beta * (blocks[p, 0, a] * blocks[p, 0, b] + blocks[p, 1, a] * blocks[p, 1, b]
+                                                  + blocks[p, 2, a] * blocks[p, 2, b])
+    for t in range(n_trees):
+        n = tree_starts[t + 1] - tree_starts[t]
+        Lt = L[t]
+        for j in range(n):
+            d = Lt[j, j]
+            for k in range(j):
+                d -= Lt[j, k] * Lt[j, k]
+            if not d > 0.0:
+                return 1
+            d = math.sqrt(d)
+            Lt[j, j] = d
+            for i in range(j + 1, n):
+                x = Lt[i, j]
+                for k in range(j):
+                    x -= Lt[i, k] * Lt[j, k]
+                Lt[i, j] = x / d
+    return 0
+
+
+@njit(cache=True)
+def cholesky_solve_trees(L, tree_starts, y, out):  # pragma: no cover - compiled
+    """``out = (L Lᵀ)⁻¹ y`` per tree with the factors of :func:`tree_split_cholesky`."""
+    for t in range(tree_starts.size - 1):
+        st = tree_starts[t]
+        n = tree_starts[t + 1] - st
+        Lt = L[t]
+        for i in range(n):
+            x = y[st + i]
+            for k in range(i):
+                x -= Lt[i, k] * out[st + k]
+            out[st + i] = x / Lt[i, i]
+        for i in range(n - 1, -1, -1):
+            x = out[st + i]
+            for k in range(i + 1, n):
+                x -= Lt[k, i] * out[st + k]
+            out[st + i] = x / Lt[i, i]

@@ -11,19 +11,20 @@ iteration is
 
 Variants (``SubADMMOptions.variant``):
 
-* ``"body"`` (SubADMM as the seed writes it): body-level Jacobian splitting (eq. 30-31). One piece per
-  (contact, body side) ``J_ij = ±F_i [I −[p_i]] J_b`` (an intra-tree body–body contact gets two
-  stacked pieces). The subsystem matrix is ``J_Bᵀ diag(H_b) J_B`` with
+* ``"body"`` (SubADMM as the seed writes it; **the default**): body-level Jacobian splitting
+  (eq. 30-31). One piece per (contact, body side) ``J_ij = ±F_i [I −[p_i]] J_b`` (an intra-tree
+  body–body contact gets two stacked pieces). The subsystem matrix is ``J_Bᵀ diag(H_b) J_B`` with
   ``H_b = M_b + β Σ_i [I −[p_i]; [p_i] −[p_i]²]`` (eq. 40-41, 44): a contact adds a point mass β at
-  ``p_i`` to its body, so Pinocchio's CRBA builds the matrix and Featherstone's branch-sparse LDLᵀ
-  (``pinocchio.cholesky``) factors it, for all trees in one pass. Needs ``problem.bodies``; a
-  problem without it (hand-built or loaded from a file) falls back to ``"no_body"`` and the result
-  says so (``solver`` = ``"subadmm[no_body]"``).
-* ``"no_body"`` (prior work [34]; **the default**): one piece per (contact, tree);
-  ``A_j + β Σ J_ijᵀJ_ij`` is assembled from the pieces and factored by dense Cholesky per tree
-  (batched by tree size). It is the default because ``"body"`` took 4-16 % longer here
-  (docs/contact-solvers.md §4, Table III): the pieces are the same unless a contact joins two bodies
-  of one tree, which the scenes never produce (pairs within one tree are not tested).
+  ``p_i`` to its body. It is built by the composite-rigid-body recursion and factored by
+  Featherstone's LTDL with branch-induced sparsity, in one compiled pass over all trees
+  (:class:`CompiledBodySplitFactor`); :class:`BodySplitFactor` does the same with Pinocchio's CRBA
+  and ``pinocchio.cholesky`` (the reference, ``body_factorization="pinocchio"``). Needs
+  ``problem.bodies``; a problem without it (hand-built or loaded from a file) falls back to
+  ``"no_body"`` and the result says so (``solver`` = ``"subadmm[no_body]"``).
+* ``"no_body"`` (prior work [34]): one piece per (contact, tree); ``A_j + β Σ J_ijᵀJ_ij`` is
+  assembled from the pieces and factored by dense Cholesky per tree (compiled,
+  :class:`TreeSplitFactor`). The pieces equal the body pieces unless a contact joins two bodies of
+  one tree, which the scenes never produce (pairs within one tree are not tested).
 * ``"no_sub"``: plain ADMM on the whole system (eq. 28): one slack per contact and the coupled
   matrix ``A + β JᵀJ`` factored **as one matrix** by a general sparse LU (SuperLU, symmetric mode).
   Factoring it per island of coupled trees would already be a subsystem split, so we do not.
@@ -45,7 +46,10 @@ from scipy.sparse.linalg import splu
 
 from ._subadmm_kernels import (
     HAVE_NUMBA,
-    block_matvec,
+    body_split_ltdl,
+    cholesky_solve_trees,
+    ltdl_solve_trees,
+    tree_split_cholesky,
     ldlt_solve_trees,
     ldlt_solve_trees_numpy,
     piece_step,
@@ -62,7 +66,8 @@ from .contact_problem import (
 )
 
 __all__ = ["SubADMMOptions", "SubADMMSolver", "SlackPieces", "slack_pieces", "pseudo_density_beta",
-           "BodySplitFactor", "TreeSplitFactor", "whole_system_factor", "VARIANTS"]
+           "BodySplitFactor", "CompiledBodySplitFactor", "TreeSplitFactor",
+           "whole_system_factor", "VARIANTS"]
 
 VARIANTS = ("body", "no_body", "no_sub")
 """SubADMM with body splitting, without body splitting ([34]), and full-system ADMM (eq. 28)."""
@@ -74,8 +79,8 @@ class SubADMMOptions:
 
     Attributes:
         variant: one of :data:`VARIANTS` (see the module docstring): ``"body"`` (SubADMM, eq. 30-31,
-            40-41), ``"no_body"`` (subsystems without body splitting; the default, measured faster
-            in Python) or ``"no_sub"`` (full-system ADMM, eq. 28).
+            40-41; default), ``"no_body"`` (subsystems without body splitting) or ``"no_sub"``
+            (full-system ADMM, eq. 28).
         max_iterations: iteration budget l_max (Table III: 100).
         tol: stop when the accuracy metric of seed 000 §VII ≤ tol.
         residual_tol: also stop when θ_p + θ_d ≤ residual_tol (θ_th; 0 disables).
@@ -92,6 +97,11 @@ class SubADMMOptions:
         gamma: γ > 1 of eq. (43) (ours: 10).
         penalty_rule: ``"seed"`` (eq. 43 on θ_p/θ_d as they are) or ``"normalized"`` (each
             residual divided by the size of its terms, as OSQP does; measured worse, docs §4.3).
+        body_factorization: how ``"body"`` builds and factors eq. (40-41): ``"compiled"``
+            (:class:`CompiledBodySplitFactor`: composite-rigid-body recursion of the point masses
+            plus Featherstone's LTDL, one compiled pass) or ``"pinocchio"``
+            (:class:`BodySplitFactor`: Pinocchio's CRBA and LDLᵀ on chunked model copies with the
+            inertias modified per body; the reference). Same matrix to round-off.
         relaxation: over-relaxation α ∈ (0, 2) of the z/λ-step (``α J v̂ + (1 − α) z`` in place of
             ``J v̂``; Boyd et al. 2011 §3.4.3; not in the seed). 1 = the seed's iteration.
         theta: mid-step θ of the constraint velocity (as CANAL).
@@ -99,7 +109,7 @@ class SubADMMOptions:
         blas_threads: BLAS threads during the solve.
     """
 
-    variant: str = "no_body"
+    variant: str = "body"
     max_iterations: int = 100
     tol: float = 1e-10
     residual_tol: float = 0.0
@@ -110,6 +120,7 @@ class SubADMMOptions:
     gamma: float = 10.0
     relaxation: float = 1.0
     penalty_rule: str = "seed"
+    body_factorization: str = "compiled"
     theta: float = 0.0
     warm_start: bool = True
     blas_threads: int | None = 1
@@ -129,6 +140,8 @@ class SubADMMOptions:
             raise ValueError(f"residual_tol must be >= 0, got {self.residual_tol}")
         if self.beta is not None and not (np.isfinite(self.beta) and self.beta > 0):
             raise ValueError(f"beta must be None or finite and > 0, got {self.beta}")
+        if self.body_factorization not in ("compiled", "pinocchio"):
+            raise ValueError(f"body_factorization must be 'compiled' or 'pinocchio', got {self.body_factorization!r}")
         if self.penalty_rule not in ("seed", "normalized"):
             raise ValueError(f"penalty_rule must be 'seed' or 'normalized', got {self.penalty_rule!r}")
         if not 0 < self.relaxation < 2:
@@ -446,6 +459,76 @@ class BodySplitFactor:
         return out
 
 
+class CompiledBodySplitFactor:
+    """The body-split subsystem matrix of eq. (40-41), built and factored in one compiled pass
+    (:func:`~plants.sim._subadmm_kernels.body_split_ltdl`): ``Â`` plus the composite-rigid-body
+    recursion of the point-mass inertias ``H_b − M_b = β Σ_i [I −[p_i]; [p_i] −[p_i]²]`` (CRBA is
+    linear in the inertias, and ``Â`` already holds the ``M_b`` part), then Featherstone's LTDL with
+    branch-induced sparsity. Same matrix as :class:`BodySplitFactor` (Pinocchio's CRBA and
+    LDLᵀ, the tested reference) without a Python call per body or per tree.
+
+    Args:
+        model: the Pinocchio model of ``ContactBodies`` (read once: parents, dof ranges).
+        tree_starts: (n_trees + 1,) dof offsets of the trees.
+    """
+
+    def __init__(self, model, tree_starts: np.ndarray):
+        self.source = model
+        self.tree_starts = np.asarray(tree_starts, dtype=np.int64)
+        nj = model.njoints
+        self.joint_parent = np.array([int(model.parents[j]) for j in range(nj)], dtype=np.int64)
+        self.joint_v = np.array([model.joints[j].idx_v if j else -1 for j in range(nj)], dtype=np.int64)
+        self.joint_nv = np.array([model.joints[j].nv if j else 0 for j in range(nj)], dtype=np.int64)
+        self.joint_tree = np.searchsorted(self.tree_starts, self.joint_v, side="right") - 1
+        n_v = int(self.tree_starts[-1])
+        self.dof_parent = np.full(n_v, -1, dtype=np.int64)
+        for j in range(1, nj):  # once per model
+            v0, p = self.joint_v[j], self.joint_parent[j]
+            self.dof_parent[v0] = self.joint_v[p] + self.joint_nv[p] - 1 if p > 0 else -1
+            self.dof_parent[v0 + 1 : v0 + self.joint_nv[j]] = np.arange(v0, v0 + self.joint_nv[j] - 1)
+        sizes = np.diff(self.tree_starts)
+        s = int(sizes.max())
+        self.related = np.zeros((sizes.size, s, s), dtype=bool)
+        for t, st in enumerate(self.tree_starts[:-1]):  # ancestor-or-self pairs (once per model)
+            for k in range(sizes[t]):
+                a = st + k
+                while a >= 0:
+                    self.related[t, k, a - st] = self.related[t, a - st, k] = True
+                    a = self.dof_parent[a]
+        self.K = np.zeros((sizes.size, s, s))
+
+    def factor(self, bodies: ContactBodies, joint: np.ndarray, points: np.ndarray, beta: float, theta: float,
+               A: np.ndarray) -> "CompiledBodySplitFactor":
+        """Factor ``Â + β Σ J_ijᵀJ_ij`` for pieces on bodies ``joint`` (n_p,) at world ``points``
+        (n_p, 3). Returns self. ValueError if ``A`` is not branch-sparse (not ``M + diag``)."""
+        status = body_split_ltdl(A, 1.0 / (1.0 - theta), np.ascontiguousarray(bodies.world_jacobian),
+                                 np.ascontiguousarray(joint, np.int64), np.ascontiguousarray(points, float), float(beta),
+                                 self.joint_parent, self.joint_v, self.joint_nv, self.joint_tree, self.tree_starts,
+                                 self.dof_parent, self.related, self.K)
+        if status == 2:
+            raise ValueError("A has entries outside the branch-induced pattern of the model's mass matrix")
+        if status == 1:
+            raise LinAlgError("the body-split subsystem matrix is not positive definite")
+        return self
+
+    def matrix(self) -> np.ndarray:
+        """(n_v, n_v) the factored matrix ``Lᵀ D L`` per tree (dense; tests and inspection)."""
+        n_v = int(self.tree_starts[-1])
+        out = np.zeros((n_v, n_v))
+        for t in range(self.tree_starts.size - 1):
+            st, n = self.tree_starts[t], self.tree_starts[t + 1] - self.tree_starts[t]
+            Kt, rel = self.K[t, :n, :n], self.related[t, :n, :n]
+            L = np.where(rel, np.tril(Kt, -1), 0.0) + np.eye(n)
+            out[st : st + n, st : st + n] = L.T @ np.diag(np.diag(Kt)) @ L
+        return out
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """``(Â + β Σ J_ijᵀJ_ij)⁻¹ rhs`` for rhs (n_v,)."""
+        out = np.empty_like(rhs)
+        ltdl_solve_trees(self.K, self.dof_parent, self.tree_starts, rhs, out)
+        return out
+
+
 def _assembled_matrix(A: np.ndarray, pieces: SlackPieces, beta: float) -> np.ndarray:
     """Dense ``A + β Σ_p J_pᵀ J_p`` from the compact blocks (reference for tests)."""
     n_v = A.shape[0]
@@ -458,17 +541,33 @@ def _assembled_matrix(A: np.ndarray, pieces: SlackPieces, beta: float) -> np.nda
 
 class TreeSplitFactor:
     """"No Body" ([34]): per tree, ``A_j + β Σ_i J_ijᵀJ_ij`` assembled from the pieces (one per
-    contact and tree) and factored by dense Cholesky, batched over trees of one size.
+    contact and tree) and factored by dense Cholesky.
+
+    ``compiled=True`` (default with numba) builds and factors all trees in one compiled pass
+    (:func:`~plants.sim._subadmm_kernels.tree_split_cholesky`), the counterpart of
+    :class:`CompiledBodySplitFactor` for Table III; ``False`` is the numpy reference (einsum,
+    ``bincount`` and LAPACK Cholesky batched over trees of one size, explicit inverses).
 
     Args:
         A: (n_v, n_v) block diagonal over ``tree_starts``; pieces: per-tree pieces (``"no_body"``);
-        beta: penalty.
+        beta: penalty; compiled: see above.
     """
 
-    def __init__(self, A: np.ndarray, pieces: SlackPieces, tree_starts: np.ndarray, beta: float):
-        ts = np.asarray(tree_starts)
+    def __init__(self, A: np.ndarray, pieces: SlackPieces, tree_starts: np.ndarray, beta: float,
+                 compiled: bool = HAVE_NUMBA):
+        ts = np.asarray(tree_starts, dtype=np.int64)
+        self.tree_starts = ts
         sizes = np.diff(ts)
         tree = np.searchsorted(ts, pieces.cols[:, 0], side="right") - 1  # a piece's first column is its tree's
+        self.compiled = compiled
+        if compiled:
+            s = int(sizes.max())
+            self.L = np.zeros((sizes.size, s, s))
+            status = tree_split_cholesky(A, np.ascontiguousarray(pieces.blocks), np.ascontiguousarray(pieces.cols, np.int64),
+                                         tree.astype(np.int64), ts, float(beta), self.L)
+            if status:
+                raise LinAlgError("the subsystem matrix is not positive definite")
+            return
         self.groups = []
         for size in np.unique(sizes):  # loop over tree sizes (one for robots of one kind)
             trees = np.flatnonzero(sizes == size)
@@ -490,11 +589,11 @@ class TreeSplitFactor:
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """``(A + β Σ J_pᵀJ_p)⁻¹ rhs`` for rhs (n_v,)."""
         out = np.empty_like(rhs)
+        if self.compiled:
+            cholesky_solve_trees(self.L, self.tree_starts, rhs, out)
+            return out
         for idx, inv in self.groups:
-            if HAVE_NUMBA:
-                block_matvec(inv, idx, rhs, out)
-            else:
-                out[idx] = np.einsum("tij,tj->ti", inv, rhs[idx])
+            out[idx] = np.einsum("tij,tj->ti", inv, rhs[idx])
         return out
 
 
@@ -562,12 +661,14 @@ class SubADMMSolver(WarmStartedSolver):
     def _factor(self, problem, A, pieces, beta, variant):
         if variant == "body":
             bodies = problem.bodies
+            compiled = self.options.body_factorization == "compiled"
+            kind = CompiledBodySplitFactor if compiled else BodySplitFactor
             cache = getattr(self, "_body_factor", None)
-            if cache is None or cache.source is not bodies.model or not np.array_equal(cache.tree_starts,
-                                                                                       problem.tree_starts):
-                cache = self._body_factor = BodySplitFactor(bodies.model, problem.tree_starts)
-            return cache.factor(bodies, pieces.joint, pieces.local_point, beta, self.options.theta,
-                                problem.A).solve
+            if (not isinstance(cache, kind) or cache.source is not bodies.model
+                    or not np.array_equal(cache.tree_starts, problem.tree_starts)):
+                cache = self._body_factor = kind(bodies.model, problem.tree_starts)
+            points = bodies.points[pieces.contact] if compiled else pieces.local_point
+            return cache.factor(bodies, pieces.joint, points, beta, self.options.theta, problem.A).solve
         if variant == "no_body":
             return TreeSplitFactor(A, pieces, problem.tree_starts, beta).solve
         return whole_system_factor(A, pieces, problem.tree_starts, beta)
