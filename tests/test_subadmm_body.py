@@ -15,7 +15,6 @@ import pytest
 from plants.sim import CANALSolver, ContactProblem, ContactSolverStatus, SubADMMSolver, load_scene
 from plants.sim._subadmm_kernels import HAVE_NUMBA, piece_step, piece_step_numpy
 from plants.sim.contact_laws import rigid_contact_form
-from plants.sim.contact_problem import ContactBodies
 from plants.sim.subadmm import (
     VARIANTS,
     BodySplitFactor,
@@ -72,7 +71,8 @@ def intra_tree_problem(a1: ContactProblem) -> ContactProblem:
     frame = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
     local = np.stack([data.oMi[j].actInv(point) for j in (base, calf)])
     bodies = replace(b, joints=np.vstack([b.joints, [base, calf]]), points=np.vstack([b.points, point]),
-                     frames=np.concatenate([b.frames, frame[None]]), local_points=np.concatenate([b.local_points, local[None]]))
+                     frames=np.concatenate([b.frames, frame[None]]),
+                     local_points=np.concatenate([b.local_points, local[None]]))
     _, _, rows = replace(bodies).piece_rows()
     contact = np.concatenate([np.flatnonzero(bodies.joints[:, 0] > 0), np.flatnonzero(bodies.joints[:, 1] > 0)])
     J = np.zeros((a1.n_c + 1, 3, a1.n_v))
@@ -110,7 +110,7 @@ def test_local_points_are_the_contact_points_in_the_joint_frames(a1):
     b = a1.bodies
     data = b.model.createData()
     pin.forwardKinematics(b.model, data, b.q)
-    for i, k in zip(*np.nonzero(b.joints > 0)):
+    for i, k in zip(*np.nonzero(b.joints > 0), strict=True):
         assert np.allclose(data.oMi[int(b.joints[i, k])].act(b.local_points[i, k]), b.points[i], atol=1e-12)
 
 
@@ -152,7 +152,8 @@ def test_crba_matrix_when_the_mass_matrix_is_at_another_configuration(cubes):
     problem = replace(p, A=M + np.diag(d), bodies=replace(p.bodies, mass_q=q, mass_diagonal=d))
     K_ref, _, _ = dense_reference(problem, 2.0)
     pieces = slack_pieces(problem, "body")
-    f = BodySplitFactor(p.bodies.model, p.tree_starts).factor(problem.bodies, pieces.joint, pieces.local_point, 2.0, 0.0, problem.A)
+    f = BodySplitFactor(p.bodies.model, p.tree_starts).factor(problem.bodies, pieces.joint, pieces.local_point, 2.0,
+                                                              0.0, problem.A)
     assert rel(f.matrix(), K_ref) <= 1e-10
 
 
@@ -260,7 +261,8 @@ def test_problems_without_bodies_fall_back_to_tree_pieces(cubes):
 
 @pytest.mark.parametrize("bad, match", [({"variant": "sub"}, "variant"), ({"beta_rule": "joint"}, "beta_rule"),
                                         ({"gamma": 1.0}, "gamma"), ({"max_iterations": 0}, "max_iterations"),
-                                        ({"relaxation": 2.0}, "relaxation"), ({"penalty_rule": "osqp"}, "penalty_rule")])
+                                        ({"relaxation": 2.0}, "relaxation"),
+                                        ({"penalty_rule": "osqp"}, "penalty_rule")])
 def test_bad_options(bad, match):
     with pytest.raises(ValueError, match=match):
         SubADMMOptions(**bad)
@@ -276,7 +278,8 @@ def test_bad_contact_bodies(cubes):
         replace(b, joints=np.full_like(b.joints, b.model.njoints))
     with pytest.raises(TypeError, match="bodies"):
         replace(cubes, bodies="not bodies")
-    short = replace(b, joints=b.joints[:-1], points=b.points[:-1], frames=b.frames[:-1], local_points=b.local_points[:-1])
+    short = replace(b, joints=b.joints[:-1], points=b.points[:-1], frames=b.frames[:-1],
+                    local_points=b.local_points[:-1])
     with pytest.raises(ValueError, match="bodies must describe"):
         replace(cubes, bodies=short)
     with pytest.raises(ValueError, match="variant"):
@@ -329,7 +332,8 @@ def test_compiled_body_split_equals_pinocchio_crba_and_the_dense_sum(scene, thet
     assert rel(c.matrix(), K_ref) <= 1e-10
     x = np.random.default_rng(5).normal(size=p.n_v)
     assert rel(c.solve(K_ref @ x), x) <= 1e-10
-    ref = BodySplitFactor(p.bodies.model, p.tree_starts).factor(p.bodies, pieces.joint, pieces.local_point, 2.5, theta, p.A)
+    ref = BodySplitFactor(p.bodies.model, p.tree_starts).factor(p.bodies, pieces.joint, pieces.local_point, 2.5,
+                                                                theta, p.A)
     assert rel(c.matrix(), ref.matrix()) <= 1e-12
 
 

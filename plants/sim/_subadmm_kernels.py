@@ -8,7 +8,8 @@ iteration is the variant's own linear solve (the quantity Table III compares).
 
 With ``u_ij = −λ_i`` (eq. 39) and ``z_ij = J_ij v̂ + (λ_i⁺ − λ_i)/β`` the right-hand side of the
 next v-step (eq. 34) is ``b + Σ_p J_pᵀ (β z_p + λ_i⁺) = b + Σ_p J_pᵀ (β J_p v̂ + 2λ_i⁺ − λ_i)``, so
-the slacks need not be stored for plain ADMM (they are, for the over-relaxed variant). Reference: :func:`piece_step_numpy` (``tests/test_subadmm_body.py``
+the slacks need not be stored for plain ADMM (they are, for the over-relaxed variant).
+Reference: :func:`piece_step_numpy` (``tests/test_subadmm_body.py``
 compares both).
 
 The builds, factorizations and solves of the split variants are compiled too, so that Table III
@@ -33,7 +34,8 @@ __all__ = ["HAVE_NUMBA", "piece_step", "piece_step_numpy", "ldlt_solve_trees", "
 
 
 @njit(cache=True)
-def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha, z):  # pragma: no cover - compiled
+def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha,
+               z):  # pragma: no cover - compiled
     """One z/λ-step (eq. 35-38) and the next v-step right-hand side (eq. 34).
 
     Args:

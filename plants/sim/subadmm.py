@@ -48,12 +48,12 @@ from ._subadmm_kernels import (
     HAVE_NUMBA,
     body_split_ltdl,
     cholesky_solve_trees,
-    ltdl_solve_trees,
-    tree_split_cholesky,
     ldlt_solve_trees,
     ldlt_solve_trees_numpy,
+    ltdl_solve_trees,
     piece_step,
     piece_step_numpy,
+    tree_split_cholesky,
 )
 from .accuracy import contact_residual, natural_map_residual
 from .canal import ALSolverResult, WarmStartedSolver
@@ -299,7 +299,8 @@ def _point_mass_parameters(local: np.ndarray, weight: float) -> np.ndarray:
     about the joint origin) of point masses ``weight`` at the points ``local`` (n, 3)."""
     x, y, z = local[:, 0], local[:, 1], local[:, 2]
     one = np.ones_like(x)
-    return weight * np.stack([one, x, y, z, y * y + z * z, -x * y, x * x + z * z, -x * z, -y * z, x * x + y * y], axis=1)
+    inertia = [y * y + z * z, -x * y, x * x + z * z, -x * z, -y * z, x * x + y * y]
+    return weight * np.stack([one, x, y, z, *inertia], axis=1)
 
 
 CHUNK_DOFS = 96
@@ -455,7 +456,8 @@ class BodySplitFactor:
         """``(Â + β Σ J_ijᵀJ_ij)⁻¹ rhs`` for rhs (n_v,)."""
         out = np.empty_like(rhs)
         (ldlt_solve_trees if HAVE_NUMBA else ldlt_solve_trees_numpy)(
-            self.U, self.D_inv, self.nv_subtree, self.chunk_starts, rhs if self._scale == 1.0 else self._scale * rhs, out)
+            self.U, self.D_inv, self.nv_subtree, self.chunk_starts,
+            rhs if self._scale == 1.0 else self._scale * rhs, out)
         return out
 
 
@@ -502,7 +504,8 @@ class CompiledBodySplitFactor:
         """Factor ``Â + β Σ J_ijᵀJ_ij`` for pieces on bodies ``joint`` (n_p,) at world ``points``
         (n_p, 3). Returns self. ValueError if ``A`` is not branch-sparse (not ``M + diag``)."""
         status = body_split_ltdl(A, 1.0 / (1.0 - theta), np.ascontiguousarray(bodies.world_jacobian),
-                                 np.ascontiguousarray(joint, np.int64), np.ascontiguousarray(points, float), float(beta),
+                                 np.ascontiguousarray(joint, np.int64), np.ascontiguousarray(points, float),
+                                 float(beta),
                                  self.joint_parent, self.joint_v, self.joint_nv, self.joint_tree, self.tree_starts,
                                  self.dof_parent, self.related, self.K)
         if status == 2:
@@ -563,8 +566,9 @@ class TreeSplitFactor:
         if compiled:
             s = int(sizes.max())
             self.L = np.zeros((sizes.size, s, s))
-            status = tree_split_cholesky(A, np.ascontiguousarray(pieces.blocks), np.ascontiguousarray(pieces.cols, np.int64),
-                                         tree.astype(np.int64), ts, float(beta), self.L)
+            status = tree_split_cholesky(A, np.ascontiguousarray(pieces.blocks),
+                                         np.ascontiguousarray(pieces.cols, np.int64), tree.astype(np.int64), ts,
+                                         float(beta), self.L)
             if status:
                 raise LinAlgError("the subsystem matrix is not positive definite")
             return
@@ -584,7 +588,8 @@ class TreeSplitFactor:
                                               ).reshape(trees.size, size, size)
             L = np.linalg.cholesky(blocks)  # LinAlgError if not SPD
             Linv = np.linalg.inv(L)
-            self.groups.append((np.ascontiguousarray(idx, np.int64), np.ascontiguousarray(np.swapaxes(Linv, 1, 2) @ Linv)))
+            inverse = np.ascontiguousarray(np.swapaxes(Linv, 1, 2) @ Linv)
+            self.groups.append((np.ascontiguousarray(idx, np.int64), inverse))
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """``(A + β Σ J_pᵀJ_p)⁻¹ rhs`` for rhs (n_v,)."""
@@ -780,7 +785,8 @@ class SubADMMSolver(WarmStartedSolver):
         return ALSolverResult(
             status=status, v=form.next_velocity(v), gamma=lam.reshape(-1).copy(), iterations=it,
             residual=history[-1], solve_time=time.perf_counter() - t0,
-            timings={"factor": t_factor, "metric": t_metric, "factorizations": float(n_factor), "theta_p": theta_p, "theta_d": theta_d,
+            timings={"factor": t_factor, "metric": t_metric, "factorizations": float(n_factor), "theta_p": theta_p,
+                     "theta_d": theta_d,
                      "pieces": float(ci.size)},
             residual_history=tuple(history), solver=solver_name, message=message, beta=beta, primal_residual=theta_p,
         )
