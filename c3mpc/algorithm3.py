@@ -235,9 +235,10 @@ class LineTarget:
     ball); Phase II is "a set of end-effector biases so that it ends up slightly behind the
     ball": for the first ``phase2_over_fraction`` of Phase II the bias is ``phase2_back``
     behind the ball at ``phase2_clearance`` above the height of contact with the ball's top
-    (over the ball), then behind it at ``gait.phase2_height``. With only the low bias (None)
-    the end effector leaves the top of the ball along its back, drags the ball backwards by
-    friction and, when it was ahead of the ball, pushes it backwards.
+    (over the ball), then behind it at ``gait.phase2_height``, unless that low point lies
+    inside another ball (a ball close behind the lead ball): then it stays high. With only
+    the low bias (None) the end effector leaves the top of the ball along its back, drags the
+    ball backwards by friction and, when it was ahead of the ball, pushes it backwards.
 
     Attributes:
         template, layout, gait: as :class:`CircleTarget`.
@@ -319,8 +320,14 @@ class LineTarget:
         tgt_y = np.where(self.done(ys), ys, ys + self.dy)
         return np.column_stack([np.full(ys.shape, self.x_c), tgt_y])
 
-    def ee_bias(self, phase: int, t: float, ball: np.ndarray) -> np.ndarray:
-        """(3,) end-effector bias for the lead ball's centre ``ball`` (3,) at time t [s]."""
+    def ee_bias(self, phase: int, t: float, ball: np.ndarray,
+                others: np.ndarray | None = None) -> np.ndarray:
+        """(3,) end-effector bias for the lead ball's centre ``ball`` (3,) at time t [s].
+
+        ``others``: (m, 3) centres of the other balls. If the low Phase II bias would put the
+        end effector inside one of them (closer than r_ee + r_ball: a ball close behind the
+        lead ball), the bias stays at the high one for the whole of Phase II.
+        """
         lay, gait = self.layout, self.gait
         top = ball[2] + lay.ball_radius + lay.ee_radius
         if phase == 0:
@@ -329,12 +336,19 @@ class LineTarget:
         e = np.array([self.x_c - ball[0], self.dy])
         e /= float(np.linalg.norm(e))
         back = ball[:2] - gait.phase2_back * e
-        if self.phase2_clearance is not None:
-            period = gait.phase1_duration + gait.phase2_duration
-            s = ((t % period) - gait.phase1_duration) / gait.phase2_duration
-            if s < self.phase2_over_fraction:
-                return np.array([back[0], back[1], top + self.phase2_clearance])
-        return np.array([back[0], back[1], gait.phase2_height])
+        low = np.array([back[0], back[1], gait.phase2_height])
+        if self.phase2_clearance is None:
+            return low
+        high = np.array([back[0], back[1], top + self.phase2_clearance])
+        period = gait.phase1_duration + gait.phase2_duration
+        s = ((t % period) - gait.phase1_duration) / gait.phase2_duration
+        if s < self.phase2_over_fraction:
+            return high
+        if others is not None and len(others):
+            gap = np.linalg.norm(np.asarray(others, float) - low, axis=1)
+            if np.any(gap < lay.ee_radius + lay.ball_radius):
+                return high
+        return low
 
     def __call__(self, x_hat: np.ndarray, t: float) -> PhaseTarget:
         lay = self.layout
@@ -346,7 +360,8 @@ class LineTarget:
             g[ix], g[iy] = tgts[i]
         j = self.lead_ball(ys)
         phase = self.gait.phase(t)
-        g[list(lay.ee_position)] = self.ee_bias(phase, t, balls[j])
+        g[list(lay.ee_position)] = self.ee_bias(phase, t, balls[j],
+                                                np.delete(balls, j, axis=0))
         _set_ee_velocity_bias(g, self.gait, phase, x_hat, lay, j)
         return PhaseTarget(g, phase, tgts)
 

@@ -152,3 +152,16 @@ def test_two_ball_line_task_completes_at_fixed_latency():
     assert s["line_done_time_s"] <= 15.0
     # the planner, not a script, moved the balls: C3 decided end effector-ball contact
     assert s["contact_fraction_planned"] > 0.05
+
+
+def test_low_phase2_bias_is_never_inside_another_ball(two_balls):
+    plant, lay = two_balls
+    t = _target(plant, lay)
+    lead = np.array([0.55, -0.1, R_BALL])
+    low = np.array([0.55, -0.1 - 0.0425, 0.045])
+    # a ball 6 cm behind: the low bias is 2.2 cm from its centre (< r_ee + r_ball = 5.1 cm)
+    close = np.array([[0.55, -0.16, R_BALL]])
+    assert np.linalg.norm(close[0] - low) == pytest.approx(math.hypot(0.0175, 0.0135))
+    np.testing.assert_allclose(t.ee_bias(1, 1.4, lead, close), [*low[:2], TOP + 0.01])
+    far = np.array([[0.55, -0.25, R_BALL], [0.55, 0.0, R_BALL]])
+    np.testing.assert_allclose(t.ee_bias(1, 1.4, lead, far), low)
