@@ -71,13 +71,16 @@ class FrankaBallOptions:
         vision_rate_hz: camera rate [Hz] (paper: 80).
         vision_filter: ``estimators`` filter: "none" (raw positions, finite-difference
             velocity: the paper's emulation), "lowpass", "kalman" (constant-velocity Kalman,
-            measurement σ = ``noise_std``), "model" (one ball: ``estimators.ModelBallObserver``,
-            a Kalman filter whose prediction is the simplified model's LCS driven by the
-            measured end effector), or "auto" ("none" without noise; with noise "model" for one
-            ball, "kalman" for more). With noise the estimate matters through Algorithm 3's
-            step 5, which needs the ball relative to the end effector to a fraction of a
-            millimetre; see docs/franka-ball.md, "1 mm noise: where it enters".
-        vision_accel_std: process noise of "kalman" and "model" [m/s²] (white acceleration).
+            measurement σ = ``noise_std``, process noise ``vision_accel_std``), or "auto"
+            ("none" without noise, "kalman" with noise). With noise the estimate matters
+            through Algorithm 3's step 5, which re-simulates the end effector-ball contact over
+            Δt_c and needs the ball relative to the end effector to a fraction of a millimetre;
+            see docs/franka-ball.md, "1 mm noise: where it enters".
+        vision_accel_std: Kalman process noise, white acceleration [m/s²]. 0.01: the ball
+            rolls at nearly constant velocity between pushes; at 80 Hz with σ = 1 mm the filter
+            settles to 0.23 mm position and 0.74 mm/s velocity error (``estimators.
+            cv_steady_state``), against 0.65 mm and 22 mm/s with the estimators' default 1.0
+            (which left the ball in the band 14% of 20 s, 0.01: 51-90%; docs/franka-ball.md).
         sim_dt: simulator time step [s].
         solver: contact solver of the simulator ("sap").
         projection: C3 projection (None: the plant's, "miqp" for 1-2 balls, "qp" for 3).
@@ -139,7 +142,7 @@ class FrankaBallOptions:
     noise_std: float = 0.0
     vision_rate_hz: float = 80.0
     vision_filter: str = "auto"
-    vision_accel_std: float = 0.3
+    vision_accel_std: float = 0.01
     sim_dt: float = 0.002
     solver: str = "sap"
     projection: str | None = None
@@ -188,11 +191,9 @@ class FrankaBallOptions:
         if self.planning_latency is not None and not (self.planning_latency > 0):
             raise C3ValueError(f"planning_latency must be > 0 [s] or None, got "
                                f"{self.planning_latency!r}")
-        if self.vision_filter not in ("auto", "none", "lowpass", "kalman", "model"):
-            raise C3ValueError(f"vision_filter must be 'auto', 'none', 'lowpass', 'kalman' or "
-                               f"'model', got {self.vision_filter!r}")
-        if self.vision_filter == "model" and self.n_balls != 1:
-            raise C3ValueError("vision_filter='model' is for one ball (n_balls=1)")
+        if self.vision_filter not in ("auto", "none", "lowpass", "kalman"):
+            raise C3ValueError(f"vision_filter must be 'auto', 'none', 'lowpass' or 'kalman', "
+                               f"got {self.vision_filter!r}")
         if not (self.vision_accel_std > 0):
             raise C3ValueError(f"vision_accel_std must be > 0 [m/s²], got "
                                f"{self.vision_accel_std!r}")
@@ -392,16 +393,6 @@ def _default_vision(o: FrankaBallOptions, i: int) -> Any:
 
     f = _vision_filter(o)
     rng = np.random.default_rng([o.seed, i])
-    if f == "model":
-        from estimators import ModelBallObserver, ModelObserverVision
-        from plants import load_plant
-
-        plant = load_plant(o.plant_name)
-        observer = ModelBallObserver(_ModelBallPrediction(plant, franka_layout(plant)),
-                                     measurement_std=max(o.noise_std, 1e-4),
-                                     accel_std=o.vision_accel_std, radius=BALL_RADIUS)
-        return ModelObserverVision(observer, rate_hz=o.vision_rate_hz, noise_std=o.noise_std,
-                                   rng=rng)
     kw: dict[str, Any] = dict(filter=f, radius=BALL_RADIUS)
     if f == "none":
         kw["velocity_cutoff_hz"] = None
@@ -416,46 +407,7 @@ def _vision_filter(o: FrankaBallOptions) -> str:
     """The filter ``vision_filter="auto"`` stands for (see :class:`FrankaBallOptions`)."""
     if o.vision_filter != "auto":
         return o.vision_filter
-    if o.noise_std == 0:
-        return "none"
-    return "model" if o.n_balls == 1 else "kalman"
-
-
-class _ModelBallPrediction:
-    """The process model of ``estimators.ModelBallObserver`` for ``franka-ball``: one step of
-    the simplified model's LCS (``plant.step``) with its end effector at the measured state and
-    the measured mean acceleration as input, the ball on the table plane (z = r, v_z = 0).
-
-    When the end effector cannot reach the ball within the step (gap > ``reach`` + relative
-    speed · dt) the LCS has no active end effector-ball contact and the ball rolls on at constant
-    velocity, so that case is propagated directly (same result, no LCP)."""
-
-    def __init__(self, plant: Any, layout: BallTaskLayout, reach: float = 0.005):
-        self.plant, self.layout, self.reach = plant, layout, float(reach)
-        self._r_sum = layout.ee_radius + layout.ball_radius
-
-    def __call__(self, ball: Any, ee_p: np.ndarray, ee_v: np.ndarray, ee_a: np.ndarray,
-                 dt: float) -> Any:
-        from estimators import BallModelState, constant_velocity_prediction
-
-        lay = self.layout
-        p = np.array([ball.position[0], ball.position[1], lay.ball_radius])
-        v = np.array([ball.velocity[0], ball.velocity[1], 0.0])
-        ball = BallModelState(p, v, ball.angular_velocity, ball.orientation)
-        gap = float(np.linalg.norm(p - ee_p)) - self._r_sum
-        if gap > self.reach + float(np.linalg.norm(ee_v - v)) * dt + 0.5 * float(
-                np.linalg.norm(ee_a)) * dt * dt:
-            return constant_velocity_prediction(ball, ee_p, ee_v, ee_a, dt)
-        w, qx, qy, qz = ball.orientation
-        x = np.zeros(self.plant.n_x)
-        x[list(lay.ee_position)] = ee_p
-        x[list(lay.ee_velocity)] = ee_v
-        x[3:6], x[6:10], x[13:16] = p, (qx, qy, qz, w), v
-        x[16:19] = _quat_to_R(np.array([qx, qy, qz, w])).T @ ball.angular_velocity
-        xn, _ = self.plant.step(x, ee_a, dt=dt)
-        R = _quat_to_R(xn[6:10])
-        return BallModelState(xn[3:6].copy(), xn[13:16].copy(), R @ xn[16:19],
-                              np.array([xn[9], xn[6], xn[7], xn[8]]))
+    return "none" if o.noise_std == 0 else "kalman"
 
 
 def make_world(o: FrankaBallOptions, gains: Any, plant: Any, layout: BallTaskLayout) -> Any:
@@ -546,8 +498,6 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         bq_log[i] = quats
         gap_log[i] = np.linalg.norm(balls - p_ee, axis=1) - r_sum
         for b in range(k):
-            if hasattr(vis[b], "set_end_effector"):  # a contact-model observer
-                vis[b].set_end_effector(p_ee, v_ee)
             est[b] = vis[b].step(balls[b], t)
             be_log[i, b] = est[b].position
         if o.n_balls == 1:  # lap progress of the true ball
@@ -565,11 +515,10 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         if pending is not None and t >= pending[0] - 1e-12:
             cmd.update(pending[1])
             pending = None
-        sample_t = max(getattr(v_, "last_sample_t", s.t) for v_, s in zip(vis, est))
-        fresh = sample_t > last_sample_t
+        fresh = max(s.t for s in est) > last_sample_t
         if (t >= next_plan_t - 1e-12 and all(s.valid for s in est)
                 and (fresh or not o.plan_on_new_sample)):
-            last_sample_t = sample_t
+            last_sample_t = max(s.t for s in est)
             x_hat = _estimate_vector(plant, layout, p_ee, v_ee, est,
                                      t if o.extrapolate_vision else None, o.ball_on_table)
             plan = planner.plan(x_hat, t)

@@ -15,7 +15,7 @@ The geometry is in docs/estimators.md.
 from .apriltags import (ObjectPoseEstimate, TagDetection, TagDetector, TagPose,
                         calibrate_extrinsics, estimate_object_pose, estimate_tag_pose,
                         refine_tag_corners, tag_corners_in_tag_frame)
-from .ball_filter import BallFilter, reject_outliers
+from .ball_filter import BallFilter, cv_steady_state, reject_outliers
 from .ball_geometry import (BALL_DEPTH_METHODS, OutlineFit, apparent_radius_range,
                             ball_center_from_outline, fit_sphere_cone, table_mask)
 from .ball_state import BallState, BallStatus
@@ -33,6 +33,7 @@ __all__ = [
     "estimate_object_pose", "estimate_tag_pose", "refine_tag_corners",
     "tag_corners_in_tag_frame",
     "BallFilter", "reject_outliers",
+    "cv_steady_state",
     "BALL_DEPTH_METHODS", "OutlineFit", "apparent_radius_range", "ball_center_from_outline",
     "fit_sphere_cone", "table_mask",
     "BallState", "BallStatus", "BallTracker", "CameraObservation",

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 
 from ._validation import as_float_array
 from .ball_state import BallState, BallStatus
@@ -30,7 +31,7 @@ from .errors import EstimatorValueError
 from .options import BallTrackerOptions
 from .transforms import quaternion_from_rotvec, quaternion_multiply
 
-__all__ = ["BallFilter", "reject_outliers"]
+__all__ = ["BallFilter", "cv_steady_state", "reject_outliers"]
 
 
 def reject_outliers(positions: np.ndarray, sigmas: float, min_distance: float
@@ -263,3 +264,23 @@ def _kalman_step(p, v, P, z, dt, accel_std, meas_std):
     P = P - K @ P[:3, :]
     P = 0.5 * (P + P.T)
     return x[:3], x[3:], P
+
+
+def cv_steady_state(dt: float, accel_std: float, measurement_std: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Steady state of the per-axis constant-velocity Kalman filter (``filter="kalman"``): the
+    discrete algebraic Riccati equation of F = [[1, dt], [0, 1]], white-acceleration Q, H = [1 0].
+
+    Args:
+        dt: sample period [s]. accel_std: process noise [m/s²]. measurement_std: σ [m].
+
+    Returns:
+        (K (2,), P (2, 2)): the gain on (position, velocity) [-, 1/s] and the posterior
+        covariance [m², m²/s; m²/s, m²/s²] the filter converges to with samples every dt.
+    """
+    F = np.array([[1.0, dt], [0.0, 1.0]])
+    Q = accel_std ** 2 * np.array([[dt ** 4 / 4, dt ** 3 / 2], [dt ** 3 / 2, dt ** 2]])
+    H = np.array([[1.0, 0.0]])
+    prior = scipy.linalg.solve_discrete_are(F.T, H.T, Q, np.array([[measurement_std ** 2]]))
+    K = (prior @ H.T / (H @ prior @ H.T + measurement_std ** 2)).ravel()
+    return K, prior - np.outer(K, H @ prior)
