@@ -34,6 +34,33 @@ __all__ = ["HAVE_NUMBA", "piece_step", "piece_step_numpy", "ldlt_solve_trees", "
 
 
 @njit(cache=True)
+def _contact_step(jv, lam, e, mu, rho, beta, count, lam_out):  # pragma: no cover - compiled
+    """The z/λ-step per contact (eq. 38, strict operator) from the summed piece velocities ``jv``
+    (n_c, 3). Writes ``lam_out``; returns ``max_i ‖λ_i⁺ − λ_i‖``."""
+    dmax = 0.0
+    for i in range(lam.shape[0]):
+        k = beta / count[i]
+        x0 = lam[i, 0] - k * (jv[i, 0] + e[i, 0])
+        x1 = lam[i, 1] - k * (jv[i, 1] + e[i, 1])
+        x2 = lam[i, 2] - k * (jv[i, 2] + e[i, 2])
+        ln = max(x2, 0.0) / rho[i]  # strict operator (eq. 17)
+        st = math.sqrt(x0 * x0 + x1 * x1)
+        radius = mu[i] * ln
+        if st > radius:
+            sc = radius / st if st > 0.0 else 1.0
+            x0 *= sc
+            x1 *= sc
+        d0 = x0 - lam[i, 0]
+        d1 = x1 - lam[i, 1]
+        d2 = ln - lam[i, 2]
+        dmax = max(dmax, math.sqrt(d0 * d0 + d1 * d1 + d2 * d2))
+        lam_out[i, 0] = x0
+        lam_out[i, 1] = x1
+        lam_out[i, 2] = ln
+    return dmax
+
+
+@njit(cache=True)
 def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha,
                z):  # pragma: no cover - compiled
     """One z/λ-step (eq. 35-38) and the next v-step right-hand side (eq. 34).
@@ -79,26 +106,7 @@ def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_ou
         jv[i, 0] += a0
         jv[i, 1] += a1
         jv[i, 2] += a2
-    dmax = 0.0
-    for i in range(n_c):
-        k = beta / count[i]
-        x0 = lam[i, 0] - k * (jv[i, 0] + e[i, 0])
-        x1 = lam[i, 1] - k * (jv[i, 1] + e[i, 1])
-        x2 = lam[i, 2] - k * (jv[i, 2] + e[i, 2])
-        ln = max(x2, 0.0) / rho[i]  # strict operator (eq. 17)
-        st = math.hypot(x0, x1)
-        radius = mu[i] * ln
-        if st > radius:
-            sc = radius / st if st > 0.0 else 1.0
-            x0 *= sc
-            x1 *= sc
-        d0 = x0 - lam[i, 0]
-        d1 = x1 - lam[i, 1]
-        d2 = ln - lam[i, 2]
-        dmax = max(dmax, math.sqrt(d0 * d0 + d1 * d1 + d2 * d2))
-        lam_out[i, 0] = x0
-        lam_out[i, 1] = x1
-        lam_out[i, 2] = ln
+    dmax = _contact_step(jv, lam, e, mu, rho, beta, count, lam_out)
     rhs_out[:] = b
     for p in range(n_p):
         i = contact[p]
@@ -397,8 +405,226 @@ def cholesky_solve_trees(L, tree_starts, y, out):  # pragma: no cover - compiled
             for k in range(i):
                 x -= Lt[i, k] * out[st + k]
             out[st + i] = x / Lt[i, i]
-        for i in range(n - 1, -1, -1):
-            x = out[st + i]
-            for k in range(i + 1, n):
-                x -= Lt[k, i] * out[st + k]
-            out[st + i] = x / Lt[i, i]
+        for i in range(n - 1, -1, -1):  # Lᵀ x = y column by column (rows of L are contiguous)
+            x = out[st + i] / Lt[i, i]
+            out[st + i] = x
+            for k in range(i):
+                out[st + k] -= Lt[i, k] * x
+
+
+# ----------------------------------------------------------------------------- body-level iteration
+# With body splitting every piece is J_p = J_{i,b} J_b (eq. 30-31) with J_{i,b} = ±F_i [I −[p_i]]
+# (3×6, eq. 44) and J_b the world-frame Jacobian of body b. So all piece velocities J_p v̂ come from
+# one forward pass over the bodies (V_b = V_parent(b) + S_b v̂_b, the spatial velocity of every body,
+# O(n) per tree) and a 3×6 product per piece, and the right-hand side Σ_p J_pᵀ w_p from one backward
+# pass (wrench of each body Σ_{p on b} J_{i,b}ᵀ w_p, accumulated to the root, projected on each
+# joint's motion subspace S_b: RNEA-like, O(n)). Only the bodies on the paths from a body in contact
+# to its root (``active``) are visited.
+
+
+@njit(cache=True)
+def body_piece_step(Jib, piece_joint, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha, z,
+                    S, active, joint_parent, joint_v, joint_nv, V, W):  # pragma: no cover - compiled
+    """:func:`piece_step` with the body structure of the pieces (same arguments and outputs, but
+    the pieces as ``J_p = Jib[p] J_{piece_joint[p]}``).
+
+    Args:
+        Jib: (n_p, 3, 6) ``±F_i [I −[p_i]]`` per piece (world frame, linear part first);
+        piece_joint: (n_p,) its body (joint); S: (n_v, 6) the transposed world-frame joint Jacobian
+        (row c = motion subspace of dof c, contiguous); active: (n_a,) the joints on the paths from the bodies in
+        contact to their roots, ascending (parents first); joint_parent, joint_v, joint_nv:
+        (n_joints,) parent (0 = world), first dof, dof count; V, W: (n_joints, 6) scratch (W zero
+        on entry and on return; V[0] = 0, the world). Other arguments as :func:`piece_step`.
+    """
+    n_p = Jib.shape[0]
+    n_c = lam.shape[0]
+    for q in range(active.size):  # forward pass: spatial velocity of each active body (V[0] = 0)
+        j = active[q]
+        pa = joint_parent[j]
+        for r in range(6):
+            V[j, r] = V[pa, r]
+        for c in range(joint_v[j], joint_v[j] + joint_nv[j]):
+            x = v[c]
+            for r in range(6):
+                V[j, r] += S[c, r] * x
+    jv_p = np.empty((n_p, 3))
+    jv = np.zeros((n_c, 3))
+    for p in range(n_p):
+        j = piece_joint[p]
+        i = contact[p]
+        for k in range(3):
+            a = (Jib[p, k, 0] * V[j, 0] + Jib[p, k, 1] * V[j, 1] + Jib[p, k, 2] * V[j, 2]
+                 + Jib[p, k, 3] * V[j, 3] + Jib[p, k, 4] * V[j, 4] + Jib[p, k, 5] * V[j, 5])
+            if alpha != 1.0:
+                a = alpha * a + (1.0 - alpha) * z[p, k]
+            jv_p[p, k] = a
+            jv[i, k] += a
+    dmax = _contact_step(jv, lam, e, mu, rho, beta, count, lam_out)
+    for p in range(n_p):  # body wrenches Σ J_{i,b}ᵀ w_p
+        i = contact[p]
+        j = piece_joint[p]
+        z0 = jv_p[p, 0] + (lam_out[i, 0] - lam[i, 0]) / beta
+        z1 = jv_p[p, 1] + (lam_out[i, 1] - lam[i, 1]) / beta
+        z2 = jv_p[p, 2] + (lam_out[i, 2] - lam[i, 2]) / beta
+        z[p, 0] = z0
+        z[p, 1] = z1
+        z[p, 2] = z2
+        w0 = beta * z0 + lam_out[i, 0]
+        w1 = beta * z1 + lam_out[i, 1]
+        w2 = beta * z2 + lam_out[i, 2]
+        for r in range(6):
+            W[j, r] += Jib[p, 0, r] * w0 + Jib[p, 1, r] * w1 + Jib[p, 2, r] * w2
+    rhs_out[:] = b
+    for q in range(active.size - 1, -1, -1):  # backward pass: project, pass the wrench to the parent
+        j = active[q]
+        pa = joint_parent[j]
+        for c in range(joint_v[j], joint_v[j] + joint_nv[j]):
+            acc = 0.0
+            for r in range(6):
+                acc += S[c, r] * W[j, r]
+            rhs_out[c] += acc
+        for r in range(6):
+            W[pa, r] += W[j, r]
+            W[j, r] = 0.0
+    for r in range(6):
+        W[0, r] = 0.0
+    return dmax
+
+
+def body_piece_step_numpy(Jib, piece_joint, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha, z,
+                          Jw, joint_support) -> float:
+    """Reference of :func:`body_piece_step` in numpy: the body Jacobians as ``Jw`` masked by
+    ``joint_support`` (n_joints, n_v), no recursion. Same outputs."""
+    n_c = lam.shape[0]
+    Jb = Jw[None, :, :] * joint_support[piece_joint][:, None, :]  # (n_p, 6, n_v)
+    V = np.einsum("psn,n->ps", Jb, v)
+    jv_p = alpha * np.einsum("pks,ps->pk", Jib, V) + (1.0 - alpha) * z
+    jv = np.zeros((n_c, 3))
+    np.add.at(jv, contact, jv_p)
+    new = strict_operator(lam - beta * (jv + e) / count[:, None], mu, rho)
+    z[:] = jv_p + (new - lam)[contact] / beta
+    w = beta * z + new[contact]
+    rhs_out[:] = b + np.einsum("psn,ps->n", Jb, np.einsum("pks,pk->ps", Jib, w))
+    lam_out[:] = new
+    return float(np.linalg.norm(new - lam, axis=1).max(initial=0.0))
+
+
+# ----------------------------------------------------------------------------- compiled iteration loops
+# ``k`` ADMM iterations (v-step, z/λ-step) in one compiled call per variant: the loop then costs no
+# Python call per iteration for any of the three (what a C++ implementation pays), so Table III
+# compares the variants' own work. ``lam`` is updated in place (``lam_prev`` is scratch), ``v`` is
+# the last v-step, ``rhs`` the next right-hand side. Each returns the last ``max ‖λ⁺ − λ‖``.
+
+
+@njit(cache=True)
+def iterate_body(k, K, dof_parent, tree_starts, Jib, piece_joint, contact, count, v, lam, lam_prev, e, mu, rho,
+                 beta, b, rhs, alpha, z, S, active, joint_parent, joint_v, joint_nv, V, W):  # pragma: no cover
+    """SubADMM: LTDL solve (:func:`ltdl_solve_trees`) + :func:`body_piece_step`, ``k`` times."""
+    dmax = 0.0
+    for _ in range(k):
+        ltdl_solve_trees(K, dof_parent, tree_starts, rhs, v)
+        lam_prev[:] = lam
+        dmax = body_piece_step(Jib, piece_joint, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha,
+                               z, S, active, joint_parent, joint_v, joint_nv, V, W)
+    return dmax
+
+
+@njit(cache=True)
+def iterate_rows_ltdl(k, K, dof_parent, tree_starts, blocks, cols, contact, count, v, lam, lam_prev, e, mu, rho,
+                      beta, b, rhs, alpha, z):  # pragma: no cover - compiled
+    """SubADMM's LTDL solve with the dense-row :func:`piece_step` (no body recursion), ``k`` times."""
+    dmax = 0.0
+    for _ in range(k):
+        ltdl_solve_trees(K, dof_parent, tree_starts, rhs, v)
+        lam_prev[:] = lam
+        dmax = piece_step(blocks, cols, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
+    return dmax
+
+
+@njit(cache=True)
+def iterate_rows_cholesky(k, L, tree_starts, blocks, cols, contact, count, v, lam, lam_prev, e, mu, rho, beta, b,
+                          rhs, alpha, z):  # pragma: no cover - compiled
+    """No Body: per-tree Cholesky solve (:func:`cholesky_solve_trees`) + :func:`piece_step`, ``k`` times."""
+    dmax = 0.0
+    for _ in range(k):
+        cholesky_solve_trees(L, tree_starts, rhs, v)
+        lam_prev[:] = lam
+        dmax = piece_step(blocks, cols, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
+    return dmax
+
+
+@njit(cache=True)
+def sparse_lu_solve(Lp, Li, Lx, Up, Ui, Ux, perm_r, perm_c, y, work, out):  # pragma: no cover - compiled
+    """``out = A⁻¹ y`` with SuperLU's factors ``Pr A Pc = L U`` (CSC, L unit lower triangular):
+    the same triangular solves as ``SuperLU.solve``, without the Python call."""
+    n = y.size
+    for i in range(n):
+        work[perm_r[i]] = y[i]
+    for j in range(n):  # L (unit diagonal; CSC, column-oriented forward substitution)
+        xj = work[j]
+        for q in range(Lp[j], Lp[j + 1]):
+            r = Li[q]
+            if r > j:
+                work[r] -= Lx[q] * xj
+    for j in range(n - 1, -1, -1):  # U (CSC, column-oriented back substitution)
+        d = 0.0
+        for q in range(Up[j], Up[j + 1]):
+            if Ui[q] == j:
+                d = Ux[q]
+        xj = work[j] / d
+        work[j] = xj
+        for q in range(Up[j], Up[j + 1]):
+            r = Ui[q]
+            if r < j:
+                work[r] -= Ux[q] * xj
+    for i in range(n):
+        out[i] = work[perm_c[i]]
+
+
+@njit(cache=True)
+def iterate_rows_sparse_lu(k, Lp, Li, Lx, Up, Ui, Ux, perm_r, perm_c, work, blocks, cols, contact, count, v, lam,
+                           lam_prev, e, mu, rho, beta, b, rhs, alpha, z):  # pragma: no cover - compiled
+    """No Sub: whole-system sparse LU solve (:func:`sparse_lu_solve`) + :func:`piece_step`, ``k`` times."""
+    dmax = 0.0
+    for _ in range(k):
+        sparse_lu_solve(Lp, Li, Lx, Up, Ui, Ux, perm_r, perm_c, rhs, work, v)
+        lam_prev[:] = lam
+        dmax = piece_step(blocks, cols, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
+    return dmax
+
+
+@njit(cache=True)
+def body_piece_structure(frames, points, contact, side, piece_joint, joint_parent, Jib, mark):  # pragma: no cover
+    """The per-piece 3×6 maps ``Jib[p] = ±F_i [I −[p_i]]`` (− on side a; rows ``(f, p × f)``) and the
+    active joints (those on the paths from the pieces' bodies to their roots, ascending).
+
+    Args:
+        frames: (n_c, 3, 3) contact frames (rows t1, t2, n); points: (n_c, 3) world points;
+        contact, side, piece_joint: (n_p,) of the pieces; joint_parent: (n_joints,);
+        Jib: output (n_p, 3, 6); mark: (n_joints,) bool scratch.
+
+    Returns:
+        (n_a,) the active joints.
+    """
+    mark[:] = False
+    for p in range(contact.size):
+        i = contact[p]
+        sg = -1.0 if side[p] == 0 else 1.0
+        px = points[i, 0]
+        py = points[i, 1]
+        pz = points[i, 2]
+        for k in range(3):
+            fx = frames[i, k, 0]
+            fy = frames[i, k, 1]
+            fz = frames[i, k, 2]
+            Jib[p, k, 0] = sg * fx
+            Jib[p, k, 1] = sg * fy
+            Jib[p, k, 2] = sg * fz
+            Jib[p, k, 3] = sg * (py * fz - pz * fy)
+            Jib[p, k, 4] = sg * (pz * fx - px * fz)
+            Jib[p, k, 5] = sg * (px * fy - py * fx)
+        j = piece_joint[p]
+        while j > 0 and not mark[j]:
+            mark[j] = True
+            j = joint_parent[j]
+    return np.flatnonzero(mark).astype(np.int64)

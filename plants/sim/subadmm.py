@@ -46,8 +46,13 @@ from scipy.sparse.linalg import splu
 
 from ._subadmm_kernels import (
     HAVE_NUMBA,
+    body_piece_structure,
     body_split_ltdl,
     cholesky_solve_trees,
+    iterate_body,
+    iterate_rows_cholesky,
+    iterate_rows_ltdl,
+    iterate_rows_sparse_lu,
     ldlt_solve_trees,
     ldlt_solve_trees_numpy,
     ltdl_solve_trees,
@@ -106,6 +111,11 @@ class SubADMMOptions:
             ``J v̂``; Boyd et al. 2011 §3.4.3; not in the seed). 1 = the seed's iteration.
         theta: mid-step θ of the constraint velocity (as CANAL).
         warm_start: start from the previous solve's impulses when the contact set is the same.
+        body_iteration: how ``"body"`` (compiled factorization) iterates: ``"bodies"`` (default: the
+            piece velocities from one forward pass over the bodies and the right-hand side from one
+            backward pass of body wrenches, eq. 30-31; :func:`~plants.sim._subadmm_kernels.body_piece_step`)
+            or ``"rows"`` (each piece as a dense row block over its tree's dofs, as the other
+            variants; the ablation of the body-structured iteration). Same iterates to round-off.
         blas_threads: BLAS threads during the solve.
     """
 
@@ -124,6 +134,7 @@ class SubADMMOptions:
     theta: float = 0.0
     warm_start: bool = True
     blas_threads: int | None = 1
+    body_iteration: str = "bodies"
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -142,6 +153,8 @@ class SubADMMOptions:
             raise ValueError(f"beta must be None or finite and > 0, got {self.beta}")
         if self.body_factorization not in ("compiled", "pinocchio"):
             raise ValueError(f"body_factorization must be 'compiled' or 'pinocchio', got {self.body_factorization!r}")
+        if self.body_iteration not in ("bodies", "rows"):
+            raise ValueError(f"body_iteration must be 'bodies' or 'rows', got {self.body_iteration!r}")
         if self.penalty_rule not in ("seed", "normalized"):
             raise ValueError(f"penalty_rule must be 'seed' or 'normalized', got {self.penalty_rule!r}")
         if not 0 < self.relaxation < 2:
@@ -164,6 +177,8 @@ class SlackPieces:
         count: (n_c,) ``|Z_i|``, the number of pieces of each contact.
         joint: (n_p,) body (Pinocchio joint) of each piece (``"body"`` variant), else None.
         local_point: (n_p, 3) contact point in that joint's frame (``"body"``), else None.
+        side: (n_p,) 0 for side a (``J_ij = −F_i [I −[p_i]] J_b``), 1 for side b (``+``)
+            (``"body"``), else None.
     """
 
     contact: np.ndarray
@@ -172,6 +187,7 @@ class SlackPieces:
     count: np.ndarray
     joint: np.ndarray | None = None
     local_point: np.ndarray | None = None
+    side: np.ndarray | None = None
 
     def dense(self, n_v: int) -> np.ndarray:
         """(n_p, 3, n_v) full rows of the pieces (tests, references)."""
@@ -258,7 +274,7 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
         C = np.cross(b.points[ci[same]][:, None, :], F)  # rows p × f: F (v_o − p × ω) = F v_o + (p × F) ω
         blocks[same] = (F @ Jw[:3].transpose(1, 0, 2) + C @ Jw[3:].transpose(1, 0, 2)) * (
             sign[:, None] * support)[:, None, :]
-    return SlackPieces(ci, blocks, cols, count, joint, b.local_points[ci, side])
+    return SlackPieces(ci, blocks, cols, count, joint, b.local_points[ci, side], side)
 
 
 def pseudo_density_beta(problem: ContactProblem, rule: str = "body", body_mass: np.ndarray | None = None) -> float:
@@ -615,10 +631,12 @@ def _block_pattern(tree_starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _PATTERN_CACHE[key]
 
 
-def whole_system_factor(A: np.ndarray, pieces: SlackPieces, tree_starts: np.ndarray, beta: float):
+def whole_system_factor(A: np.ndarray, pieces: SlackPieces, tree_starts: np.ndarray, beta: float,
+                        factors: bool = False):
     """"No Sub" (eq. 28): the whole sparse ``A + β JᵀJ``, no split, factored by SuperLU in symmetric
     mode (minimum-degree ordering of the symmetric pattern, no pivoting: an LDLᵀ-like sparse
-    factorization). Returns its ``solve``."""
+    factorization). Returns its ``solve`` (``factors=True``: the ``SuperLU`` object, whose ``L``,
+    ``U``, ``perm_r``, ``perm_c`` the compiled iteration solves with)."""
     n_v = A.shape[0]
     cols = pieces.cols
     B = beta * np.einsum("pks,pkt->pst", pieces.blocks, pieces.blocks)
@@ -632,7 +650,7 @@ def whole_system_factor(A: np.ndarray, pieces: SlackPieces, tree_starts: np.ndar
         lu = splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
     except RuntimeError as err:  # singular
         raise LinAlgError(str(err)) from err
-    return lu.solve
+    return lu if factors else lu.solve
 
 
 # ----------------------------------------------------------------------------- the solver
@@ -644,6 +662,56 @@ def _initial_metric(form, lam: np.ndarray) -> float:
         return contact_residual(form, lam.reshape(-1)).residual
     y = (form.J @ form.v_free).reshape(form.n_c, 3) + form.e
     return float(np.linalg.norm(natural_map_residual(lam, y, form.mu, form.compliance)) / form.n_c)
+
+
+class _SparseLU:
+    """SuperLU's factors as CSC arrays for :func:`~plants.sim._subadmm_kernels.iterate_rows_sparse_lu`."""
+
+    def __init__(self, lu):
+        self.solve = lu.solve
+        L, U = lu.L, lu.U
+        self.arrays = (L.indptr, L.indices, L.data, U.indptr, U.indices, U.data, lu.perm_r, lu.perm_c,
+                       np.empty(lu.shape[0]))
+
+
+def _iteration_runner(factor, variant: str, body_iteration: str, problem, pieces, arrays):
+    """``run(k, beta, rho)``: k iterations (v-step eq. 34, z/λ-step eq. 35-38) in place on the arrays
+    ``(Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z)``; returns the last
+    ``max ‖λ⁺ − λ‖``. One compiled call per k iterations when numba is there and the factor has
+    compiled solves (all but ``body_factorization="pinocchio"``), else a Python loop."""
+    Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z = arrays
+    if HAVE_NUMBA and isinstance(factor, CompiledBodySplitFactor) and body_iteration == "bodies":
+        bodies, f = problem.bodies, factor
+        pj = np.ascontiguousarray(pieces.joint, np.int64)
+        Jib = np.empty((ci.size, 3, 6))
+        active = body_piece_structure(np.ascontiguousarray(bodies.frames, float),
+                                      np.ascontiguousarray(bodies.points, float), ci,
+                                      np.ascontiguousarray(pieces.side, np.int64), pj, f.joint_parent, Jib,
+                                      np.zeros(f.joint_parent.size, dtype=np.bool_))
+        S = np.ascontiguousarray(bodies.world_jacobian.T)
+        V, W = np.zeros((f.joint_parent.size, 6)), np.zeros((f.joint_parent.size, 6))
+        return lambda k, beta, rho: iterate_body(k, f.K, f.dof_parent, f.tree_starts, Jib, pj, ci, nz, v, lam,
+                                                 lam_prev, e, mu, rho, beta, b, rhs, alpha, z, S, active,
+                                                 f.joint_parent, f.joint_v, f.joint_nv, V, W)
+    rows = (Jp, cols, ci, nz, v, lam, lam_prev, e, mu)
+    if HAVE_NUMBA and isinstance(factor, CompiledBodySplitFactor):
+        return lambda k, beta, rho: iterate_rows_ltdl(k, factor.K, factor.dof_parent, factor.tree_starts, *rows, rho,
+                                                      beta, b, rhs, alpha, z)
+    if HAVE_NUMBA and isinstance(factor, TreeSplitFactor) and factor.compiled:
+        return lambda k, beta, rho: iterate_rows_cholesky(k, factor.L, factor.tree_starts, *rows, rho, beta, b, rhs,
+                                                          alpha, z)
+    if HAVE_NUMBA and isinstance(factor, _SparseLU):
+        return lambda k, beta, rho: iterate_rows_sparse_lu(k, *factor.arrays, *rows, rho, beta, b, rhs, alpha, z)
+    step = piece_step if HAVE_NUMBA else piece_step_numpy
+
+    def run(k, beta, rho):
+        dmax = 0.0
+        for _ in range(k):
+            v[:] = factor.solve(rhs)
+            lam_prev[:] = lam
+            dmax = step(Jp, cols, ci, nz, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
+        return dmax
+    return run
 
 
 @register_contact_solver("subadmm")
@@ -673,10 +741,10 @@ class SubADMMSolver(WarmStartedSolver):
                     or not np.array_equal(cache.tree_starts, problem.tree_starts)):
                 cache = self._body_factor = kind(bodies.model, problem.tree_starts)
             points = bodies.points[pieces.contact] if compiled else pieces.local_point
-            return cache.factor(bodies, pieces.joint, points, beta, self.options.theta, problem.A).solve
+            return cache.factor(bodies, pieces.joint, points, beta, self.options.theta, problem.A)
         if variant == "no_body":
-            return TreeSplitFactor(A, pieces, problem.tree_starts, beta).solve
-        return whole_system_factor(A, pieces, problem.tree_starts, beta)
+            return TreeSplitFactor(A, pieces, problem.tree_starts, beta)
+        return _SparseLU(whole_system_factor(A, pieces, problem.tree_starts, beta, factors=True))
 
     def _solve(self, problem, v_guess, lambda_guess) -> ALSolverResult:
         o = self.options
@@ -692,7 +760,7 @@ class SubADMMSolver(WarmStartedSolver):
         Jp = np.ascontiguousarray(pieces.blocks)  # contiguous: one compiled signature of piece_step
         flat_cols = cols.reshape(-1)
         beta = float(o.beta) if o.beta is not None else pseudo_density_beta(problem, o.beta_rule, self._masses(problem))
-        v = form.mid_velocity(np.asarray(problem.v0 if v_guess is None else v_guess, float))
+        v = np.array(form.mid_velocity(np.asarray(problem.v0 if v_guess is None else v_guess, float)), dtype=float)
         if v.shape != (n_v,) or not np.isfinite(v).all():
             raise ValueError(f"v_guess must be a finite array of shape ({n_v},)")
         if lambda_guess is not None:
@@ -716,7 +784,7 @@ class SubADMMSolver(WarmStartedSolver):
         solver_name = f"subadmm[{variant}]"
         t_factor = time.perf_counter()
         try:
-            solve = self._factor(problem, A, pieces, beta, variant)
+            factor = self._factor(problem, A, pieces, beta, variant)
         except (LinAlgError, ValueError) as err:
             return self._fail(form, v, lam, t0, f"factorization failed: {err}", solver_name)
         t_factor = time.perf_counter() - t_factor
@@ -731,20 +799,23 @@ class SubADMMSolver(WarmStartedSolver):
         if n_c == 0:
             v = form.v_free.copy()
             status, message = ContactSolverStatus.SOLVED, ""
-        step = piece_step if HAVE_NUMBA else piece_step_numpy
         e, mu = np.ascontiguousarray(form.e), np.ascontiguousarray(mu)
         rho = 1.0 + beta * c / nz
         z = piece_velocity(v)  # z⁰ = J v̂⁰
         rhs = b + scatter(beta * z + lam[ci])
         alpha = float(o.relaxation)
+        lam = np.array(lam, dtype=float)  # updated in place (never the warm-start store's array)
         lam_prev = np.empty_like(lam)
+        arrays = (Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z)
+        run = _iteration_runner(factor, variant, o.body_iteration, problem, pieces, arrays)
+        every_iteration = o.adaptive_penalty or o.residual_tol > 0  # θ_d needed after each iteration
         while not status.ok and it < o.max_iterations:
-            it += 1
-            # (a) v-step per subsystem (eq. 34)
-            v = solve(rhs)
-            # (b) z/λ-step per constraint (eq. 35-38), (c) u = −λ (eq. 39), next right-hand side
-            lam_prev, lam = lam, lam_prev
-            dmax = step(Jp, cols, ci, nz, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
+            # k iterations up to the next accuracy evaluation (one compiled call):
+            # (a) v-step per subsystem (eq. 34), (b) z/λ-step per constraint (eq. 35-38),
+            # (c) u = −λ (eq. 39) and the next right-hand side
+            k = 1 if every_iteration else min(o.max_iterations - it, o.metric_every - it % o.metric_every)
+            dmax = run(k, beta, rho)
+            it += k
             theta_p = dmax / beta
             last = it == o.max_iterations
             if o.adaptive_penalty or o.residual_tol > 0 or last:
@@ -775,9 +846,10 @@ class SubADMMSolver(WarmStartedSolver):
             if o.adaptive_penalty and theta_p > 0 and theta_d > 0 and (ratio > o.gamma or ratio * o.gamma < 1):
                 beta *= np.sqrt(ratio)  # eq. (43)
                 rho = 1.0 + beta * c / nz
-                rhs = b + scatter(beta * z + lam[ci])
+                rhs[:] = b + scatter(beta * z + lam[ci])
                 tf = time.perf_counter()
-                solve = self._factor(problem, A, pieces, beta, variant)
+                factor = self._factor(problem, A, pieces, beta, variant)
+                run = _iteration_runner(factor, variant, o.body_iteration, problem, pieces, arrays)
                 t_factor += time.perf_counter() - tf
                 n_factor += 1
         if status.ok and o.warm_start:
