@@ -466,15 +466,15 @@ def test_compiled_chunks_give_the_iterates_of_single_iterations(cubes, variant):
 @pytest.mark.parametrize("scene", ["a1", "cubes"])
 def test_compiled_sparse_lu_solve_matches_superlu(scene, request):
     """No Sub's compiled triangular solves with SuperLU's L, U, perm_r, perm_c = ``SuperLU.solve``."""
-    from plants.sim._subadmm_kernels import sparse_lu_solve
+    from plants.sim._subadmm_kernels import sparse_lu_solve, strict_triangles
 
     p = request.getfixturevalue(scene)
     lu = whole_system_factor(p.A, slack_pieces(p, "no_sub"), p.tree_starts, 1.7, factors=True)
     y = np.random.default_rng(8).normal(size=p.n_v)
     out = np.empty(p.n_v)
     L, U = lu.L, lu.U
-    sparse_lu_solve(L.indptr, L.indices, L.data, U.indptr, U.indices, U.data, lu.perm_r, lu.perm_c, y,
-                    np.empty(p.n_v), out)
+    sparse_lu_solve(*strict_triangles(L.indptr, L.indices, L.data, U.indptr, U.indices, U.data),
+                    lu.perm_r.astype(np.int64), lu.perm_c.astype(np.int64), y, np.empty(p.n_v), out)
     assert rel(out, lu.solve(y)) <= 1e-12
     K = p.A + 1.7 * p.J.T @ p.J
     assert rel(K @ out, y) <= 1e-10

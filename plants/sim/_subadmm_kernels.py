@@ -554,40 +554,64 @@ def iterate_rows_cholesky(k, L, tree_starts, blocks, cols, contact, count, v, la
 
 
 @njit(cache=True)
-def sparse_lu_solve(Lp, Li, Lx, Up, Ui, Ux, perm_r, perm_c, y, work, out):  # pragma: no cover - compiled
-    """``out = A⁻¹ y`` with SuperLU's factors ``Pr A Pc = L U`` (CSC, L unit lower triangular):
-    the same triangular solves as ``SuperLU.solve``, without the Python call."""
+def strict_triangles(Lp, Li, Lx, Up, Ui, Ux):  # pragma: no cover - compiled
+    """SuperLU's CSC factors without their diagonals (L's is 1): ``(Lp, Li, Lx, Up, Ui, Ux, 1/diag(U))``
+    for :func:`sparse_lu_solve` (no diagonal search or triangle test per entry in the solve)."""
+    n = Lp.size - 1
+    Lp2 = np.zeros(n + 1, dtype=np.int64)
+    Li2 = np.empty(Li.size, dtype=np.int64)
+    Lx2 = np.empty(Li.size)
+    Up2 = np.zeros(n + 1, dtype=np.int64)
+    Ui2 = np.empty(Ui.size, dtype=np.int64)
+    Ux2 = np.empty(Ui.size)
+    Udinv = np.zeros(n)
+    a = 0
+    c = 0
+    for j in range(n):
+        for q in range(Lp[j], Lp[j + 1]):
+            if Li[q] > j:
+                Li2[a] = Li[q]
+                Lx2[a] = Lx[q]
+                a += 1
+        Lp2[j + 1] = a
+        for q in range(Up[j], Up[j + 1]):
+            if Ui[q] == j:
+                Udinv[j] = 1.0 / Ux[q]
+            elif Ui[q] < j:
+                Ui2[c] = Ui[q]
+                Ux2[c] = Ux[q]
+                c += 1
+        Up2[j + 1] = c
+    return Lp2, Li2[:a], Lx2[:a], Up2, Ui2[:c], Ux2[:c], Udinv
+
+
+@njit(cache=True)
+def sparse_lu_solve(Lp, Li, Lx, Up, Ui, Ux, Udinv, perm_r, perm_c, y, work, out):  # pragma: no cover - compiled
+    """``out = A⁻¹ y`` with SuperLU's factors ``Pr A Pc = L U`` (CSC, diagonals split off by
+    :func:`strict_triangles`): the triangular solves of ``SuperLU.solve`` without the Python call."""
     n = y.size
     for i in range(n):
         work[perm_r[i]] = y[i]
-    for j in range(n):  # L (unit diagonal; CSC, column-oriented forward substitution)
+    for j in range(n):  # L x = b (unit diagonal), column-oriented forward substitution
         xj = work[j]
         for q in range(Lp[j], Lp[j + 1]):
-            r = Li[q]
-            if r > j:
-                work[r] -= Lx[q] * xj
-    for j in range(n - 1, -1, -1):  # U (CSC, column-oriented back substitution)
-        d = 0.0
-        for q in range(Up[j], Up[j + 1]):
-            if Ui[q] == j:
-                d = Ux[q]
-        xj = work[j] / d
+            work[Li[q]] -= Lx[q] * xj
+    for j in range(n - 1, -1, -1):  # U x = b, column-oriented back substitution
+        xj = work[j] * Udinv[j]
         work[j] = xj
         for q in range(Up[j], Up[j + 1]):
-            r = Ui[q]
-            if r < j:
-                work[r] -= Ux[q] * xj
+            work[Ui[q]] -= Ux[q] * xj
     for i in range(n):
         out[i] = work[perm_c[i]]
 
 
 @njit(cache=True)
-def iterate_rows_sparse_lu(k, Lp, Li, Lx, Up, Ui, Ux, perm_r, perm_c, work, blocks, cols, contact, count, v, lam,
+def iterate_rows_sparse_lu(k, Lp, Li, Lx, Up, Ui, Ux, Udinv, perm_r, perm_c, work, blocks, cols, contact, count, v, lam,
                            lam_prev, e, mu, rho, beta, b, rhs, alpha, z):  # pragma: no cover - compiled
     """No Sub: whole-system sparse LU solve (:func:`sparse_lu_solve`) + :func:`piece_step`, ``k`` times."""
     dmax = 0.0
     for _ in range(k):
-        sparse_lu_solve(Lp, Li, Lx, Up, Ui, Ux, perm_r, perm_c, rhs, work, v)
+        sparse_lu_solve(Lp, Li, Lx, Up, Ui, Ux, Udinv, perm_r, perm_c, rhs, work, v)
         lam_prev[:] = lam
         dmax = piece_step(blocks, cols, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
     return dmax

@@ -58,6 +58,7 @@ from ._subadmm_kernels import (
     ltdl_solve_trees,
     piece_step,
     piece_step_numpy,
+    strict_triangles,
     tree_split_cholesky,
 )
 from .accuracy import contact_residual, natural_map_residual
@@ -670,7 +671,8 @@ class _SparseLU:
     def __init__(self, lu):
         self.solve = lu.solve
         L, U = lu.L, lu.U
-        self.arrays = (L.indptr, L.indices, L.data, U.indptr, U.indices, U.data, lu.perm_r, lu.perm_c,
+        self.arrays = (*strict_triangles(L.indptr, L.indices, L.data, U.indptr, U.indices, U.data),
+                       np.ascontiguousarray(lu.perm_r, np.int64), np.ascontiguousarray(lu.perm_c, np.int64),
                        np.empty(lu.shape[0]))
 
 
