@@ -229,16 +229,18 @@ class LineTarget:
     has made the least progress in the y direction"), ties within 1 mm going to the rearmost
     ball (the end effector starts above it); balls past ``y_end`` are no longer candidates.
     ``lead_rule="rearmost"`` is the other reading (smallest coordinate along the line, i.e.
-    always the rear ball of the row, which then has to push the others).
+    always the rear ball of the row, which then has to push the others). Before either rule,
+    a ball more than ``off_line_first`` off the line (|x − x_c|) is served first (the one
+    furthest off): a pushed ball rolls on almost without loss, and a small heading error
+    would otherwise carry it out of the band while the end effector works on another ball.
 
     End-effector bias of the lead ball: Phase I as :class:`CircleTarget` (on top of the
     ball); Phase II is "a set of end-effector biases so that it ends up slightly behind the
     ball": for the first ``phase2_over_fraction`` of Phase II the bias is ``phase2_back``
     behind the ball at ``phase2_clearance`` above the height of contact with the ball's top
-    (over the ball), then behind it at ``gait.phase2_height``, unless that low point lies
-    inside another ball (a ball close behind the lead ball): then it stays high. With only
-    the low bias (None) the end effector leaves the top of the ball along its back, drags the
-    ball backwards by friction and, when it was ahead of the ball, pushes it backwards.
+    (over the ball), then behind it at ``gait.phase2_height``. With only the low bias (None)
+    the end effector leaves the top of the ball along its back, drags the ball backwards by
+    friction and, when it was ahead of the ball, pushes it backwards.
 
     Attributes:
         template, layout, gait: as :class:`CircleTarget`.
@@ -253,6 +255,7 @@ class LineTarget:
         phase2_clearance: [m] above contact with the ball's top for the first part of Phase II
             (None: the single low bias of :class:`CircleTarget`).
         phase2_over_fraction: share of Phase II spent at the high bias (0..1).
+        off_line_first: [m] (None: off).
     """
 
     template: np.ndarray
@@ -265,6 +268,7 @@ class LineTarget:
     lead_rule: str = "displacement"
     phase2_clearance: float | None = 0.01
     phase2_over_fraction: float = 0.5
+    off_line_first: float | None = 0.01
 
     def __post_init__(self) -> None:
         if self.lead_rule not in ("rearmost", "displacement"):
@@ -276,6 +280,9 @@ class LineTarget:
                                                       and self.phase2_clearance >= 0):
             raise C3ValueError(f"LineTarget.phase2_clearance must be >= 0 [m] or None, got "
                                f"{self.phase2_clearance!r}")
+        if self.off_line_first is not None and not (self.off_line_first >= 0):
+            raise C3ValueError(f"LineTarget.off_line_first must be >= 0 [m] or None, got "
+                               f"{self.off_line_first!r}")
         if not (0.0 <= self.phase2_over_fraction <= 1.0):
             raise C3ValueError(f"LineTarget.phase2_over_fraction must be in [0, 1], got "
                                f"{self.phase2_over_fraction!r}")
@@ -303,11 +310,15 @@ class LineTarget:
             return np.zeros(ys.shape, bool)
         return (ys - self.y_end) * self.direction >= 0
 
-    def lead_ball(self, ys: np.ndarray) -> int:
-        """Index of the ball the end-effector bias follows, from the balls' y (k,) [m]."""
+    def lead_ball(self, ys: np.ndarray, xs: np.ndarray | None = None) -> int:
+        """Index of the ball the end-effector bias follows, from the balls' y (k,) [m]
+        (and x (k,) [m], used with ``off_line_first``)."""
         ys = np.asarray(ys, float)
         along = ys * self.direction
         key = along if self.lead_rule == "rearmost" else (ys - self.y_start) * self.direction
+        if self.off_line_first is not None and xs is not None:
+            off = np.abs(np.asarray(xs, float) - self.x_c) - self.off_line_first
+            key = np.where(off > 0, -1.0 - off, key)  # furthest off the line first
         key = np.where(self.done(ys), np.inf, key)
         if not np.any(np.isfinite(key)):  # all done: stay with the rearmost
             return int(np.argmin(along))
@@ -320,14 +331,8 @@ class LineTarget:
         tgt_y = np.where(self.done(ys), ys, ys + self.dy)
         return np.column_stack([np.full(ys.shape, self.x_c), tgt_y])
 
-    def ee_bias(self, phase: int, t: float, ball: np.ndarray,
-                others: np.ndarray | None = None) -> np.ndarray:
-        """(3,) end-effector bias for the lead ball's centre ``ball`` (3,) at time t [s].
-
-        ``others``: (m, 3) centres of the other balls. If the low Phase II bias would put the
-        end effector inside one of them (closer than r_ee + r_ball: a ball close behind the
-        lead ball), the bias stays at the high one for the whole of Phase II.
-        """
+    def ee_bias(self, phase: int, t: float, ball: np.ndarray) -> np.ndarray:
+        """(3,) end-effector bias for the lead ball's centre ``ball`` (3,) at time t [s]."""
         lay, gait = self.layout, self.gait
         top = ball[2] + lay.ball_radius + lay.ee_radius
         if phase == 0:
@@ -336,19 +341,12 @@ class LineTarget:
         e = np.array([self.x_c - ball[0], self.dy])
         e /= float(np.linalg.norm(e))
         back = ball[:2] - gait.phase2_back * e
-        low = np.array([back[0], back[1], gait.phase2_height])
-        if self.phase2_clearance is None:
-            return low
-        high = np.array([back[0], back[1], top + self.phase2_clearance])
-        period = gait.phase1_duration + gait.phase2_duration
-        s = ((t % period) - gait.phase1_duration) / gait.phase2_duration
-        if s < self.phase2_over_fraction:
-            return high
-        if others is not None and len(others):
-            gap = np.linalg.norm(np.asarray(others, float) - low, axis=1)
-            if np.any(gap < lay.ee_radius + lay.ball_radius):
-                return high
-        return low
+        if self.phase2_clearance is not None:
+            period = gait.phase1_duration + gait.phase2_duration
+            s = ((t % period) - gait.phase1_duration) / gait.phase2_duration
+            if s < self.phase2_over_fraction:
+                return np.array([back[0], back[1], top + self.phase2_clearance])
+        return np.array([back[0], back[1], gait.phase2_height])
 
     def __call__(self, x_hat: np.ndarray, t: float) -> PhaseTarget:
         lay = self.layout
@@ -358,10 +356,9 @@ class LineTarget:
         g = self.template.copy()
         for i, (ix, iy) in enumerate(lay.ball_xy):
             g[ix], g[iy] = tgts[i]
-        j = self.lead_ball(ys)
+        j = self.lead_ball(ys, balls[:, 0])
         phase = self.gait.phase(t)
-        g[list(lay.ee_position)] = self.ee_bias(phase, t, balls[j],
-                                                np.delete(balls, j, axis=0))
+        g[list(lay.ee_position)] = self.ee_bias(phase, t, balls[j])
         _set_ee_velocity_bias(g, self.gait, phase, x_hat, lay, j)
         return PhaseTarget(g, phase, tgts)
 

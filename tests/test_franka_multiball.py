@@ -111,7 +111,7 @@ def test_phase_biases_hand_computed(two_balls):
 def test_call_writes_ball_targets_and_bias_into_the_goal(two_balls):
     plant, lay = two_balls
     t = _target(plant, lay)
-    x = _state(plant, lay, [(0.56, 0.04), (0.55, -0.08)])  # displacements 0.04, 0.02
+    x = _state(plant, lay, [(0.555, 0.04), (0.55, -0.08)])  # displacements 0.04, 0.02
     pt = t(x, 0.2)
     assert pt.phase == 0
     np.testing.assert_allclose(pt.ball_targets, [[0.55, 0.09], [0.55, -0.03]])
@@ -127,7 +127,8 @@ def test_call_writes_ball_targets_and_bias_into_the_goal(two_balls):
 
 @pytest.mark.parametrize("kw", [dict(dy=0.0), dict(dy=float("nan")), dict(lead_rule="front"),
                                 dict(phase2_clearance=-0.01), dict(phase2_over_fraction=1.5),
-                                dict(y_start=np.zeros(3)), dict(y_end=np.array([0.1, np.inf]))])
+                                dict(y_start=np.zeros(3)), dict(y_end=np.array([0.1, np.inf])),
+                                dict(off_line_first=-0.01)])
 def test_line_target_rejects_bad_arguments(two_balls, kw):
     plant, lay = two_balls
     args = dict(x_c=0.55, dy=0.05, y_start=np.zeros(2))
@@ -154,14 +155,15 @@ def test_two_ball_line_task_completes_at_fixed_latency():
     assert s["contact_fraction_planned"] > 0.05
 
 
-def test_low_phase2_bias_is_never_inside_another_ball(two_balls):
+def test_a_ball_off_the_line_is_served_first(two_balls):
     plant, lay = two_balls
-    t = _target(plant, lay)
-    lead = np.array([0.55, -0.1, R_BALL])
-    low = np.array([0.55, -0.1 - 0.0425, 0.045])
-    # a ball 6 cm behind: the low bias is 2.2 cm from its centre (< r_ee + r_ball = 5.1 cm)
-    close = np.array([[0.55, -0.16, R_BALL]])
-    assert np.linalg.norm(close[0] - low) == pytest.approx(math.hypot(0.0175, 0.0135))
-    np.testing.assert_allclose(t.ee_bias(1, 1.4, lead, close), [*low[:2], TOP + 0.01])
-    far = np.array([[0.55, -0.25, R_BALL], [0.55, 0.0, R_BALL]])
-    np.testing.assert_allclose(t.ee_bias(1, 1.4, lead, far), low)
+    t = _target(plant, lay, y_end=np.array([0.12, 0.02]))  # off_line_first = 1 cm
+    ys = np.array([0.06, -0.08])  # by displacement (0.06, 0.02): ball 2
+    assert t.lead_ball(ys, np.array([0.559, 0.55])) == 1  # 9 mm off: not yet
+    assert t.lead_ball(ys, np.array([0.562, 0.55])) == 0  # 12 mm off: ball 1 first
+    assert t.lead_ball(ys, np.array([0.562, 0.535])) == 1  # both off: the further one
+    assert t.lead_ball(ys) == 1  # without x: displacement only
+    off = _target(plant, lay, off_line_first=None)
+    assert off.lead_ball(ys, np.array([0.60, 0.55])) == 1
+    x = _state(plant, lay, [(0.565, 0.06), (0.55, -0.08)])
+    np.testing.assert_allclose(t(x, 0.2).x_goal[list(lay.ee_position)], [0.565, 0.06, TOP])
