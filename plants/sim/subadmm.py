@@ -811,12 +811,15 @@ class SubADMMSolver(WarmStartedSolver):
         arrays = (Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z)
         run = _iteration_runner(factor, variant, o.body_iteration, problem, pieces, arrays)
         every_iteration = o.adaptive_penalty or o.residual_tol > 0  # θ_d needed after each iteration
+        t_iterate = 0.0
         while not status.ok and it < o.max_iterations:
             # k iterations up to the next accuracy evaluation (one compiled call):
             # (a) v-step per subsystem (eq. 34), (b) z/λ-step per constraint (eq. 35-38),
             # (c) u = −λ (eq. 39) and the next right-hand side
             k = 1 if every_iteration else min(o.max_iterations - it, o.metric_every - it % o.metric_every)
+            ti = time.perf_counter()
             dmax = run(k, beta, rho)
+            t_iterate += time.perf_counter() - ti
             it += k
             theta_p = dmax / beta
             last = it == o.max_iterations
@@ -859,8 +862,8 @@ class SubADMMSolver(WarmStartedSolver):
         return ALSolverResult(
             status=status, v=form.next_velocity(v), gamma=lam.reshape(-1).copy(), iterations=it,
             residual=history[-1], solve_time=time.perf_counter() - t0,
-            timings={"factor": t_factor, "metric": t_metric, "factorizations": float(n_factor), "theta_p": theta_p,
-                     "theta_d": theta_d,
+            timings={"factor": t_factor, "metric": t_metric, "iterate": t_iterate, "factorizations": float(n_factor),
+                     "theta_p": theta_p, "theta_d": theta_d,
                      "pieces": float(ci.size)},
             residual_history=tuple(history), solver=solver_name, message=message, beta=beta, primal_residual=theta_p,
         )
