@@ -81,3 +81,20 @@ def test_task_uses_the_kalman_filter_with_the_noise_and_process_noise():
         FrankaBallOptions(vision_accel_std=0.0)
     with pytest.raises(ValueError, match="vision_filter"):
         FrankaBallOptions(vision_filter="median")
+
+
+# ---------------------------------------------------------------------------- acceptance (slow)
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="not met: with 1 mm noise the ball is in the 2 cm band "
+                   "38.5 / 52% of 90 s at fixed 4 ms latency (seeds 0 / 1) and 11-13% with the "
+                   "measured latency (defaults, seeds 0-2); 20 s: 51-90% (seeds 0-4). The noise "
+                   "enters through Algorithm 3's step 5 (docs/franka-ball.md, '1 mm noise: where "
+                   "it enters')")
+def test_one_mm_noise_mostly_in_the_band_and_returns_at_fixed_latency():
+    # deterministic (planning_latency): the same run every time, independent of the load
+    s = summarize(run_franka_ball(FrankaBallOptions(duration=90.0, noise_std=0.001, seed=1,
+                                                    planning_latency=0.004,
+                                                    min_command_delay=None)))
+    assert s["failed_plans"] == 0
+    assert s["band_fraction"] >= 0.75, s["band_fraction"]
+    assert s["returned_to_band_after_every_exit"], s["excursions"]
