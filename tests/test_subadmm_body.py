@@ -478,3 +478,17 @@ def test_compiled_sparse_lu_solve_matches_superlu(scene, request):
     assert rel(out, lu.solve(y)) <= 1e-12
     K = p.A + 1.7 * p.J.T @ p.J
     assert rel(K @ out, y) <= 1e-10
+
+
+@pytest.mark.parametrize("scene", ["a1", "cubes"])
+def test_compiled_piece_gather_matches_the_numpy_gather(scene, request, monkeypatch):
+    """The compiled gather of the pieces' row blocks = the numpy one (same blocks and columns)."""
+    import plants.sim.subadmm as subadmm
+
+    p = request.getfixturevalue(scene)
+    compiled = {v: slack_pieces(p, v) for v in VARIANTS}
+    monkeypatch.setattr(subadmm, "HAVE_NUMBA", False)
+    for v in VARIANTS:
+        ref = slack_pieces(p, v)
+        assert np.array_equal(compiled[v].cols, ref.cols), v
+        assert np.array_equal(compiled[v].blocks, ref.blocks), v

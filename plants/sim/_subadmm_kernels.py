@@ -652,3 +652,39 @@ def body_piece_structure(frames, points, contact, side, piece_joint, joint_paren
             mark[j] = True
             j = joint_parent[j]
     return np.flatnonzero(mark).astype(np.int64)
+
+
+@njit(cache=True)
+def gather_piece_rows(J, contact, tree_a, tree_b, tree_starts, width, blocks, cols):  # pragma: no cover - compiled
+    """The compact row blocks of the pieces: piece p holds rows ``3 contact[p] : 3 contact[p] + 3`` of
+    ``J`` on the dofs of tree ``tree_a[p]`` and (if ≥ 0 and different) tree ``tree_b[p]``, in
+    ascending dof order, padded with column n_v and zeros up to ``width``.
+
+    Args:
+        J: (3 n_c, n_v); contact, tree_a, tree_b: (n_p,) (−1 = no tree); tree_starts: (n_trees + 1,);
+        width: columns per piece; blocks: output (n_p, 3, width); cols: output (n_p, width).
+    """
+    n_v = J.shape[1]
+    for p in range(contact.size):
+        a = tree_a[p]
+        b = tree_b[p]
+        if b == a:
+            b = -1
+        if a >= 0 and b >= 0 and tree_starts[b] < tree_starts[a]:
+            a, b = b, a
+        if a < 0:
+            a, b = b, -1
+        t = 0
+        r = 3 * contact[p]
+        for tree in (a, b):
+            if tree < 0:
+                continue
+            for c in range(tree_starts[tree], tree_starts[tree + 1]):
+                cols[p, t] = c
+                for k in range(3):
+                    blocks[p, k, t] = J[r + k, c]
+                t += 1
+        for u in range(t, width):
+            cols[p, u] = n_v
+            for k in range(3):
+                blocks[p, k, u] = 0.0

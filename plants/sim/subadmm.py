@@ -49,6 +49,7 @@ from ._subadmm_kernels import (
     body_piece_structure,
     body_split_ltdl,
     cholesky_solve_trees,
+    gather_piece_rows,
     iterate_body,
     iterate_rows_cholesky,
     iterate_rows_ltdl,
@@ -215,6 +216,25 @@ def _gather(J: np.ndarray, rows: np.ndarray, cols: np.ndarray, n_v: int) -> np.n
     return np.where(c < n_v, J[r, np.minimum(c, n_v - 1)], 0.0)
 
 
+def _piece_rows(problem, J, ci, tree_a, tree_b, width):
+    """(blocks, cols) of pieces on the dofs of trees ``tree_a`` ∪ ``tree_b`` (compiled gather with
+    numba, else :func:`_tree_cols` / :func:`_gather`)."""
+    n_v = problem.n_v
+    if not HAVE_NUMBA:
+        if (tree_b < 0).all():
+            cols = _tree_cols(problem, tree_a, width)
+        else:
+            cols = np.concatenate([_tree_cols(problem, tree_a, width),
+                                   _tree_cols(problem, np.where(tree_b != tree_a, tree_b, -1), width)], axis=1)
+            cols = np.sort(cols, axis=1)[:, :width]  # the padding (index n_v) last
+        return _gather(J, ci, cols, n_v), cols
+    blocks, cols = np.empty((ci.size, 3, width)), np.empty((ci.size, width), dtype=np.int64)
+    gather_piece_rows(np.ascontiguousarray(J, float), np.ascontiguousarray(ci, np.int64),
+                      np.ascontiguousarray(tree_a, np.int64), np.ascontiguousarray(tree_b, np.int64),
+                      np.asarray(problem.tree_starts, np.int64), width, blocks, cols)
+    return blocks, cols
+
+
 def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = None) -> SlackPieces:
     """The pieces of ``variant`` (one of :data:`VARIANTS`) for ``problem``.
 
@@ -237,11 +257,11 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
     ct = problem.contact_trees
     s_max = int(np.diff(problem.tree_starts).max())
     if variant == "no_sub":
-        cols = np.concatenate([_tree_cols(problem, ct[:, 0], s_max), _tree_cols(problem, ct[:, 1], s_max)], axis=1)
-        cols = np.sort(cols, axis=1)  # the padding (index n_v) last, then trimmed
-        cols = cols[:, : max(int((cols < n_v).sum(axis=1).max(initial=0)), 1)]
         ci = np.arange(n_c)
-        return SlackPieces(ci, _gather(J, ci, cols, n_v), cols, np.ones(n_c))
+        sizes = np.append(np.diff(problem.tree_starts), 0)  # index −1: no tree
+        width = max(int((sizes[ct[:, 0]] + np.where(ct[:, 1] != ct[:, 0], sizes[ct[:, 1]], 0)).max(initial=0)), 1)
+        blocks, cols = _piece_rows(problem, J, ci, ct[:, 0], ct[:, 1], width)
+        return SlackPieces(ci, blocks, cols, np.ones(n_c))
     # side b of a contact within one tree is a piece of its own only with body splitting
     sides = [np.flatnonzero(ct[:, 0] >= 0),
              np.flatnonzero((ct[:, 1] >= 0) & ((ct[:, 1] != ct[:, 0]) | (variant == "body")))]
@@ -250,17 +270,16 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
     order = np.argsort(ci, kind="stable")
     ci, tj = ci[order], tj[order]
     side = np.concatenate([np.zeros(sides[0].size, int), np.ones(sides[1].size, int)])[order]
-    cols = _tree_cols(problem, tj, s_max)
+    blocks, cols = _piece_rows(problem, J, ci, tj, np.full_like(tj, -1), s_max)
     count = np.maximum(np.bincount(ci, minlength=n_c), 1).astype(float)
     if variant == "no_body":
-        return SlackPieces(ci, _gather(J, ci, cols, n_v), cols, count)
+        return SlackPieces(ci, blocks, cols, count)
     b = problem.bodies
     if b is None:
         raise ValueError("variant 'body' needs problem.bodies (the stepper attaches them)")
     joint = b.joints[ci, side]
     if (joint <= 0).any():
         raise ValueError("problem.bodies.joints disagree with problem.contact_trees (a tree side on the world)")
-    blocks = _gather(J, ci, cols, n_v)
     # A piece on one side of a contact between two trees (or a tree and the world) is the tree's
     # part of J_i. Only a contact between two bodies of one tree is split differently: its two
     # stacked pieces ±F_i [I −[p_i]] J_b come from the body Jacobians (eq. 30-31, footnote).
