@@ -12,12 +12,19 @@ the slacks need not be stored for plain ADMM (they are, for the over-relaxed var
 Reference: :func:`piece_step_numpy` (``tests/test_subadmm_body.py``
 compares both).
 
+SubADMM (body splitting) iterates with the body structure instead: :func:`body_piece_step` (forward
+pass of body velocities, 3×6 per piece, backward pass of body wrenches; reference
+:func:`body_piece_step_numpy`). Each variant runs k iterations per compiled call
+(:func:`iterate_body`, :func:`iterate_rows_ltdl`, :func:`iterate_rows_cholesky`,
+:func:`iterate_rows_sparse_lu`), so none pays a Python call per iteration.
+
 The builds, factorizations and solves of the split variants are compiled too, so that Table III
 compares structures, not interpreters: :func:`body_split_ltdl` / :func:`ltdl_solve_trees`
 (SubADMM: composite-rigid-body build of the point masses, Featherstone's LTDL with branch-induced
 sparsity) and :func:`tree_split_cholesky` / :func:`cholesky_solve_trees` (No Body: Σ J_pᵀJ_p per
 tree, dense Cholesky). :func:`ldlt_solve_trees` solves with Pinocchio's own LDLᵀ factors (the
-reference path). No Sub uses SuperLU (C).
+reference path). No Sub factors with SuperLU (C) and solves with its factors in
+:func:`sparse_lu_solve`.
 """
 
 from __future__ import annotations
@@ -30,7 +37,10 @@ from ._sap_kernels import HAVE_NUMBA, njit
 from .contact_laws import strict_operator
 
 __all__ = ["HAVE_NUMBA", "piece_step", "piece_step_numpy", "ldlt_solve_trees", "ldlt_solve_trees_numpy",
-           "body_split_ltdl", "ltdl_solve_trees", "tree_split_cholesky", "cholesky_solve_trees"]
+           "body_split_ltdl", "ltdl_solve_trees", "tree_split_cholesky", "cholesky_solve_trees", "body_piece_step",
+           "body_piece_step_numpy", "body_piece_structure", "iterate_body", "iterate_rows_ltdl",
+           "iterate_rows_cholesky", "iterate_rows_sparse_lu", "sparse_lu_solve", "strict_triangles",
+           "gather_piece_rows"]
 
 
 @njit(cache=True)

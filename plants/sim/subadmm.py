@@ -18,7 +18,10 @@ Variants (``SubADMMOptions.variant``):
   ``p_i`` to its body. It is built by the composite-rigid-body recursion and factored by
   Featherstone's LTDL with branch-induced sparsity, in one compiled pass over all trees
   (:class:`CompiledBodySplitFactor`); :class:`BodySplitFactor` does the same with Pinocchio's CRBA
-  and ``pinocchio.cholesky`` (the reference, ``body_factorization="pinocchio"``). Needs
+  and ``pinocchio.cholesky`` (the reference, ``body_factorization="pinocchio"``). The iteration
+  uses the same structure: piece velocities from one forward pass of body velocities and a 3×6
+  product per piece, the right-hand side from one backward pass of body wrenches
+  (``body_iteration="bodies"``; ``"rows"`` = dense piece rows, the ablation). Needs
   ``problem.bodies``; a problem without it (hand-built or loaded from a file) falls back to
   ``"no_body"`` and the result says so (``solver`` = ``"subadmm[no_body]"``).
 * ``"no_body"`` (prior work [34]): one piece per (contact, tree); ``A_j + β Σ J_ijᵀJ_ij`` is
