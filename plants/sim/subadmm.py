@@ -256,7 +256,7 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     J = problem.J if J is None else J
-    n_c, n_v = problem.n_c, problem.n_v
+    n_c = problem.n_c
     ct = problem.contact_trees
     s_max = int(np.diff(problem.tree_starts).max())
     if variant == "no_sub":
