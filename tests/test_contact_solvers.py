@@ -332,10 +332,22 @@ def test_cube_slide_distance_matches_sap(name):
     assert traj.stats["min_phi"].min() > -1e-6
 
 
-@pytest.mark.parametrize("name", ["canal", "nsn"])
+@pytest.mark.parametrize("name", SOLVERS)
 def test_resting_stack_stays_put(name):
-    traj = load_scene("cube-rest-3", solver=name).run(0.2)
-    assert np.abs(traj.q[-1] - traj.q[0]).max() < 1e-6
+    """The SAP issue's resting stack (tests/test_sim.py::_rest_stack_check: still standing, x-y
+    within 1e-4 m, heights within 1e-5 m) with every solver. The rigid solvers at their default
+    tolerances (CANAL 1e-9, NSN 1e-8) hold the stack to 1e-6 m; SubADMM and PGS stop at 1e-6
+    (metric), so their drift is bounded by the SAP test's tolerances."""
+    opts = {"max_iterations": 3000, "tol": 1e-6} if name in ("subadmm", "pgs") else {}
+    sim = load_scene("cube-rest-3", solver=name, solver_options=opts)
+    traj = sim.run(0.2)
+    assert (traj.stats["status"] == 0).all()
+    n = sim.info["n_cubes"]
+    q = traj.q[-1].reshape(n, 7)
+    np.testing.assert_allclose(q[:, :2], traj.q[0].reshape(n, 7)[:, :2], atol=1e-4)
+    np.testing.assert_allclose(q[:, 2], traj.q[0].reshape(n, 7)[:, 2], atol=1e-5)
+    if name in ("canal", "nsn"):
+        assert np.abs(traj.q[-1] - traj.q[0]).max() < 1e-6
     assert traj.stats["min_phi"].min() > -1e-6
 
 
