@@ -54,6 +54,12 @@ __all__ = ["FrankaBallOptions", "FrankaBallLog", "run_franka_ball", "franka_layo
 
 PLANT_FOR_BALLS = {1: "franka-ball", 2: "franka-balls-2", 3: "franka-balls-3"}
 
+LINE_SPACING = {2: 0.1, 3: 0.15}
+"""Start distance between neighbouring balls of the line task [m] (plant parameter
+``spacing``; docs/franka-ball.md, "Multi-ball line task": at 0.1 m there is no room for the
+Phase II bias behind a ball with another ball behind it, 3 balls completed 7 of 8 runs at
+0.15 m and 2 of 24 at 0.1 m)."""
+
 TASK_STIFFNESS = 2000.0
 """Translational stiffness of the task's default impedance [1/s²] (the authors' hardware: 500;
 see docs/franka-ball.md: with 500 the ball left the 2 cm band in our simulated laps)."""
@@ -204,6 +210,11 @@ class FrankaBallOptions:
     @property
     def plant_name(self) -> str:
         return PLANT_FOR_BALLS[self.n_balls]
+
+    @property
+    def plant_params(self) -> dict[str, Any]:
+        """Parameters of the planning plant (the line task's start spacing)."""
+        return {"spacing": LINE_SPACING[self.n_balls]} if self.n_balls > 1 else {}
 
     @property
     def time_limit(self) -> float:
@@ -446,7 +457,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
 
     o = options or FrankaBallOptions()
     stream = sys.stderr if stream is None else stream
-    plant = load_plant(o.plant_name)
+    plant = load_plant(o.plant_name, **o.plant_params)
     layout = franka_layout(plant)
     planner, c3_options = build_planner(plant, o)
     k = layout.n_balls

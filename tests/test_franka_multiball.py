@@ -50,6 +50,18 @@ def test_start_layout_is_a_row_on_the_line(two_balls):
     np.testing.assert_allclose(lay.ee(plant.defaults.x0), [0.55, -0.1, TOP + 0.005])
 
 
+def test_three_ball_task_starts_with_0_15_m_spacing():
+    o = FrankaBallOptions(n_balls=3)
+    assert o.plant_params == {"spacing": 0.15}
+    plant = load_plant(o.plant_name, **o.plant_params)
+    lay = franka_layout(plant)
+    np.testing.assert_allclose(lay.balls(plant.defaults.x0)[:, :2],
+                               [[0.55, 0.0], [0.55, -0.15], [0.55, -0.30]])
+    np.testing.assert_allclose(lay.ee(plant.defaults.x0), [0.55, -0.30, TOP + 0.005])
+    with pytest.raises(ValueError, match="spacing"):
+        load_plant("franka-balls-3", spacing=0.05)  # closer than a ball diameter
+
+
 @pytest.mark.parametrize("ys, lead", [
     ((0.0, -0.1), 1),        # tie at the start: the rearmost (the end effector is above it)
     ((0.0009, -0.1), 1),     # within 1 mm: still a tie
@@ -167,3 +179,18 @@ def test_a_ball_off_the_line_is_served_first(two_balls):
     assert off.lead_ball(ys, np.array([0.60, 0.55])) == 1
     x = _state(plant, lay, [(0.565, 0.06), (0.55, -0.08)])
     np.testing.assert_allclose(t(x, 0.2).x_goal[list(lay.ee_position)], [0.565, 0.06, TOP])
+
+
+@pytest.mark.slow
+def test_three_ball_line_task_completes_with_the_qp_projection_at_fixed_latency():
+    """3 balls, Anitescu model, convex "qp" projection, deterministic 12 ms latency (measured:
+    done after 7.7 s, 100% in the band, max |x − x_c| 1.4 cm). Not every latency is this good
+    (docs/franka-ball.md: 7 of 8 runs completed, 4 of 8 also >= 95% in the band)."""
+    o = FrankaBallOptions(n_balls=3, duration=20.0, planning_latency=0.012)
+    s = summarize(run_franka_ball(o))
+    assert s["c3_options"]["projection"] == "qp"
+    assert s["sim_error"] is None
+    assert s["task_completed"], s["ball_advance_m"]
+    assert min(s["ball_advance_m"]) >= 0.1
+    assert s["band_fraction"] >= 0.95
+    assert s["max_error_m"] <= 0.02

@@ -53,6 +53,9 @@ class FrankaBallsParams:
             the models whose n_λ the paper reports).
         dy: desired translation of every ball along +y [m] per target update (§VII-B's d_y).
         ee_mass: end-effector mass [kg] (see :mod:`.franka_ball`).
+        spacing: distance between neighbouring ball centres in the start row [m] (None: the
+            model's default, 0.1; the paper gives no layout; the closed-loop task uses 0.15 for
+            3 balls, see docs/franka-ball.md, "Multi-ball line task").
     """
 
     mu: float = 1.0
@@ -60,9 +63,14 @@ class FrankaBallsParams:
     contact_model: str = "stewart_trinkle"
     dy: float = 0.1
     ee_mass: float = EE_MASS
+    spacing: float | None = None
 
     def __post_init__(self) -> None:
         check_positive(self, "dt", "ee_mass")
+        if self.spacing is not None and not (np.isfinite(self.spacing)
+                                             and self.spacing >= 2 * BALL_RADIUS):
+            raise ValueError(f"spacing must be >= the ball diameter {2 * BALL_RADIUS} m, got "
+                             f"{self.spacing!r}")
         if not (np.isfinite(self.mu) and self.mu >= 0):
             raise ValueError(f"mu must be finite and >= 0, got {self.mu!r}")
         if not np.isfinite(self.dy):
@@ -76,6 +84,7 @@ class FrankaBalls(_AccelerationInput, MultibodyModelPlant):
     num_balls: int = 2
     default_contact_model: str = "stewart_trinkle"
     default_projection: str = "miqp"
+    default_spacing: float = 0.1
 
     def __init__(self, **params: Any):
         params.setdefault("contact_model", self.default_contact_model)
@@ -100,8 +109,10 @@ class FrankaBalls(_AccelerationInput, MultibodyModelPlant):
         position, 10 on its velocity, 0.1 on ball velocities; R = 0.01·I; U = 10 on x, 1 on λ
         and u.
 
-        Start: the balls in a row along y, 0.1 m apart, centred at x_c = 0.55; the end effector
-        5 mm above the last ball. Goal: every ball moved by ``dy`` along +y at x = x_c (the
+        Start: the balls in a row along y at x_c = 0.55, ``spacing`` apart (default 0.1 m;
+        the closed-loop task (``c3mpc.tasks_franka``) uses 0.15 m for 3 balls: with 0.1 m there
+        is no room for the end effector 4.25 cm behind a ball with another ball behind it);
+        the first ball at y = 0, the end effector 5 mm above the last ball. Goal: every ball moved by ``dy`` along +y at x = x_c (the
         paper's line task), the end effector above the last ball's goal.
         """
         k = self.num_balls
@@ -109,7 +120,8 @@ class FrankaBalls(_AccelerationInput, MultibodyModelPlant):
         n_x = 2 * nq
         xc = 0.55
         x0 = np.zeros(n_x)
-        ys = -0.1 * np.arange(k)
+        spacing = self.default_spacing if self.params.spacing is None else self.params.spacing
+        ys = -spacing * np.arange(k)
         x0[0:2 * k:2] = xc
         x0[1:2 * k:2] = ys
         x0[2 * k:nq] = [xc, ys[-1], 2 * BALL_RADIUS + EE_RADIUS + 0.005]
