@@ -11,6 +11,7 @@ __all__ = [
     "UnknownSceneError",
     "SceneError",
     "ContactSolveError",
+    "SimulationDivergedError",
     "MultibodyError",
     "MultibodyValueError",
     "MultibodyTypeError",
@@ -70,6 +71,11 @@ class ContactSolveError(PlantError, RuntimeError):
         self.result = result
         self.step = step
         self.t = t
+
+
+class SimulationDivergedError(ContactSolveError):
+    """A step's solution is not finite or exceeds the simulator's ``max_speed``; the simulator
+    refused to advance. Same attributes as :class:`ContactSolveError`."""
 
 
 def _listing(names: Sequence[str], limit: int = 40) -> str:

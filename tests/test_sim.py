@@ -503,3 +503,27 @@ def test_compiled_contact_jacobian_matches_numpy_reference(name, kw, duration):
     ref = sim._contact_jacobian_numpy(tangent_basis(c.normal), point, np.reshape(sim.data.J, (6, -1)),
                                       sim._geom_slot[c.a], sim._geom_slot[c.b])
     np.testing.assert_allclose(p.J, ref, rtol=1e-13, atol=1e-14)
+
+
+# --------------------------------------------------------------------------- divergence guard
+def test_step_with_an_absurd_velocity_raises_and_leaves_the_state():
+    """A step whose solution exceeds ``max_speed`` is refused with SimulationDivergedError (a
+    ContactSolveError carrying the step's problem), and the state is unchanged; None disables it."""
+    from plants.errors import ContactSolveError, SimulationDivergedError
+
+    sim = load_scene("cube-rest-3", dt=1e-3)
+    v = sim.v.copy()
+    v[0] = 1e4  # bottom cube thrown at 10 km/s: a finite but absurd state
+    sim.set_state(sim.q, v)
+    q0 = sim.q.copy()
+    with pytest.raises(SimulationDivergedError, match="max_speed") as err:
+        sim.step()
+    assert isinstance(err.value, ContactSolveError) and err.value.problem is not None
+    np.testing.assert_array_equal(sim.q, q0)
+    sim.max_speed = None
+    sim.step()
+    assert sim.v[0] > 1e3
+    from plants.sim import Simulator
+
+    with pytest.raises(ValueError, match="max_speed"):
+        Simulator(sim.scene, max_speed=-1.0)

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import ContactSolveError
+from ..errors import ContactSolveError, SimulationDivergedError
 from ._blas import blas_threads
 from ._geometry_kernels import HAVE_NUMBA, contact_jacobian
 from ._linalg import cholesky, cholesky_solve
@@ -98,6 +98,11 @@ class Simulator:
         solver_options: keyword options for the solver when ``solver`` is a name.
         free_motion_tol: relative tolerance of the implicit free-motion Newton solve.
         blas_threads: BLAS threads while stepping (1: the matrices are small; None: leave as is).
+        max_speed: largest |v_i| [m/s or rad/s] a step may produce before the simulator reports
+            divergence (:class:`plants.errors.SimulationDivergedError`) instead of advancing
+            (None: no check). A solver can report convergence on a step whose velocities are
+            finite but absurd (a badly conditioned impact); without this bound such a run went
+            on with bodies 1e14 m away.
     """
 
     def __init__(
@@ -111,6 +116,7 @@ class Simulator:
         free_motion_tol: float = 1e-12,
         free_motion_max_iterations: int = 30,
         blas_threads: int | None = 1,
+        max_speed: float | None = 1e3,
     ):
         import pinocchio as pin
 
@@ -138,6 +144,9 @@ class Simulator:
         self.free_motion_tol = float(free_motion_tol)
         self.free_motion_max_iterations = int(free_motion_max_iterations)
         self.blas_threads = blas_threads
+        if max_speed is not None and not (np.isfinite(max_speed) and max_speed > 0):
+            raise ValueError(f"max_speed must be a finite speed > 0 [m/s] or None, got {max_speed!r}")
+        self.max_speed = None if max_speed is None else float(max_speed)
         self.model = scene.model
         self.data = scene.model.createData()
         self._precompute()
@@ -308,6 +317,14 @@ class Simulator:
                 problem, result, self.step_index, self.t,
             )
         v = result.v
+        peak = float(np.abs(v).max()) if v.size else 0.0
+        if not np.isfinite(peak) or (self.max_speed is not None and peak > self.max_speed):
+            raise SimulationDivergedError(
+                f"simulation diverged at step {self.step_index} (t = {self.t:.6g} s): the "
+                f"{result.solver or type(self.solver).__name__} solution has |v| = {peak:.3g}"
+                f" > max_speed = {self.max_speed} (state left unchanged)",
+                problem, result, self.step_index, self.t,
+            )
         vq = self.theta_vq * v + (1.0 - self.theta_vq) * self.v
         self.q = self._pin.integrate(self.model, self.q, self.dt * vq)
         self.v = v
