@@ -70,6 +70,19 @@ def _contact_step(jv, lam, e, mu, rho, beta, count, lam_out):  # pragma: no cove
     return dmax
 
 
+@njit(cache=True, inline="always")
+def _slack_update(p, i, jv_p, lam, lam_out, beta, z):  # pragma: no cover - compiled
+    """Piece p of contact i: z_p = J_p v̂ + (λ_i⁺ − λ_i)/β (stored in ``z``); returns the
+    v-step weight w_p = β z_p + λ_i⁺ (3 floats)."""
+    z0 = jv_p[p, 0] + (lam_out[i, 0] - lam[i, 0]) / beta
+    z1 = jv_p[p, 1] + (lam_out[i, 1] - lam[i, 1]) / beta
+    z2 = jv_p[p, 2] + (lam_out[i, 2] - lam[i, 2]) / beta
+    z[p, 0] = z0
+    z[p, 1] = z1
+    z[p, 2] = z2
+    return beta * z0 + lam_out[i, 0], beta * z1 + lam_out[i, 1], beta * z2 + lam_out[i, 2]
+
+
 @njit(cache=True)
 def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha,
                z):  # pragma: no cover - compiled
@@ -119,16 +132,7 @@ def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_ou
     dmax = _contact_step(jv, lam, e, mu, rho, beta, count, lam_out)
     rhs_out[:] = b
     for p in range(n_p):
-        i = contact[p]
-        z0 = jv_p[p, 0] + (lam_out[i, 0] - lam[i, 0]) / beta
-        z1 = jv_p[p, 1] + (lam_out[i, 1] - lam[i, 1]) / beta
-        z2 = jv_p[p, 2] + (lam_out[i, 2] - lam[i, 2]) / beta
-        z[p, 0] = z0
-        z[p, 1] = z1
-        z[p, 2] = z2
-        w0 = beta * z0 + lam_out[i, 0]
-        w1 = beta * z1 + lam_out[i, 1]
-        w2 = beta * z2 + lam_out[i, 2]
+        w0, w1, w2 = _slack_update(p, contact[p], jv_p, lam, lam_out, beta, z)
         for t in range(s):
             col = cols[p, t]
             if col < n_v:
@@ -471,17 +475,8 @@ def body_piece_step(Jib, piece_joint, contact, count, v, lam, e, mu, rho, beta, 
             jv[i, k] += a
     dmax = _contact_step(jv, lam, e, mu, rho, beta, count, lam_out)
     for p in range(n_p):  # body wrenches Σ J_{i,b}ᵀ w_p
-        i = contact[p]
         j = piece_joint[p]
-        z0 = jv_p[p, 0] + (lam_out[i, 0] - lam[i, 0]) / beta
-        z1 = jv_p[p, 1] + (lam_out[i, 1] - lam[i, 1]) / beta
-        z2 = jv_p[p, 2] + (lam_out[i, 2] - lam[i, 2]) / beta
-        z[p, 0] = z0
-        z[p, 1] = z1
-        z[p, 2] = z2
-        w0 = beta * z0 + lam_out[i, 0]
-        w1 = beta * z1 + lam_out[i, 1]
-        w2 = beta * z2 + lam_out[i, 2]
+        w0, w1, w2 = _slack_update(p, contact[p], jv_p, lam, lam_out, beta, z)
         for r in range(6):
             W[j, r] += Jib[p, 0, r] * w0 + Jib[p, 1, r] * w1 + Jib[p, 2, r] * w2
     rhs_out[:] = b
