@@ -237,6 +237,18 @@ class WarmStartedSolver(ContactSolver):
         with blas_threads(self.options.blas_threads):
             return self._solve(problem, v_guess, lambda_guess)
 
+    def _initial_impulses(self, problem: ContactProblem, lambda_guess: np.ndarray | None) -> np.ndarray:
+        """(n_c, 3) starting impulses: ``lambda_guess`` (checked), else the previous step's
+        (when ``options.warm_start`` and the contacts' trees match), else zeros."""
+        n_c = problem.n_c
+        if lambda_guess is not None:
+            lam = np.array(lambda_guess, dtype=float).reshape(-1)
+            if lam.shape != (3 * n_c,) or not np.isfinite(lam).all():
+                raise ValueError(f"lambda_guess must be a finite array of shape ({3 * n_c},)")
+            return lam.reshape(n_c, 3)
+        warm = self._warm.get(problem) if self.options.warm_start else None
+        return np.zeros((n_c, 3)) if warm is None else warm.reshape(n_c, 3)
+
 
 @register_contact_solver("canal")
 class CANALSolver(WarmStartedSolver):
@@ -254,14 +266,7 @@ class CANALSolver(WarmStartedSolver):
         if v.shape != (n_v,) or not np.isfinite(v).all():
             raise ValueError(f"v_guess must be a finite array of shape ({n_v},)")
         v_hat = form.mid_velocity(v)
-        if lambda_guess is not None:
-            lam = np.array(lambda_guess, dtype=float).reshape(-1)
-            if lam.shape != (3 * n_c,) or not np.isfinite(lam).all():
-                raise ValueError(f"lambda_guess must be a finite array of shape ({3 * n_c},)")
-            lam = lam.reshape(n_c, 3)
-        else:
-            lam = self._warm.get(problem) if o.warm_start else None
-            lam = np.zeros((n_c, 3)) if lam is None else lam
+        lam = self._initial_impulses(problem, lambda_guess)
         A, J, e, mu, c = form.A, form.J, form.e, form.mu, form.compliance
         b = A @ form.v_free
         Jc = J.reshape(n_c, 3, n_v)

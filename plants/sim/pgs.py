@@ -71,13 +71,7 @@ class PGSSolver(WarmStartedSolver):
         X = solver.solve(form.J.T) if n_c else np.zeros((form.n_v, 0))
         W = form.J @ X  # Delassus operator (3 n_c, 3 n_c)
         w = form.J @ form.v_free + form.e.reshape(-1)
-        if lambda_guess is not None:
-            lam = np.array(lambda_guess, dtype=float).reshape(-1)
-            if lam.shape != (3 * n_c,) or not np.isfinite(lam).all():
-                raise ValueError(f"lambda_guess must be a finite array of shape ({3 * n_c},)")
-        else:
-            warm = self._warm.get(problem) if o.warm_start else None
-            lam = np.zeros(3 * n_c) if warm is None else warm.reshape(-1)
+        lam = self._initial_impulses(problem, lambda_guess).reshape(-1)
         mu, c = form.mu, form.compliance
         Wnn = np.diag(W)[2::3] + c
         # scalar tangential step 1/w_t with w_t = λ_max(W_tt): an anisotropic W_tt⁻¹ step would have

@@ -787,14 +787,7 @@ class SubADMMSolver(WarmStartedSolver):
         v = np.array(form.mid_velocity(np.asarray(problem.v0 if v_guess is None else v_guess, float)), dtype=float)
         if v.shape != (n_v,) or not np.isfinite(v).all():
             raise ValueError(f"v_guess must be a finite array of shape ({n_v},)")
-        if lambda_guess is not None:
-            lam = np.array(lambda_guess, dtype=float).reshape(-1)
-            if lam.shape != (3 * n_c,) or not np.isfinite(lam).all():
-                raise ValueError(f"lambda_guess must be a finite array of shape ({3 * n_c},)")
-            lam = lam.reshape(n_c, 3)
-        else:
-            warm = self._warm.get(problem) if o.warm_start else None
-            lam = np.zeros((n_c, 3)) if warm is None else warm
+        lam = self._initial_impulses(problem, lambda_guess)
         v_ext = np.zeros(n_v + 1)  # index n_v = the padding column
 
         def piece_velocity(v):
