@@ -16,18 +16,7 @@ import math
 
 import numpy as np
 
-try:  # numba is a core dependency; the fallback keeps the package importable without it.
-    from numba import njit
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only on installs without numba
-    HAVE_NUMBA = False
-
-    def njit(*args, **kwargs):  # type: ignore[no-redef]
-        """Identity decorator used when numba is missing."""
-        if len(args) == 1 and callable(args[0]):
-            return args[0]
-        return lambda f: f
+from lcs._numba import HAVE_NUMBA, njit
 
 
 __all__ = ["HAVE_NUMBA", "project_into", "line_search_terms", "delassus_blocks", "regularization"]
