@@ -58,22 +58,9 @@ def _certify_one(x, act, P, q, C, b, tol):
         G = CA @ CA.T
         g = CA @ r
         # Cholesky of the (SPD when C_A has full row rank) normal matrix; fail on a tiny pivot
-        L = np.zeros((na, na))
-        gmax = 0.0
-        for i in range(na):
-            gmax = max(gmax, G[i, i])
-        for j in range(na):
-            s = G[j, j]
-            for t in range(j):
-                s -= L[j, t] * L[j, t]
-            if not s > 1e-14 * gmax:
-                return False
-            L[j, j] = np.sqrt(s)
-            for i in range(j + 1, na):
-                s2 = G[i, j]
-                for t in range(j):
-                    s2 -= L[i, t] * L[j, t]
-                L[i, j] = s2 / L[j, j]
+        if not _chol_inplace(G, na):
+            return False
+        L = G  # lower triangle
         z = np.empty(na)
         for i in range(na):
             s = g[i]
