@@ -23,7 +23,8 @@ from plants.sim import (
     load_scene,
     make_contact_solver,
 )
-from plants.sim.accuracy import contact_residual, load_problem_set, perturbed_problems, save_problem_set
+from plants.sim.accuracy import (contact_residual, load_problem_set, perturbed_problems, random_problem,
+                                 save_problem_set)
 from plants.sim.contact_laws import (
     project_cone,
     project_cone_with_jacobian,
@@ -42,28 +43,6 @@ def particle(v_star, mu=0.5, m=2.0, dt=1e-2, phi0=0.0, k=np.inf):
     """A point mass m with one contact whose frame is the world frame (normal +z)."""
     return ContactProblem(A=m * np.eye(3), v_star=np.asarray(v_star, float), J=np.eye(3), phi0=[phi0], mu=[mu],
                           stiffness=[k], dissipation=[0.0], dt=dt)
-
-
-def random_problem(seed: int, n_trees: int = 3, n_c: int = 6, dt: float = 1e-2, rigid: bool = True) -> ContactProblem:
-    rng = np.random.default_rng(seed)
-    starts = np.arange(n_trees + 1) * 6
-    n_v = 6 * n_trees
-    A = np.zeros((n_v, n_v))
-    for t in range(n_trees):
-        X = rng.normal(size=(6, 6))
-        A[starts[t] : starts[t + 1], starts[t] : starts[t + 1]] = X @ X.T + 0.5 * np.eye(6)
-    J = np.zeros((3 * n_c, n_v))
-    trees = np.zeros((n_c, 2), dtype=int)
-    for i in range(n_c):
-        t1, t2 = rng.choice(n_trees + 1, size=2, replace=False) - 1
-        trees[i] = (t1, t2)
-        for t in (t1, t2):
-            if t >= 0:
-                J[3 * i : 3 * i + 3, starts[t] : starts[t + 1]] = rng.normal(size=(3, 6))
-    return ContactProblem(A=A, v_star=rng.normal(size=n_v), J=J, phi0=rng.uniform(-1e-3, 1e-3, n_c),
-                          mu=rng.uniform(0.1, 1.0, n_c),
-                          stiffness=np.full(n_c, np.inf) if rigid else rng.uniform(1e3, 1e5, n_c),
-                          dissipation=np.zeros(n_c), dt=dt, tree_starts=starts, contact_trees=trees)
 
 
 # ----------------------------------------------------------------------------- contact laws
