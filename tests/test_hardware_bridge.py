@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 
 import pytest
@@ -20,23 +19,9 @@ from hardware.rosbridge import (  # noqa: E402
     RosBridgeTransport,
     ServerThread,
 )
+from _loopback import free_port, wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(pred, timeout: float, dt: float = 0.01) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(dt)
-    return pred()
 
 
 @pytest.fixture
@@ -65,7 +50,7 @@ def test_round_trip_between_two_roslibpy_clients_and_in_process_endpoints(server
     try:
         sub = b.subscribe("/chatter", "custom_msgs/Nested")
         pub = a.publisher("/chatter", "custom_msgs/Nested", queue_size=64)
-        assert _wait(lambda: any(c.subscriptions for c in server.call(
+        assert wait_until(lambda: any(c.subscriptions for c in server.call(
             server.server.client_stats)), 5)
         msgs = [{"header": {"seq": i, "stamp": {"secs": 12, "nsecs": 345},
                             "frame_id": "panda_link0"},
@@ -75,14 +60,14 @@ def test_round_trip_between_two_roslibpy_clients_and_in_process_endpoints(server
         for m in msgs:
             assert pub.publish(m)
         assert a.flush(5)
-        assert _wait(lambda: len(got_in_process) == 20 and sub.count == 20, 5)
+        assert wait_until(lambda: len(got_in_process) == 20 and sub.count == 20, 5)
         assert got_in_process == msgs  # in order and bit-exact (JSON round trip of floats)
         assert sub.latest().msg == msgs[-1]
         st = pub.stats()
         assert (st.enqueued, st.sent, st.dropped, st.queued) == (20, 20, 0, 0)
 
         state_sub = a.subscribe("/state", "std_msgs/Float64MultiArray")
-        assert _wait(lambda: sum("/state" in c.subscriptions for c in server.call(
+        assert wait_until(lambda: sum("/state" in c.subscriptions for c in server.call(
             server.server.client_stats)) == 1, 5)
         t_before = time.monotonic()
         server.call(lambda: server.server.publish("/state", {"data": [1.5, 2.5]}))
@@ -126,7 +111,7 @@ def test_server_answers_malformed_and_type_conflicting_requests_with_status_erro
 
 
 def test_connect_timeout_raises_bridge_connection_error():
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     tr = RosBridgeTransport(BridgeOptions(url=f"ws://127.0.0.1:{port}", connect_timeout=0.5))
     t0 = time.monotonic()
     with pytest.raises(BridgeConnectionError) as ei:
@@ -146,9 +131,9 @@ def test_reconnects_with_backoff_after_server_restart():
     try:
         sub = tr.subscribe("/state", "std_msgs/Int32")
         pub = tr.publisher("/cmd", "std_msgs/Int32")
-        assert _wait(lambda: st.call(lambda: st.server.n_clients) == 1, 5)
+        assert wait_until(lambda: st.call(lambda: st.server.n_clients) == 1, 5)
         st.stop()
-        assert _wait(lambda: not tr.is_connected, 5)
+        assert wait_until(lambda: not tr.is_connected, 5)
         for i in range(10):  # published while down: bounded queue keeps the newest 4
             pub.publish({"data": i})
         s = pub.stats()
@@ -160,12 +145,12 @@ def test_reconnects_with_backoff_after_server_restart():
             st2.call(lambda: st2.server.on_publish("/cmd", "std_msgs/Int32",
                                                    lambda m, t: got.append(m["data"])))
             assert tr.wait_connected(10)
-            assert _wait(lambda: got == [6, 7, 8, 9], 5), got
+            assert wait_until(lambda: got == [6, 7, 8, 9], 5), got
             # roslibpy re-subscribes ~1 s after the drop
             def delivered():
                 st2.call(lambda: st2.server.publish("/state", {"data": 99}))
                 return sub.latest() is not None and sub.latest().msg == {"data": 99}
-            assert _wait(delivered, 10, dt=0.05)
+            assert wait_until(delivered, 10, dt=0.05)
             stats = tr.stats()
             assert stats.connects == 2 and stats.disconnects == 1 and stats.connected
         finally:
@@ -208,7 +193,7 @@ def test_back_pressure_slow_consumer_bounds_queue_and_counts_drops(server):
         assert tr.flush(20)
         s = pub.stats()
         assert s.enqueued == s.sent + s.dropped and s.queued == 0
-        assert _wait(lambda: len(got) == s.sent, 10), (len(got), s.sent)
+        assert wait_until(lambda: len(got) == s.sent, 10), (len(got), s.sent)
         assert got == sorted(got) and got[-1] == n - 1
     finally:
         tr.close()

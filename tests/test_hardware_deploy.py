@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ pytest.importorskip("websockets")
 from hardware.deploy import DeployOptions, ExitReason, run_deploy  # noqa: E402
 from hardware.rosbridge import BridgeOptions  # noqa: E402
 from hardware.sim_robot import SimRobotOptions, start_sim_robot  # noqa: E402
+from _loopback import repo_env, wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -30,15 +30,6 @@ THRESHOLD = 0.05  # default watchdog threshold [s]
 # Trip latency budget beyond the threshold: one loop period (10 ms), rosbridge delivery both
 # ways and scheduling on a shared 2-core machine.
 TOLERANCE = 0.05
-
-
-def _wait(pred, timeout: float, dt: float = 0.01) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(dt)
-    return pred()
 
 
 def _options(url: str, **kw) -> DeployOptions:
@@ -68,7 +59,7 @@ def test_watchdog_trips_within_threshold_and_holds_when_camera_or_state_go_stale
     st, robot = start_sim_robot()
     try:
         th, box = _run_in_thread(st.server.url, 4.0)
-        assert _wait(lambda: len(robot.commands) >= 50, 10)
+        assert wait_until(lambda: len(robot.commands) >= 50, 10)
         for pause in ("camera_paused", "state_paused"):
             st.call(lambda p=pause: setattr(robot, p, True))
             time.sleep(0.3)
@@ -85,7 +76,7 @@ def test_watchdog_trips_within_threshold_and_holds_when_camera_or_state_go_stale
             assert THRESHOLD <= latency <= THRESHOLD + TOLERANCE, latency
             n_before = len(robot.commands)
             st.call(lambda p=pause: setattr(robot, p, False))
-            assert _wait(lambda: len(robot.commands) > n_before + 10, 3)  # resumed
+            assert wait_until(lambda: len(robot.commands) > n_before + 10, 3)  # resumed
         th.join(15)
         s = box["summary"]
         assert s.exit_reason == ExitReason.COMPLETED
@@ -102,7 +93,7 @@ def test_robot_side_killed_watchdog_holds_then_exits_data_lost():
     st, robot = start_sim_robot()
     th, box = _run_in_thread(st.server.url, None, max_stale_time=0.5)
     try:
-        assert _wait(lambda: len(robot.commands) >= 30, 10)
+        assert wait_until(lambda: len(robot.commands) >= 30, 10)
     finally:
         st.stop()
     t_kill = time.monotonic()
@@ -122,20 +113,14 @@ def _deploy_cmd(url: str, *extra: str) -> list[str]:
             *extra]
 
 
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
-
 def test_sigint_ends_deploy_cleanly_with_a_final_hold(tmp_path):
     st, robot = start_sim_robot()
     try:
         proc = subprocess.Popen(_deploy_cmd(st.server.url, "--report", str(tmp_path)),
-                                cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+                                cwd=REPO, env=repo_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         try:
-            assert _wait(lambda: len(robot.commands) >= 50, 30)
+            assert wait_until(lambda: len(robot.commands) >= 50, 30)
             t_sig = time.monotonic()
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=20)
@@ -147,7 +132,7 @@ def test_sigint_ends_deploy_cleanly_with_a_final_hold(tmp_path):
         assert summary["exit_reason"] == "interrupted"
         assert "interrupted" in out
         # the server thread may still be dispatching the last messages
-        assert _wait(lambda: _is_hold(robot.commands[-1], robot), 2)
+        assert wait_until(lambda: _is_hold(robot.commands[-1], robot), 2)
         assert robot.commands[-1].t_receive > t_sig
         assert summary["holds_sent"] == 1 and summary["commands_sent"] >= 50
         assert "[deploy franka-ball]" in err  # the status line
@@ -165,7 +150,7 @@ def test_end_to_end_rehearsal_against_the_simulated_robot(tmp_path):
         t0 = time.monotonic()
         proc = subprocess.run(_deploy_cmd(st.server.url, "--duration", "2", "--report",
                                           str(tmp_path)),
-                              cwd=REPO, env=_env(), capture_output=True, text=True, timeout=60)
+                              cwd=REPO, env=repo_env(), capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
         s = json.loads((tmp_path / "summary.json").read_text())
         assert s["exit_reason"] == "completed"
@@ -179,7 +164,7 @@ def test_end_to_end_rehearsal_against_the_simulated_robot(tmp_path):
         pose_pub = s["transport"]["publishers"][0]
         assert pose_pub["dropped"] == 0
         assert pose_pub["sent"] == s["commands_sent"] + s["holds_sent"]
-        assert _wait(lambda: sum(c.t_receive > t0 for c in robot.commands) == pose_pub["sent"],
+        assert wait_until(lambda: sum(c.t_receive > t0 for c in robot.commands) == pose_pub["sent"],
                      2), (sum(c.t_receive > t0 for c in robot.commands), pose_pub)
         assert not robot.rejected
         # The simulated end effector followed the targets around the circle (centre
@@ -208,10 +193,10 @@ def test_killing_the_robot_side_stops_commanding_within_the_threshold_and_exits(
     st, robot = start_sim_robot()
     proc = subprocess.Popen(_deploy_cmd(st.server.url, "--config", str(cfg), "--report",
                                         str(tmp_path / "rep")),
-                            cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+                            cwd=REPO, env=repo_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        assert _wait(lambda: len(robot.commands) >= 50, 30)
+        assert wait_until(lambda: len(robot.commands) >= 50, 30)
     finally:
         st.stop()
     last_state = robot.last_state_publish
@@ -263,7 +248,7 @@ def test_a_failing_planner_ends_the_run_with_a_hold_not_a_crash(tmp_path):
         assert s.exit_reason == ExitReason.ERROR and s.exit_reason.exit_code == 1
         assert "solver exploded" in s.message
         assert s.commands_sent == 20 and s.holds_sent == 1
-        assert _wait(lambda: _is_hold(robot.commands[-1], robot), 2)
+        assert wait_until(lambda: _is_hold(robot.commands[-1], robot), 2)
         assert json.loads((tmp_path / "summary.json").read_text())["exit_reason"] == "error"
     finally:
         st.stop()
@@ -276,12 +261,12 @@ def test_deploy_rides_through_a_bridge_restart():
     port = st.server.port
     th, box = _run_in_thread(st.server.url, 5.0)
     try:
-        assert _wait(lambda: len(robot.commands) >= 30, 10)
+        assert wait_until(lambda: len(robot.commands) >= 30, 10)
     finally:
         st.stop()
     st2, robot2 = start_sim_robot(port=port)
     try:
-        assert _wait(lambda: len(robot2.commands) >= 30, 4)  # resumed on the new robot
+        assert wait_until(lambda: len(robot2.commands) >= 30, 4)  # resumed on the new robot
         th.join(15)
         s = box["summary"]
         assert s.exit_reason == ExitReason.COMPLETED

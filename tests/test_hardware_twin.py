@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _loopback import free_port, repo_env, wait_until  # noqa: E402
 
 pytest.importorskip("roslibpy")
 pytest.importorskip("websockets")
@@ -28,27 +27,6 @@ THRESHOLD = 0.05  # default watchdog threshold [s]
 TOLERANCE = 0.05  # one loop period, rosbridge delivery, scheduling on a shared 2-core machine
 CENTER = np.array([0.55, 0.0])
 RADIUS = 0.1
-
-
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(pred, timeout: float, dt: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(dt)
-    return pred()
 
 
 def _phase_angle(xy: np.ndarray) -> np.ndarray:
@@ -105,15 +83,15 @@ def test_deploy_c3_against_the_twin_rolls_the_ball_then_survives_the_twin_dying(
     in ~23 s, 65-98% in the band, max error 2.2-13.5 cm (10 runs). Required: the ball's phase
     angle advances >= 20° in the 22 s, >= 50% of the time in the 2 cm band, never more than
     20 cm off the circle (not lost: the issue-7 laps reach 15.4 cm)."""
-    port = _free_port()
+    port = free_port()
     twin_log = tmp_path / "twin.log"
     with open(twin_log, "w") as fh:  # a file, not a pipe: nobody reads it during the run
         twin = subprocess.Popen([sys.executable, "-m", "c3mpc.cli", "twin", "franka-ball",
-                                 "--port", str(port)], cwd=REPO, env=_env(), stdout=fh,
+                                 "--port", str(port)], cwd=REPO, env=repo_env(), stdout=fh,
                                 stderr=subprocess.STDOUT, text=True)
     deploy = None
     try:
-        assert _wait(lambda: "serving on" in twin_log.read_text(), 30), twin_log.read_text()
+        assert wait_until(lambda: "serving on" in twin_log.read_text(), 30), twin_log.read_text()
         cfg = tmp_path / "deploy.yaml"
         cfg.write_text("planner_type: c3\nmax_stale_time: 0.5\n"
                        "camera:\n  velocity_filter: 1.0\nfranka:\n  velocity_filter: 1.0\n")
@@ -121,7 +99,7 @@ def test_deploy_c3_against_the_twin_rolls_the_ball_then_survives_the_twin_dying(
         deploy = subprocess.Popen([sys.executable, "-m", "c3mpc.cli", "deploy", "franka-ball",
                                    "--bridge", f"ws://127.0.0.1:{port}", "--config", str(cfg),
                                    "--report", str(rep), "--quiet"],
-                                  cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+                                  cwd=REPO, env=repo_env(), stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
         # the loop starts after the planner's warm-up and the first data; give it RUN_S then
         # kill the robot side without warning
