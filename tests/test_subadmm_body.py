@@ -393,7 +393,7 @@ def test_body_iteration_matches_its_numpy_reference_and_the_row_iteration(scene,
     no recursion) and (ii) the dense-row reference step on the same pieces, iterate by iterate for
     30 ADMM iterations from the same start: λ, z, the next right-hand side and v̂ agree to 1e-12."""
     from plants.sim._subadmm_kernels import body_piece_step_numpy, iterate_body
-    from plants.sim.subadmm import CompiledBodySplitFactor, _iteration_runner
+    from plants.sim.subadmm import CompiledBodySplitFactor, _Iteration
 
     p = request.getfixturevalue(scene)
     form = rigid_contact_form(p)
@@ -413,8 +413,9 @@ def test_body_iteration_matches_its_numpy_reference_and_the_row_iteration(scene,
     v, lam, lam_prev, z, rhs = np.zeros(p.n_v), start_lam.copy(), np.empty((n_c, 3)), start_z.copy(), start_rhs.copy()
     arrays = (np.ascontiguousarray(pc.blocks), np.ascontiguousarray(pc.cols, np.int64), ci, pc.count, v, lam, lam_prev,
               e, mu, b, rhs, 1.0, z)
-    run = _iteration_runner(f, "body", "bodies", p, pc, arrays)
-    assert run.__code__.co_names.count("iterate_body") == 1 and iterate_body is not None
+    iteration = _Iteration(f, "body", "bodies", p, pc, arrays)
+    run = iteration.run
+    assert iteration.body is not None and run.__code__.co_names.count("iterate_body") == 1 and iterate_body is not None
     K = f.matrix()
     ref = {name: (start_lam.copy(), start_z.copy(), start_rhs.copy()) for name in ("bodies", "rows")}
     Jib = np.concatenate([p.bodies.frames[ci], np.cross(p.bodies.points[ci][:, None, :], p.bodies.frames[ci])], axis=2)
@@ -482,7 +483,7 @@ def test_compiled_sparse_lu_solve_matches_superlu(scene, request):
 
 @pytest.mark.parametrize("scene", ["a1", "cubes"])
 def test_compiled_piece_gather_matches_the_numpy_gather(scene, request, monkeypatch):
-    """The compiled gather of the pieces' row blocks = the numpy one (same blocks and columns)."""
+    """The compiled gather of the pieces (piece index, row blocks) = the numpy one (same pieces, blocks, columns)."""
     import plants.sim.subadmm as subadmm
 
     p = request.getfixturevalue(scene)
@@ -492,3 +493,67 @@ def test_compiled_piece_gather_matches_the_numpy_gather(scene, request, monkeypa
         ref = slack_pieces(p, v)
         assert np.array_equal(compiled[v].cols, ref.cols), v
         assert np.array_equal(compiled[v].blocks, ref.blocks), v
+        assert np.array_equal(compiled[v].contact, ref.contact) and np.array_equal(compiled[v].count, ref.count), v
+        if v == "body":
+            assert np.array_equal(compiled[v].side, ref.side) and np.array_equal(compiled[v].joint, ref.joint)
+
+
+# ----------------------------------------------------------------------------- compiled setup
+def test_pieces_without_rows_are_the_body_pieces(a1, cubes):
+    """``rows=False`` (what the body iteration uses): the same pieces, bodies and sides, no row blocks;
+    only the body variant may skip the rows."""
+    for p in (a1, cubes):
+        full, lean = slack_pieces(p, "body"), slack_pieces(p, "body", rows=False)
+        assert lean.blocks is None and lean.cols is None
+        for name in ("contact", "count", "joint", "side", "local_point"):
+            assert np.array_equal(getattr(full, name), getattr(lean, name)), name
+    with pytest.raises(ValueError, match="rows=False"):
+        slack_pieces(cubes, "no_body", rows=False)
+
+
+def test_compiled_pseudo_density_matches_the_numpy_rule(a1, cubes):
+    """β₀ over bodies from the compiled pass (masses given) = the numpy rule (masses read from the model)."""
+    for p in (a1, cubes):
+        mass = np.array([I.mass for I in p.bodies.model.inertias])
+        assert pseudo_density_beta(p, "body", mass) == pytest.approx(pseudo_density_beta(p, "body"), rel=1e-12)
+
+
+@pytest.mark.parametrize("scene", ["a1", "cubes"])
+@pytest.mark.parametrize("variant,body_iteration", [("body", "bodies"), ("body", "rows"), ("no_body", "bodies"),
+                                                    ("no_sub", "bodies")])
+def test_iteration_velocity_and_scatter_match_dense_rows(scene, variant, body_iteration, request):
+    """The compiled z⁰ = J_p v and Σ_p J_pᵀ (w_p + λ_i) of every iteration path (the body forward /
+    backward passes, the row blocks) = the dense piece rows (``SlackPieces.dense``), to 1e-12."""
+    from plants.sim.subadmm import _Iteration
+
+    p = request.getfixturevalue(scene)
+    solver = SubADMMSolver(variant=variant, body_iteration=body_iteration)
+    lean = variant == "body" and body_iteration == "bodies"
+    pc = slack_pieces(p, variant, rows=not lean)
+    rows = slack_pieces(p, variant).dense(p.n_v)  # (n_p, 3, n_v)
+    f = solver._factor(p, p.A, pc, 1.3, variant)
+    rng = np.random.default_rng(3)
+    n_p, n_c = pc.contact.size, p.n_c
+    lam = rng.normal(size=(n_c, 3))
+    arrays = (None if lean else np.ascontiguousarray(pc.blocks), None if lean else np.ascontiguousarray(pc.cols, np.int64),
+              np.ascontiguousarray(pc.contact, np.int64), pc.count, np.zeros(p.n_v), lam, np.empty_like(lam),
+              np.zeros((n_c, 3)), np.ones(n_c), np.zeros(p.n_v), np.zeros(p.n_v), 1.0, np.zeros((n_p, 3)))
+    it = _Iteration(f, variant, body_iteration, p, pc, arrays)
+    assert (it.body is not None) == lean
+    v, w = rng.normal(size=p.n_v), rng.normal(size=(n_p, 3))
+    assert rel(it.velocity(v), np.einsum("pkn,n->pk", rows, v)) <= 1e-12
+    out = rng.normal(size=p.n_v)
+    expect = out + np.einsum("pkn,pk->n", rows, w + lam[pc.contact])
+    assert rel(it.scatter(w, out), expect) <= 1e-12
+    assert rel(it.scatter(None, np.zeros(p.n_v)), np.einsum("pkn,pk->n", rows, lam[pc.contact])) <= 1e-12
+    if not lean:  # the numpy fallback (no numba) of the same products
+        import plants.sim.subadmm as subadmm
+
+        saved = subadmm.HAVE_NUMBA
+        try:
+            subadmm.HAVE_NUMBA = False
+            ref = _Iteration(f, variant, body_iteration, p, pc, arrays)
+        finally:
+            subadmm.HAVE_NUMBA = saved
+        assert rel(ref.velocity(v), it.velocity(v)) <= 1e-12
+        assert rel(ref.scatter(w, np.zeros(p.n_v)), it.scatter(w, np.zeros(p.n_v))) <= 1e-12

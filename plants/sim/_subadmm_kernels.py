@@ -40,7 +40,8 @@ __all__ = ["HAVE_NUMBA", "piece_step", "piece_step_numpy", "ldlt_solve_trees", "
            "body_split_ltdl", "ltdl_solve_trees", "tree_split_cholesky", "cholesky_solve_trees", "body_piece_step",
            "body_piece_step_numpy", "body_piece_structure", "iterate_body", "iterate_rows_ltdl",
            "iterate_rows_cholesky", "iterate_rows_sparse_lu", "sparse_lu_solve", "strict_triangles",
-           "gather_piece_rows"]
+           "gather_piece_rows", "piece_index", "body_pseudo_density", "rows_velocity", "rows_scatter",
+           "body_velocity", "body_scatter"]
 
 
 @njit(cache=True)
@@ -693,3 +694,169 @@ def gather_piece_rows(J, contact, tree_a, tree_b, tree_starts, width, blocks, co
             cols[p, u] = n_v
             for k in range(3):
                 blocks[p, k, u] = 0.0
+
+
+# ----------------------------------------------------------------------------- compiled setup (all variants)
+# The per-solve setup (pieces, β₀, z⁰ = J_p v̂⁰, the first right-hand side, θ_d) was ~0.2 ms of numpy
+# calls on 8 A1s, as much as 40 iterations. These kernels do it in one pass each; every variant uses
+# them (the row ones for No Body / No Sub / SubADMM's row ablation, the body ones for SubADMM).
+
+
+@njit(cache=True)
+def piece_index(contact_trees, split_same_tree):  # pragma: no cover - compiled
+    """The pieces of the split variants, sorted by contact (side a before side b).
+
+    Args:
+        contact_trees: (n_c, 2) tree of each side (−1 = world).
+        split_same_tree: a contact within one tree gets a piece per side (body splitting) instead of one.
+
+    Returns:
+        ``(contact, tree, side, count)``: (n_p,) contact, tree and side (0 = a, 1 = b) of each piece,
+        (n_c,) float ``|Z_i|`` (at least 1).
+    """
+    n_c = contact_trees.shape[0]
+    n_p = 0
+    for i in range(n_c):
+        a = contact_trees[i, 0]
+        b = contact_trees[i, 1]
+        n_p += (a >= 0) + (b >= 0 and (b != a or split_same_tree))
+    contact = np.empty(n_p, dtype=np.int64)
+    tree = np.empty(n_p, dtype=np.int64)
+    side = np.empty(n_p, dtype=np.int64)
+    count = np.empty(n_c)
+    p = 0
+    for i in range(n_c):
+        a = contact_trees[i, 0]
+        b = contact_trees[i, 1]
+        first = p
+        if a >= 0:
+            contact[p] = i
+            tree[p] = a
+            side[p] = 0
+            p += 1
+        if b >= 0 and (b != a or split_same_tree):
+            contact[p] = i
+            tree[p] = b
+            side[p] = 1
+            p += 1
+        count[i] = max(p - first, 1)
+    return contact, tree, side, count
+
+
+@njit(cache=True)
+def body_pseudo_density(joints, mass):  # pragma: no cover - compiled
+    """β₀ of §VI-D over bodies: exp(mean over the bodies in contact with mass > 0 of
+    log(mass / contact pieces)), bodies in ascending joint order; −1 if there is none.
+
+    Args:
+        joints: (n_c, 2) joint of each contact side (0 = world); mass: (n_joints,) body masses.
+    """
+    counts = np.zeros(mass.size, dtype=np.int64)
+    for i in range(joints.shape[0]):
+        for s in range(2):
+            if joints[i, s] > 0:
+                counts[joints[i, s]] += 1
+    acc = 0.0
+    m = 0
+    for j in range(1, mass.size):
+        if counts[j] > 0 and mass[j] > 0:
+            acc += math.log(mass[j] / counts[j])
+            m += 1
+    return math.exp(acc / m) if m else -1.0
+
+
+@njit(cache=True)
+def rows_velocity(blocks, cols, v, out):  # pragma: no cover - compiled
+    """``out[p] = J_p v`` for compact piece rows (blocks (n_p, 3, s), cols (n_p, s), n_v = padding)."""
+    n_p, _, s = blocks.shape
+    n_v = v.size
+    for p in range(n_p):
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        for t in range(s):
+            col = cols[p, t]
+            if col < n_v:
+                x = v[col]
+                a0 += blocks[p, 0, t] * x
+                a1 += blocks[p, 1, t] * x
+                a2 += blocks[p, 2, t] * x
+        out[p, 0] = a0
+        out[p, 1] = a1
+        out[p, 2] = a2
+
+
+@njit(cache=True)
+def rows_scatter(blocks, cols, contact, w, lam, out):  # pragma: no cover - compiled
+    """``out += Σ_p J_pᵀ (w_p + λ_{contact[p]})`` for compact piece rows (``w`` (n_p, 3) or empty for
+    zero; ``out`` (n_v,))."""
+    n_p, _, s = blocks.shape
+    n_v = out.size
+    has_w = w.shape[0] == n_p
+    for p in range(n_p):
+        i = contact[p]
+        w0 = lam[i, 0]
+        w1 = lam[i, 1]
+        w2 = lam[i, 2]
+        if has_w:
+            w0 += w[p, 0]
+            w1 += w[p, 1]
+            w2 += w[p, 2]
+        for t in range(s):
+            col = cols[p, t]
+            if col < n_v:
+                out[col] += blocks[p, 0, t] * w0 + blocks[p, 1, t] * w1 + blocks[p, 2, t] * w2
+
+
+@njit(cache=True)
+def body_velocity(Jib, piece_joint, active, joint_parent, joint_v, joint_nv, S, v, V, out):  # pragma: no cover
+    """``out[p] = J_p v = Jib[p] V_{piece_joint[p]}`` with the body velocities V from one forward pass
+    over the active joints (arguments as :func:`body_piece_step`; V[0] must be 0)."""
+    for q in range(active.size):
+        j = active[q]
+        pa = joint_parent[j]
+        for r in range(6):
+            V[j, r] = V[pa, r]
+        for c in range(joint_v[j], joint_v[j] + joint_nv[j]):
+            x = v[c]
+            for r in range(6):
+                V[j, r] += S[c, r] * x
+    for p in range(Jib.shape[0]):
+        j = piece_joint[p]
+        for k in range(3):
+            out[p, k] = (Jib[p, k, 0] * V[j, 0] + Jib[p, k, 1] * V[j, 1] + Jib[p, k, 2] * V[j, 2]
+                         + Jib[p, k, 3] * V[j, 3] + Jib[p, k, 4] * V[j, 4] + Jib[p, k, 5] * V[j, 5])
+
+
+@njit(cache=True)
+def body_scatter(Jib, piece_joint, contact, w, lam, active, joint_parent, joint_v, joint_nv, S, W,
+                 out):  # pragma: no cover - compiled
+    """``out += Σ_p J_pᵀ (w_p + λ_{contact[p]})`` by one backward pass of body wrenches (``w`` (n_p, 3)
+    or empty for zero; W (n_joints, 6) zero on entry and on return)."""
+    n_p = Jib.shape[0]
+    has_w = w.shape[0] == n_p
+    for p in range(n_p):
+        i = contact[p]
+        j = piece_joint[p]
+        w0 = lam[i, 0]
+        w1 = lam[i, 1]
+        w2 = lam[i, 2]
+        if has_w:
+            w0 += w[p, 0]
+            w1 += w[p, 1]
+            w2 += w[p, 2]
+        for r in range(6):
+            W[j, r] += Jib[p, 0, r] * w0 + Jib[p, 1, r] * w1 + Jib[p, 2, r] * w2
+    for q in range(active.size - 1, -1, -1):
+        j = active[q]
+        pa = joint_parent[j]
+        for c in range(joint_v[j], joint_v[j] + joint_nv[j]):
+            acc = 0.0
+            for r in range(6):
+                acc += S[c, r] * W[j, r]
+            out[c] += acc
+        for r in range(6):
+            W[pa, r] += W[j, r]
+            W[j, r] = 0.0
+    for r in range(6):
+        W[0, r] = 0.0

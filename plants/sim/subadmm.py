@@ -50,7 +50,10 @@ from scipy.sparse.linalg import splu
 from ._subadmm_kernels import (
     HAVE_NUMBA,
     body_piece_structure,
+    body_pseudo_density,
+    body_scatter,
     body_split_ltdl,
+    body_velocity,
     cholesky_solve_trees,
     gather_piece_rows,
     iterate_body,
@@ -60,8 +63,11 @@ from ._subadmm_kernels import (
     ldlt_solve_trees,
     ldlt_solve_trees_numpy,
     ltdl_solve_trees,
+    piece_index,
     piece_step,
     piece_step_numpy,
+    rows_scatter,
+    rows_velocity,
     strict_triangles,
     tree_split_cholesky,
 )
@@ -177,8 +183,9 @@ class SlackPieces:
 
     Attributes:
         contact: (n_p,) contact of each piece (non-decreasing).
-        blocks: (n_p, 3, s) rows of ``J_ij`` restricted to ``cols``.
-        cols: (n_p, s) dof of each block column, padded with the index n_v (a zero column).
+        blocks: (n_p, 3, s) rows of ``J_ij`` restricted to ``cols`` (None when gathered without
+            rows, ``slack_pieces(..., rows=False)``).
+        cols: (n_p, s) dof of each block column, padded with the index n_v (a zero column), or None.
         count: (n_c,) ``|Z_i|``, the number of pieces of each contact.
         joint: (n_p,) body (Pinocchio joint) of each piece (``"body"`` variant), else None.
         local_point: (n_p, 3) contact point in that joint's frame (``"body"``), else None.
@@ -238,7 +245,8 @@ def _piece_rows(problem, J, ci, tree_a, tree_b, width):
     return blocks, cols
 
 
-def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = None) -> SlackPieces:
+def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = None,
+                 rows: bool = True) -> SlackPieces:
     """The pieces of ``variant`` (one of :data:`VARIANTS`) for ``problem``.
 
     * ``"body"``: one per (contact, non-world body side), ``J_ij = ±F_i [I −[p_i]] J_b`` (− on side
@@ -252,9 +260,14 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
         variant: see above.
         J: (3 n_c, n_v) rows to split (default ``problem.J``; ``"body"`` takes the pieces of
             contacts within one tree from ``problem.bodies``).
+        rows: also gather the pieces' row blocks (``blocks``, ``cols``). ``False`` only for
+            ``"body"``: the body-structured iteration needs the bodies and contact points, never the
+            rows ``J_ij`` (eq. 30-31); ``blocks`` and ``cols`` are then None.
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    if not rows and variant != "body":
+        raise ValueError(f"rows=False needs variant 'body', got {variant!r}")
     J = problem.J if J is None else J
     n_c = problem.n_c
     ct = problem.contact_trees
@@ -265,16 +278,22 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
         width = max(int((sizes[ct[:, 0]] + np.where(ct[:, 1] != ct[:, 0], sizes[ct[:, 1]], 0)).max(initial=0)), 1)
         blocks, cols = _piece_rows(problem, J, ci, ct[:, 0], ct[:, 1], width)
         return SlackPieces(ci, blocks, cols, np.ones(n_c))
-    # side b of a contact within one tree is a piece of its own only with body splitting
-    sides = [np.flatnonzero(ct[:, 0] >= 0),
-             np.flatnonzero((ct[:, 1] >= 0) & ((ct[:, 1] != ct[:, 0]) | (variant == "body")))]
-    ci = np.concatenate(sides)
-    tj = np.concatenate([ct[sides[0], 0], ct[sides[1], 1]])
-    order = np.argsort(ci, kind="stable")
-    ci, tj = ci[order], tj[order]
-    side = np.concatenate([np.zeros(sides[0].size, int), np.ones(sides[1].size, int)])[order]
-    blocks, cols = _piece_rows(problem, J, ci, tj, np.full_like(tj, -1), s_max)
-    count = np.maximum(np.bincount(ci, minlength=n_c), 1).astype(float)
+    if HAVE_NUMBA:  # one compiled pass; the numpy below is its reference
+        ci, tj, side, count = piece_index(np.ascontiguousarray(ct, np.int64), variant == "body")
+    else:
+        # side b of a contact within one tree is a piece of its own only with body splitting
+        sides = [np.flatnonzero(ct[:, 0] >= 0),
+                 np.flatnonzero((ct[:, 1] >= 0) & ((ct[:, 1] != ct[:, 0]) | (variant == "body")))]
+        ci = np.concatenate(sides)
+        tj = np.concatenate([ct[sides[0], 0], ct[sides[1], 1]])
+        order = np.argsort(ci, kind="stable")
+        ci, tj = ci[order], tj[order]
+        side = np.concatenate([np.zeros(sides[0].size, int), np.ones(sides[1].size, int)])[order]
+        count = np.maximum(np.bincount(ci, minlength=n_c), 1).astype(float)
+    if rows:
+        blocks, cols = _piece_rows(problem, J, ci, tj, np.full_like(tj, -1), s_max)
+    else:
+        blocks = cols = None
     if variant == "no_body":
         return SlackPieces(ci, blocks, cols, count)
     b = problem.bodies
@@ -286,8 +305,8 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
     # A piece on one side of a contact between two trees (or a tree and the world) is the tree's
     # part of J_i. Only a contact between two bodies of one tree is split differently: its two
     # stacked pieces ±F_i [I −[p_i]] J_b come from the body Jacobians (eq. 30-31, footnote).
-    same = np.flatnonzero(ct[ci, 0] == ct[ci, 1])
-    if same.size:
+    same = np.flatnonzero(ct[ci, 0] == ct[ci, 1]) if rows else ()
+    if len(same):
         sign = np.where(side[same] == 0, -1.0, 1.0)
         cs = cols[same]
         Jw = np.concatenate([b.world_jacobian, np.zeros((6, 1))], axis=1)[:, cs]  # (6, n_s, s)
@@ -316,15 +335,20 @@ def pseudo_density_beta(problem: ContactProblem, rule: str = "body", body_mass: 
         return 1.0
     b = problem.bodies
     if rule == "body" and b is not None:
-        joints, counts = np.unique(b.joints[b.joints > 0], return_counts=True)
-        if body_mass is None:
-            inertias = b.model.inertias
-            mass = np.array([inertias[int(j)].mass for j in joints])
+        if HAVE_NUMBA and body_mass is not None:  # one compiled pass (the numpy below is its reference)
+            beta = body_pseudo_density(np.ascontiguousarray(b.joints, np.int64), body_mass)
+            if beta > 0:
+                return float(beta)
         else:
-            mass = body_mass[joints]
-        has = mass > 0
-        if has.any():
-            return float(np.exp(np.mean(np.log(mass[has] / counts[has]))))
+            joints, counts = np.unique(b.joints[b.joints > 0], return_counts=True)
+            if body_mass is None:
+                inertias = b.model.inertias
+                mass = np.array([inertias[int(j)].mass for j in joints])
+            else:
+                mass = body_mass[joints]
+            has = mass > 0
+            if has.any():
+                return float(np.exp(np.mean(np.log(mass[has] / counts[has]))))
     trees = ct[ct >= 0]
     counts = np.bincount(trees, minlength=problem.n_trees)
     mass = np.maximum.reduceat(np.diag(problem.A), problem.tree_starts[:-1])
@@ -698,44 +722,100 @@ class _SparseLU:
                        np.empty(lu.shape[0]))
 
 
-def _iteration_runner(factor, variant: str, body_iteration: str, problem, pieces, arrays):
-    """``run(k, beta, rho)``: k iterations (v-step eq. 34, z/λ-step eq. 35-38) in place on the arrays
-    ``(Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z)``; returns the last
-    ``max ‖λ⁺ − λ‖``. One compiled call per k iterations when numba is there and the factor has
-    compiled solves (all but ``body_factorization="pinocchio"``), else a Python loop."""
-    Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z = arrays
-    if HAVE_NUMBA and isinstance(factor, CompiledBodySplitFactor) and body_iteration == "bodies":
-        bodies, f = problem.bodies, factor
-        pj = np.ascontiguousarray(pieces.joint, np.int64)
-        Jib = np.empty((ci.size, 3, 6))
-        active = body_piece_structure(np.ascontiguousarray(bodies.frames, float),
-                                      np.ascontiguousarray(bodies.points, float), ci,
-                                      np.ascontiguousarray(pieces.side, np.int64), pj, f.joint_parent, Jib,
-                                      np.zeros(f.joint_parent.size, dtype=np.bool_))
-        S = np.ascontiguousarray(bodies.world_jacobian.T)
-        V, W = np.zeros((f.joint_parent.size, 6)), np.zeros((f.joint_parent.size, 6))
-        return lambda k, beta, rho: iterate_body(k, f.K, f.dof_parent, f.tree_starts, Jib, pj, ci, nz, v, lam,
-                                                 lam_prev, e, mu, rho, beta, b, rhs, alpha, z, S, active,
-                                                 f.joint_parent, f.joint_v, f.joint_nv, V, W)
-    rows = (Jp, cols, ci, nz, v, lam, lam_prev, e, mu)
-    if HAVE_NUMBA and isinstance(factor, CompiledBodySplitFactor):
-        return lambda k, beta, rho: iterate_rows_ltdl(k, factor.K, factor.dof_parent, factor.tree_starts, *rows, rho,
-                                                      beta, b, rhs, alpha, z)
-    if HAVE_NUMBA and isinstance(factor, TreeSplitFactor) and factor.compiled:
-        return lambda k, beta, rho: iterate_rows_cholesky(k, factor.L, factor.tree_starts, *rows, rho, beta, b, rhs,
-                                                          alpha, z)
-    if HAVE_NUMBA and isinstance(factor, _SparseLU):
-        return lambda k, beta, rho: iterate_rows_sparse_lu(k, *factor.arrays, *rows, rho, beta, b, rhs, alpha, z)
-    step = piece_step if HAVE_NUMBA else piece_step_numpy
+_EMPTY_W = np.zeros((0, 3))
 
-    def run(k, beta, rho):
-        dmax = 0.0
-        for _ in range(k):
-            v[:] = factor.solve(rhs)
-            lam_prev[:] = lam
-            dmax = step(Jp, cols, ci, nz, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
-        return dmax
-    return run
+
+def _body_structure(problem, pieces, f):
+    """(Jib, piece joints, active joints, S, V, W) of the body-structured iteration
+    (:func:`~plants.sim._subadmm_kernels.body_piece_structure`)."""
+    bodies = problem.bodies
+    pj = np.ascontiguousarray(pieces.joint, np.int64)
+    Jib = np.empty((pj.size, 3, 6))
+    active = body_piece_structure(np.ascontiguousarray(bodies.frames, float), np.ascontiguousarray(bodies.points, float),
+                                  np.ascontiguousarray(pieces.contact, np.int64),
+                                  np.ascontiguousarray(pieces.side, np.int64), pj, f.joint_parent, Jib,
+                                  np.zeros(f.joint_parent.size, dtype=np.bool_))
+    S = np.ascontiguousarray(bodies.world_jacobian.T)
+    return Jib, pj, active, S, np.zeros((f.joint_parent.size, 6)), np.zeros((f.joint_parent.size, 6))
+
+
+class _Iteration:
+    """The iteration of a variant on the arrays ``(Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha,
+    z)`` (``Jp``, ``cols`` None for the body-structured iteration):
+
+    * ``run(k, beta, rho)``: k iterations (v-step eq. 34, z/λ-step eq. 35-38) in place; returns the last
+      ``max ‖λ⁺ − λ‖``. One compiled call per k iterations when numba is there and the factor has
+      compiled solves (all but ``body_factorization="pinocchio"``), else a Python loop.
+    * ``velocity(v)``: (n_p, 3) the piece velocities ``J_p v``; ``scatter(w, out)``: ``out += Σ_p J_pᵀ
+      (w_p + λ_i)`` (``w`` None: zero). Compiled (the body forward / backward passes for the body
+      iteration, the row blocks otherwise), numpy without numba.
+    """
+
+    def __init__(self, factor, variant: str, body_iteration: str, problem, pieces, arrays):
+        self.arrays = arrays
+        Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z = arrays
+        self.body = None
+        if HAVE_NUMBA and isinstance(factor, CompiledBodySplitFactor) and body_iteration == "bodies":
+            f = factor
+            self.body = Jib, pj, active, S, V, W = _body_structure(problem, pieces, f)
+            self._walk = (active, f.joint_parent, f.joint_v, f.joint_nv, S)
+            self.run = lambda k, beta, rho: iterate_body(k, f.K, f.dof_parent, f.tree_starts, Jib, pj, ci, nz, v,
+                                                         lam, lam_prev, e, mu, rho, beta, b, rhs, alpha, z, S,
+                                                         active, f.joint_parent, f.joint_v, f.joint_nv, V, W)
+            return
+        rows = (Jp, cols, ci, nz, v, lam, lam_prev, e, mu)
+        if HAVE_NUMBA and isinstance(factor, CompiledBodySplitFactor):
+            self.run = lambda k, beta, rho: iterate_rows_ltdl(k, factor.K, factor.dof_parent, factor.tree_starts,
+                                                              *rows, rho, beta, b, rhs, alpha, z)
+        elif HAVE_NUMBA and isinstance(factor, TreeSplitFactor) and factor.compiled:
+            self.run = lambda k, beta, rho: iterate_rows_cholesky(k, factor.L, factor.tree_starts, *rows, rho, beta,
+                                                                  b, rhs, alpha, z)
+        elif HAVE_NUMBA and isinstance(factor, _SparseLU):
+            self.run = lambda k, beta, rho: iterate_rows_sparse_lu(k, *factor.arrays, *rows, rho, beta, b, rhs,
+                                                                   alpha, z)
+        else:
+            step = piece_step if HAVE_NUMBA else piece_step_numpy
+
+            def run(k, beta, rho):
+                dmax = 0.0
+                for _ in range(k):
+                    v[:] = factor.solve(rhs)
+                    lam_prev[:] = lam
+                    dmax = step(Jp, cols, ci, nz, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
+                return dmax
+            self.run = run
+        if not HAVE_NUMBA:
+            self._flat_cols = cols.reshape(-1)
+            self._v_ext = np.zeros(v.size + 1)  # index n_v = the padding column
+
+    def velocity(self, v: np.ndarray) -> np.ndarray:
+        Jp, cols = self.arrays[0], self.arrays[1]
+        if self.body is not None:
+            Jib, pj, active, S, V, W = self.body
+            out = np.empty((pj.size, 3))
+            body_velocity(Jib, pj, active, self._walk[1], self._walk[2], self._walk[3], S, v, V, out)
+            return out
+        if HAVE_NUMBA:
+            out = np.empty((cols.shape[0], 3))
+            rows_velocity(Jp, cols, v, out)
+            return out
+        self._v_ext[:-1] = v
+        return np.einsum("pks,ps->pk", Jp, self._v_ext[cols])
+
+    def scatter(self, w: np.ndarray | None, out: np.ndarray) -> np.ndarray:
+        Jp, cols, ci, lam = self.arrays[0], self.arrays[1], self.arrays[2], self.arrays[5]
+        if self.body is not None:
+            Jib, pj, active, S, V, W = self.body
+            body_scatter(Jib, pj, ci, _EMPTY_W if w is None else w, lam, active, self._walk[1], self._walk[2],
+                         self._walk[3], S, W, out)
+            return out
+        if HAVE_NUMBA:
+            rows_scatter(Jp, cols, ci, _EMPTY_W if w is None else w, lam, out)
+            return out
+        weight = lam[ci] if w is None else w + lam[ci]
+        contrib = np.einsum("pks,pk->ps", Jp, weight)
+        out += np.bincount(self._flat_cols, weights=contrib.reshape(-1), minlength=out.size + 1)[:-1]
+        return out
 
 
 @register_contact_solver("subadmm")
@@ -778,25 +858,17 @@ class SubADMMSolver(WarmStartedSolver):
         n_c, n_v = form.n_c, form.n_v
         A, mu, c = form.A, form.mu, form.compliance
         b = A @ form.v_free
-        pieces = slack_pieces(problem, variant, form.J)
+        body_walk = (HAVE_NUMBA and variant == "body" and o.body_factorization == "compiled"
+                     and o.body_iteration == "bodies")  # the body iteration needs no piece rows
+        pieces = slack_pieces(problem, variant, form.J, rows=not body_walk)
         ci, nz = np.ascontiguousarray(pieces.contact, np.int64), pieces.count
-        cols = np.ascontiguousarray(pieces.cols, np.int64)
-        Jp = np.ascontiguousarray(pieces.blocks)  # contiguous: one compiled signature of piece_step
-        flat_cols = cols.reshape(-1)
+        cols = None if body_walk else np.ascontiguousarray(pieces.cols, np.int64)
+        Jp = None if body_walk else np.ascontiguousarray(pieces.blocks)  # contiguous: one compiled signature
         beta = float(o.beta) if o.beta is not None else pseudo_density_beta(problem, o.beta_rule, self._masses(problem))
         v = np.array(form.mid_velocity(np.asarray(problem.v0 if v_guess is None else v_guess, float)), dtype=float)
         if v.shape != (n_v,) or not np.isfinite(v).all():
             raise ValueError(f"v_guess must be a finite array of shape ({n_v},)")
         lam = self._initial_impulses(problem, lambda_guess)
-        v_ext = np.zeros(n_v + 1)  # index n_v = the padding column
-
-        def piece_velocity(v):
-            v_ext[:n_v] = v
-            return np.einsum("pks,ps->pk", Jp, v_ext[cols])
-
-        def scatter(w):
-            contrib = np.einsum("pks,pk->ps", Jp, w)
-            return np.bincount(flat_cols, weights=contrib.reshape(-1), minlength=n_v + 1)[:n_v]
 
         solver_name = f"subadmm[{variant}]"
         t_factor = time.perf_counter()
@@ -818,13 +890,17 @@ class SubADMMSolver(WarmStartedSolver):
             status, message = ContactSolverStatus.SOLVED, ""
         e, mu = np.ascontiguousarray(form.e), np.ascontiguousarray(mu)
         rho = 1.0 + beta * c / nz
-        z = piece_velocity(v)  # z⁰ = J v̂⁰
-        rhs = b + scatter(beta * z + lam[ci])
         alpha = float(o.relaxation)
         lam = np.array(lam, dtype=float)  # updated in place (never the warm-start store's array)
         lam_prev = np.empty_like(lam)
+        rhs = np.empty(n_v)
+        z = np.empty((ci.size, 3))
         arrays = (Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z)
-        run = _iteration_runner(factor, variant, o.body_iteration, problem, pieces, arrays)
+        iteration = _Iteration(factor, variant, o.body_iteration, problem, pieces, arrays)
+        z[:] = iteration.velocity(v)  # z⁰ = J v̂⁰
+        rhs[:] = b
+        iteration.scatter(beta * z, rhs)  # b + Σ J_pᵀ (β z_p + λ_i)
+        run = iteration.run
         every_iteration = o.adaptive_penalty or o.residual_tol > 0  # θ_d needed after each iteration
         t_iterate = 0.0
         while not status.ok and it < o.max_iterations:
@@ -839,7 +915,7 @@ class SubADMMSolver(WarmStartedSolver):
             theta_p = dmax / beta
             last = it == o.max_iterations
             if o.adaptive_penalty or o.residual_tol > 0 or last:
-                Av, Jtl = A @ v, scatter(lam[ci])
+                Av, Jtl = A @ v, iteration.scatter(None, np.zeros(n_v))
                 r = Av - b - Jtl
                 theta_d = float(np.sqrt(np.max(np.add.reduceat(r * r, ts[:-1]))))
             if it % o.metric_every and not last:
@@ -858,7 +934,8 @@ class SubADMMSolver(WarmStartedSolver):
                 break
             if o.adaptive_penalty and o.penalty_rule == "normalized":
                 # OSQP-style: both residuals relative to the size of their terms (dimensionless)
-                primal_scale = max(np.abs(z).max(initial=0.0), np.abs(piece_velocity(v)).max(initial=0.0), 1e-300)
+                primal_scale = max(np.abs(z).max(initial=0.0), np.abs(iteration.velocity(v)).max(initial=0.0),
+                                   1e-300)
                 dual_scale = max(np.abs(Av).max(), np.abs(b).max(), np.abs(Jtl).max(), 1e-300)
                 ratio = (theta_p / primal_scale) / (theta_d / dual_scale)
             else:
@@ -866,10 +943,12 @@ class SubADMMSolver(WarmStartedSolver):
             if o.adaptive_penalty and theta_p > 0 and theta_d > 0 and (ratio > o.gamma or ratio * o.gamma < 1):
                 beta *= np.sqrt(ratio)  # eq. (43)
                 rho = 1.0 + beta * c / nz
-                rhs[:] = b + scatter(beta * z + lam[ci])
+                rhs[:] = b
+                iteration.scatter(beta * z, rhs)
                 tf = time.perf_counter()
                 factor = self._factor(problem, A, pieces, beta, variant)
-                run = _iteration_runner(factor, variant, o.body_iteration, problem, pieces, arrays)
+                iteration = _Iteration(factor, variant, o.body_iteration, problem, pieces, arrays)
+                run = iteration.run
                 t_factor += time.perf_counter() - tf
                 n_factor += 1
         if status.ok and o.warm_start:
