@@ -271,7 +271,6 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
     J = problem.J if J is None else J
     n_c = problem.n_c
     ct = problem.contact_trees
-    s_max = int(np.diff(problem.tree_starts).max())
     if variant == "no_sub":
         ci = np.arange(n_c)
         sizes = np.append(np.diff(problem.tree_starts), 0)  # index −1: no tree
@@ -291,6 +290,7 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
         side = np.concatenate([np.zeros(sides[0].size, int), np.ones(sides[1].size, int)])[order]
         count = np.maximum(np.bincount(ci, minlength=n_c), 1).astype(float)
     if rows:
+        s_max = int(np.diff(problem.tree_starts).max())
         blocks, cols = _piece_rows(problem, J, ci, tj, np.full_like(tj, -1), s_max)
     else:
         blocks = cols = None
