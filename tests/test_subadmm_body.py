@@ -557,3 +557,22 @@ def test_iteration_velocity_and_scatter_match_dense_rows(scene, variant, body_it
             subadmm.HAVE_NUMBA = saved
         assert rel(ref.velocity(v), it.velocity(v)) <= 1e-12
         assert rel(ref.scatter(w, np.zeros(p.n_v)), it.scatter(w, np.zeros(p.n_v))) <= 1e-12
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_dual_residual_of_the_result_matches_numpy(a1, variant):
+    """θ_d (eq. 42) of the last iterate, from the compiled per-tree kernel = numpy on the full A, the
+    returned impulses and the stepper's J (θ = 0: the returned v is the last v-step)."""
+    from plants.sim._subadmm_kernels import tree_dual_residual
+
+    r = SubADMMSolver(variant=variant, max_iterations=20, tol=1e-300, warm_start=False, metric_every=20).solve(a1)
+    form = rigid_contact_form(a1)
+    res = a1.A @ r.v - a1.A @ form.v_free - a1.J.T @ r.gamma
+    per_tree = np.sqrt(np.add.reduceat(res * res, a1.tree_starts[:-1]))
+    assert r.timings["theta_d"] == pytest.approx(per_tree.max(), rel=1e-9)
+    rng = np.random.default_rng(5)
+    v, b, jtl, Av = rng.normal(size=a1.n_v), rng.normal(size=a1.n_v), rng.normal(size=a1.n_v), np.empty(a1.n_v)
+    td = tree_dual_residual(a1.A, a1.tree_starts, v, b, jtl, Av)
+    assert rel(Av, a1.A @ v) <= 1e-13
+    ref = a1.A @ v - b - jtl
+    assert td == pytest.approx(np.sqrt(np.add.reduceat(ref * ref, a1.tree_starts[:-1])).max(), rel=1e-13)

@@ -69,6 +69,7 @@ from ._subadmm_kernels import (
     rows_scatter,
     rows_velocity,
     strict_triangles,
+    tree_dual_residual,
     tree_split_cholesky,
 )
 from .accuracy import contact_residual, natural_map_residual
@@ -915,9 +916,14 @@ class SubADMMSolver(WarmStartedSolver):
             theta_p = dmax / beta
             last = it == o.max_iterations
             if o.adaptive_penalty or o.residual_tol > 0 or last:
-                Av, Jtl = A @ v, iteration.scatter(None, np.zeros(n_v))
-                r = Av - b - Jtl
-                theta_d = float(np.sqrt(np.max(np.add.reduceat(r * r, ts[:-1]))))
+                Jtl = iteration.scatter(None, np.zeros(n_v))
+                if HAVE_NUMBA:  # A is block diagonal over the trees: only its blocks are multiplied
+                    Av = np.empty(n_v)
+                    theta_d = tree_dual_residual(A, ts, v, b, Jtl, Av)
+                else:
+                    Av = A @ v
+                    r = Av - b - Jtl
+                    theta_d = float(np.sqrt(np.max(np.add.reduceat(r * r, ts[:-1]))))
             if it % o.metric_every and not last:
                 continue  # the accuracy metric (stopping test) only every metric_every iterations
             tm = time.perf_counter()
