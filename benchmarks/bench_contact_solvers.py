@@ -368,7 +368,7 @@ def markdown(res: dict) -> str:
               "velocities + 3×6 per piece, right-hand side from one backward pass of body wrenches, eq. 30-31); "
               "*row it.* = SubADMM with each piece as a dense row block over its tree (the ablation of that "
               "iteration); No Body = per-tree Σ J_pᵀJ_p from the pieces + dense Cholesky, dense per-tree piece "
-              "rows; No Sub = the whole sparse A + βJᵀJ factored by SuperLU, its L and U solved by compiled "
+              "rows; No Sub = the whole sparse A + βJᵀJ (assembled in CSC by one compiled pass) factored by SuperLU, its L and U solved by compiled "
               "triangular solves (faster than `SuperLU.solve`: 3.7 vs 10.8 µs on 8 A1s, 28 vs 35 µs on 27). "
               "β₀ = the seed's pseudo-density over bodies for all three. "
               "On contacts between two trees No Sub has one piece where the split variants have two (|Z_i| = 2), so "

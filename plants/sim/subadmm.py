@@ -71,6 +71,7 @@ from ._subadmm_kernels import (
     strict_triangles,
     tree_dual_residual,
     tree_split_cholesky,
+    whole_system_csc,
 )
 from .accuracy import contact_residual, natural_map_residual
 from .canal import ALSolverResult, WarmStartedSolver
@@ -680,20 +681,28 @@ def _block_pattern(tree_starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def whole_system_factor(A: np.ndarray, pieces: SlackPieces, tree_starts: np.ndarray, beta: float,
-                        factors: bool = False):
+                        factors: bool = False, compiled: bool = HAVE_NUMBA):
     """"No Sub" (eq. 28): the whole sparse ``A + β JᵀJ``, no split, factored by SuperLU in symmetric
     mode (minimum-degree ordering of the symmetric pattern, no pivoting: an LDLᵀ-like sparse
     factorization). Returns its ``solve`` (``factors=True``: the ``SuperLU`` object, whose ``L``,
-    ``U``, ``perm_r``, ``perm_c`` the compiled iteration solves with)."""
+    ``U``, ``perm_r``, ``perm_c`` the compiled iteration solves with). ``compiled``: build the CSC
+    matrix in one compiled pass (:func:`~plants.sim._subadmm_kernels.whole_system_csc`; default
+    with numba), else with numpy and ``scipy.sparse`` (the reference)."""
     n_v = A.shape[0]
     cols = pieces.cols
-    B = beta * np.einsum("pks,pkt->pst", pieces.blocks, pieces.blocks)
-    r = np.broadcast_to(cols[:, :, None], B.shape).reshape(-1)
-    c = np.broadcast_to(cols[:, None, :], B.shape).reshape(-1)
-    keep = (r < n_v) & (c < n_v)
-    ra, ca = _block_pattern(tree_starts)
-    K = sp.csc_matrix((np.concatenate([A[ra, ca], B.reshape(-1)[keep]]),
-                       (np.concatenate([ra, r[keep]]), np.concatenate([ca, c[keep]]))), shape=(n_v, n_v))
+    if compiled:  # one compiled pass, as the SubADMM and No Body builds
+        indptr, indices, data = whole_system_csc(np.ascontiguousarray(A, float), np.asarray(tree_starts, np.int64),
+                                                 np.ascontiguousarray(pieces.blocks),
+                                                 np.ascontiguousarray(cols, np.int64), float(beta))
+        K = sp.csc_matrix((data, indices, indptr), shape=(n_v, n_v))
+    else:  # the numpy / scipy.sparse reference (duplicates summed by scipy)
+        B = beta * np.einsum("pks,pkt->pst", pieces.blocks, pieces.blocks)
+        r = np.broadcast_to(cols[:, :, None], B.shape).reshape(-1)
+        c = np.broadcast_to(cols[:, None, :], B.shape).reshape(-1)
+        keep = (r < n_v) & (c < n_v)
+        ra, ca = _block_pattern(tree_starts)
+        K = sp.csc_matrix((np.concatenate([A[ra, ca], B.reshape(-1)[keep]]),
+                           (np.concatenate([ra, r[keep]]), np.concatenate([ca, c[keep]]))), shape=(n_v, n_v))
     try:
         lu = splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
     except RuntimeError as err:  # singular
