@@ -7,6 +7,7 @@ rewrites only that, so scripts can be re-run independently.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 from datetime import datetime, timezone
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
 
 __all__ = ["ROOT", "MD_PATH", "markers", "cpu_model", "machine_info", "load_average",
-           "utc_timestamp", "argument_parser", "replace_section"]
+           "utc_timestamp", "argument_parser", "replace_section", "publish"]
 
 
 def markers(key: str) -> tuple[str, str]:
@@ -90,3 +91,27 @@ def replace_section(section: str, key: str, path: Path = MD_PATH) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     path.write_text(text)
+
+
+def publish(result: Mapping[str, Any], section: str, key: str, json_path: Path,
+            indent: int = 2) -> None:
+    """Save a benchmark's ``result`` as JSON and its Markdown ``section`` under ``key``.
+
+    The JSON is written to a temporary file next to ``json_path`` and renamed over it, so an
+    interrupted run never leaves a truncated results file; then section ``key`` of
+    docs/BENCHMARKS.md is replaced (:func:`replace_section`). Prints where both went.
+    """
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = json_path.with_name(json_path.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=indent) + "\n")
+    tmp.replace(json_path)
+    replace_section(section, key)
+    print(f"wrote {_relative(json_path)} and {_relative(MD_PATH)}")
+
+
+def _relative(path: Path) -> Path:
+    """``path`` relative to the repository when it lies inside it."""
+    try:
+        return path.resolve().relative_to(ROOT)
+    except ValueError:
+        return path

@@ -411,8 +411,7 @@ def main(argv: list[str] | None = None) -> int:
             res["table3"] = table
             res["table3_date"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             res["table3_machine"] = machine_info()
-            JSON_PATH.write_text(json.dumps(res, indent=1))
-            write_markdown(markdown(res))
+            _report.publish(res, markdown(res), "bench_contact_solvers", JSON_PATH, indent=1)
         return 0
 
     n_cases = 10 if args.quick else 100
@@ -430,10 +429,8 @@ def main(argv: list[str] | None = None) -> int:
                          for name, steps in TABLE3_PROBLEMS}
         res["scene_duration"] = 0.05 if args.quick else 0.2
         res["scenes"] = scenes(res["scene_duration"])
-    JSON_PATH.parent.mkdir(parents=True, exist_ok=True)
     if not args.quick:
-        JSON_PATH.write_text(json.dumps(res, indent=1))
-        write_markdown(markdown(res))
+        _report.publish(res, markdown(res), "bench_contact_solvers", JSON_PATH, indent=1)
     else:
         print(markdown(res))
     return 0

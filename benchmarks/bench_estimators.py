@@ -20,7 +20,6 @@ Writes ``benchmarks/results/bench_estimators.json`` and the ``bench_estimators``
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -278,10 +277,7 @@ def main(argv: list[str] | None = None) -> int:
               "ball": bench_ball(n_poses, a.seed), "tags": bench_tags(n_views, a.seed)}
     section = markdown(result)
     if not a.no_write:
-        JSON_PATH.parent.mkdir(parents=True, exist_ok=True)
-        JSON_PATH.write_text(json.dumps(result, indent=2))
-        write_markdown(section)
-        print(f"wrote {JSON_PATH.relative_to(ROOT)} and {MD_PATH.relative_to(ROOT)}")
+        _report.publish(result, section, "bench_estimators", JSON_PATH)
     print(section)
     return 0
 

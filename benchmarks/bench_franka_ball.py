@@ -153,9 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     md = markdown(result)
     print(md)
     if not args.no_write:
-        JSON_PATH.parent.mkdir(parents=True, exist_ok=True)
-        JSON_PATH.write_text(json.dumps(result, indent=2))
-        write_markdown(md)
+        _report.publish(result, md, "bench_franka_ball", JSON_PATH)
     return 0
 
 

@@ -23,7 +23,6 @@ Writes ``benchmarks/results/bench_lcp.json`` and the ``bench_lcp`` section of
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -268,11 +267,8 @@ def main(argv: list[str] | None = None) -> int:
                   "source": "C3 paper, Table III", "machine": PAPER_MACHINE},
         "rows": rows,
     }
-    JSON_PATH.parent.mkdir(parents=True, exist_ok=True)
-    JSON_PATH.write_text(json.dumps(result, indent=2) + "\n")
     section = markdown(result)
-    write_markdown(section)
-    print(f"wrote {JSON_PATH.relative_to(ROOT)} and {MD_PATH.relative_to(ROOT)}")
+    _report.publish(result, section, "bench_lcp", JSON_PATH)
     print(section)
     return 0
 

@@ -25,7 +25,6 @@ Writes ``benchmarks/results/bench_lcs_factory.json`` and the ``bench_lcs_factory
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -259,9 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     md = markdown(result)
     print(md)
     if not args.no_write:
-        JSON_PATH.parent.mkdir(parents=True, exist_ok=True)
-        JSON_PATH.write_text(json.dumps(result, indent=2))
-        write_markdown(md)
+        _report.publish(result, md, "bench_lcs_factory", JSON_PATH)
     return 0
 
 

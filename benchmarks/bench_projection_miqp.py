@@ -334,10 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  ablation {a['plant']:20s} {a['variant']:14s} {a['cpu_per_knot_min']:.2e} s/knot"
               f" nodes {a['nodes_per_knot']:.2f}")
     if not args.no_write:
-        JSON_PATH.parent.mkdir(parents=True, exist_ok=True)
-        JSON_PATH.write_text(json.dumps(result, indent=2) + "\n")
-        write_markdown(markdown(result))
-        print(f"wrote {JSON_PATH.relative_to(ROOT)} and {MD_PATH.relative_to(ROOT)}")
+        _report.publish(result, markdown(result), "bench_projection_miqp", JSON_PATH)
     return 0
 
 

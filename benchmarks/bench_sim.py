@@ -714,8 +714,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quick:
             res = json.loads(JSON_PATH.read_text())
             res["pinocchio"] = part
-            JSON_PATH.write_text(json.dumps(res, indent=1) + "\n")
-            write_markdown(markdown(res))
+            _report.publish(res, markdown(res), "bench_sim", JSON_PATH, indent=1)
         return 0
     res: dict = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": _report.machine_info(),
                  "peers": peers, "slide": {}, "rest5": {}}
@@ -756,9 +755,7 @@ def main(argv: list[str] | None = None) -> int:
         res["pinocchio"]["date"] = res["date"]
     print(json.dumps(res, indent=1))
     if not args.quick:
-        JSON_PATH.parent.mkdir(parents=True, exist_ok=True)
-        JSON_PATH.write_text(json.dumps(res, indent=1) + "\n")
-        write_markdown(markdown(res))
+        _report.publish(res, markdown(res), "bench_sim", JSON_PATH, indent=1)
     return 0
 
 

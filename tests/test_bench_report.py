@@ -40,3 +40,17 @@ def test_timestamp_and_parser():
     p = _report.argument_parser("Title.\n\n  indented line", "a smoke run")
     assert p.parse_args(["--quick"]).quick and not p.parse_args([]).quick
     assert "  indented line" in p.format_help()  # description formatting kept
+
+
+def test_publish_writes_json_and_replaces_only_its_section(tmp_path, monkeypatch):
+    md = tmp_path / "BENCHMARKS.md"
+    other = "<!-- other:start -->\nkeep me\n<!-- other:end -->"
+    md.write_text(f"# Benchmarks\n\n{other}\n\n<!-- k:start -->\nold\n<!-- k:end -->\n")
+    monkeypatch.setattr(_report, "MD_PATH", md)
+    monkeypatch.setattr(_report.replace_section, "__defaults__", (md,))
+    out = tmp_path / "results" / "k.json"
+    _report.publish({"x": [1, 2]}, "<!-- k:start -->\nnew\n<!-- k:end -->", "k", out)
+    assert json.loads(out.read_text()) == {"x": [1, 2]}
+    assert not out.with_name("k.json.tmp").exists()
+    text = md.read_text()
+    assert "new" in text and "old" not in text and other in text
