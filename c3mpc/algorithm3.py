@@ -178,6 +178,11 @@ class CircleTarget:
         radius: [m] (paper: 0.1).
         lead_angle_deg: α_l [deg] (paper: 20).
         gait: :class:`GaitOptions`.
+        max_target_distance: None (eq. 25 exactly) or a distance [m]: a target farther than
+            this from the ball is moved towards the ball onto that distance (same direction).
+            On the circle the eq.-(25) target is 2 r sin(α_l / 2) ≈ 3.5 cm away, so 0.04 only
+            acts on a ball more than ~1.4 cm outside the circle, where the eq.-(25) point gets
+            far and C3 (ball weight 10000) pushes hard (docs/franka-ball.md, "1 mm noise").
     """
 
     template: np.ndarray
@@ -186,17 +191,30 @@ class CircleTarget:
     radius: float = 0.1
     lead_angle_deg: float = 20.0
     gait: GaitOptions = field(default_factory=GaitOptions)
+    max_target_distance: float | None = None
 
     def __post_init__(self) -> None:
         if not (self.radius > 0 and 0 < self.lead_angle_deg < 180):
             raise C3ValueError("CircleTarget: radius must be > 0 and lead_angle_deg in (0, 180)")
+        d = self.max_target_distance
+        if d is not None and not (math.isfinite(d) and d > 0):
+            raise C3ValueError(f"CircleTarget.max_target_distance must be > 0 [m] or None, "
+                               f"got {d!r}")
         self.template = np.asarray(self.template, float).copy()
 
     def ball_target(self, ball_xy: np.ndarray) -> np.ndarray:
-        """(2,) eq. (25): the point α_l ahead of the ball's phase angle on the circle."""
+        """(2,) eq. (25): the point α_l ahead of the ball's phase angle on the circle (moved
+        to ``max_target_distance`` from the ball if farther)."""
         a = circle_phase_angle(ball_xy, self.center) + math.radians(self.lead_angle_deg)
-        return np.array([self.center[0] + self.radius * math.sin(a),
-                         self.center[1] + self.radius * math.cos(a)])
+        tgt = np.array([self.center[0] + self.radius * math.sin(a),
+                        self.center[1] + self.radius * math.cos(a)])
+        d_max = self.max_target_distance
+        if d_max is not None:
+            b = np.asarray(ball_xy, float)[:2]
+            n = float(np.linalg.norm(tgt - b))
+            if n > d_max:
+                tgt = b + (tgt - b) * (d_max / n)
+        return tgt
 
     def __call__(self, x_hat: np.ndarray, t: float) -> PhaseTarget:
         lay = self.layout

@@ -8,11 +8,23 @@ constant-velocity track is reproduced exactly. Slow: the 1 mm closed loop at fix
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from c3mpc.tasks_franka import FrankaBallOptions, _default_vision, run_franka_ball, summarize
+from c3mpc.algorithm3 import CircleTarget, GaitOptions
+from c3mpc.errors import C3ValueError
+from c3mpc.tasks_franka import (
+    FrankaBallOptions,
+    _default_vision,
+    build_planner,
+    franka_layout,
+    run_franka_ball,
+    summarize,
+)
 from estimators import BallFilter, BallTrackerOptions, cv_steady_state
+from plants import load_plant
 
 RATE = 80.0
 
@@ -83,13 +95,42 @@ def test_task_uses_the_kalman_filter_with_the_noise_and_process_noise():
         FrankaBallOptions(vision_filter="median")
 
 
+def test_circle_target_distance_cap_only_acts_on_a_far_target():
+    plant = load_plant("franka-ball")
+    lay = franka_layout(plant)
+    free = CircleTarget(plant.defaults.x_goal, lay, (0.55, 0.0), 0.1, 20.0, GaitOptions())
+    capped = CircleTarget(plant.defaults.x_goal, lay, (0.55, 0.0), 0.1, 20.0, GaitOptions(),
+                          max_target_distance=0.04)
+    # on the circle the eq.-(25) target is the chord 2 r sin(10 deg) = 3.47 cm away: unchanged
+    on = np.array([0.55 + 0.1 * math.sin(0.4), 0.1 * math.cos(0.4)])
+    np.testing.assert_allclose(capped.ball_target(on), free.ball_target(on), atol=1e-15)
+    assert np.linalg.norm(free.ball_target(on) - on) == pytest.approx(0.2 * math.sin(
+        math.radians(10)), rel=1e-12)
+    # 5 cm outside: the target moves onto 4 cm from the ball along the same direction
+    out = np.array([0.55 + 0.15 * math.sin(0.4), 0.15 * math.cos(0.4)])
+    far, cap = free.ball_target(out), capped.ball_target(out)
+    assert np.linalg.norm(far - out) > 0.04
+    assert np.linalg.norm(cap - out) == pytest.approx(0.04, rel=1e-12)
+    np.testing.assert_allclose((cap - out) / 0.04, (far - out) / np.linalg.norm(far - out),
+                               atol=1e-12)
+    # wired through the task options; off by default
+    assert FrankaBallOptions().max_target_distance is None
+    planner, _ = build_planner(plant, FrankaBallOptions(max_target_distance=0.04))
+    assert planner.target.max_target_distance == 0.04
+    with pytest.raises(ValueError, match="max_target_distance"):
+        FrankaBallOptions(max_target_distance=0.0)
+    with pytest.raises(C3ValueError, match="max_target_distance"):
+        CircleTarget(plant.defaults.x_goal, lay, max_target_distance=-1.0)
+
+
 # ---------------------------------------------------------------------------- acceptance (slow)
 @pytest.mark.slow
 @pytest.mark.xfail(strict=False, reason="not met: with 1 mm noise the ball is in the 2 cm band "
-                   "38.5 / 52% of 90 s at fixed 4 ms latency (seeds 0 / 1) and 11-13% with the "
-                   "measured latency (defaults, seeds 0-2); 20 s: 51-90% (seeds 0-4). The noise "
-                   "enters through Algorithm 3's step 5 (docs/franka-ball.md, '1 mm noise: where "
-                   "it enters')")
+                   "16-56% of 90 s at fixed 4 ms latency (seeds 0-4, mean 42%; 56% with "
+                   "max_target_distance=0.04) and 6-16% with the measured latency (defaults, mean "
+                   "11.5%), and it is outside the band at the end of every run. The noise enters "
+                   "through Algorithm 3's step 5 (docs/franka-ball.md, '1 mm noise: where it "
+                   "enters', '90 s screening')")
 def test_one_mm_noise_mostly_in_the_band_and_returns_at_fixed_latency():
     # deterministic (planning_latency): the same run every time, independent of the load
     s = summarize(run_franka_ball(FrankaBallOptions(duration=90.0, noise_std=0.001, seed=1,
