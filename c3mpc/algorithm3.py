@@ -287,6 +287,7 @@ class LineTarget:
     phase2_clearance: float | None = 0.01
     phase2_over_fraction: float = 0.5
     off_line_first: float | None = 0.01
+    phase1_steer: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.lead_rule not in ("rearmost", "displacement"):
@@ -301,6 +302,12 @@ class LineTarget:
         if self.off_line_first is not None and not (self.off_line_first >= 0):
             raise C3ValueError(f"LineTarget.off_line_first must be >= 0 [m] or None, got "
                                f"{self.off_line_first!r}")
+        if self.phase1_steer is not None:
+            st = tuple(float(v) for v in self.phase1_steer)
+            if len(st) != 2 or not all(math.isfinite(v) and v >= 0 for v in st):
+                raise C3ValueError(f"LineTarget.phase1_steer must be (gain >= 0, horizon >= 0 "
+                                   f"[s]) or None, got {self.phase1_steer!r}")
+            self.phase1_steer = st
         if not (0.0 <= self.phase2_over_fraction <= 1.0):
             raise C3ValueError(f"LineTarget.phase2_over_fraction must be in [0, 1], got "
                                f"{self.phase2_over_fraction!r}")
@@ -366,6 +373,17 @@ class LineTarget:
                 return np.array([back[0], back[1], top + self.phase2_clearance])
         return np.array([back[0], back[1], gait.phase2_height])
 
+    def steer_offset(self, ball_x: float, ball_vx: float) -> float:
+        """Phase I shift of the end-effector bias along x [m] for a lead ball at x ``ball_x``
+        [m] moving sideways at ``ball_vx`` [m/s]: −gain · (x − x_c + horizon · v_x), i.e.
+        towards the line by the ball's predicted offset ``horizon`` seconds ahead (0 without
+        ``phase1_steer``). The end effector rolls the ball from its top, so dragging the top
+        towards the line moves the ball's centre towards it."""
+        if self.phase1_steer is None:
+            return 0.0
+        gain, horizon = self.phase1_steer
+        return -gain * (ball_x - self.x_c + horizon * ball_vx)
+
     def __call__(self, x_hat: np.ndarray, t: float) -> PhaseTarget:
         lay = self.layout
         balls = lay.balls(x_hat)
@@ -376,7 +394,11 @@ class LineTarget:
             g[ix], g[iy] = tgts[i]
         j = self.lead_ball(ys, balls[:, 0])
         phase = self.gait.phase(t)
-        g[list(lay.ee_position)] = self.ee_bias(phase, t, balls[j])
+        bias = self.ee_bias(phase, t, balls[j])
+        if phase == 0 and self.phase1_steer is not None:
+            vx = float(x_hat[lay.ball_velocity_xy[j][0]]) if lay.ball_velocity_xy else 0.0
+            bias[0] += self.steer_offset(float(balls[j, 0]), vx)
+        g[list(lay.ee_position)] = bias
         _set_ee_velocity_bias(g, self.gait, phase, x_hat, lay, j)
         return PhaseTarget(g, phase, tgts)
 

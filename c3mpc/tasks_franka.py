@@ -60,6 +60,15 @@ LINE_SPACING = {2: 0.1, 3: 0.15}
 Phase II bias behind a ball with another ball behind it, 3 balls completed 7 of 8 runs at
 0.15 m and 2 of 24 at 0.1 m)."""
 
+LINE_STEER = {2: False, 3: True}
+"""Whether the line task steers the lead ball back to the line in Phase I by default, per ball
+count (``FrankaBallOptions.line_steer`` None; docs/franka-ball.md, "3 balls: Phase I steering":
+3 balls 10 of 12 fixed latencies completed and >= 95% in the band with it, 7 of 12 without; 2
+balls 3 of 6 with it, 6 of 6 without)."""
+
+LINE_STEER_GAINS = (1.0, 0.3)
+"""``LineTarget.phase1_steer`` when steering: bias shift = −1 · (x − x_c + 0.3 s · v_x)."""
+
 TASK_STIFFNESS = 2000.0
 """Translational stiffness of the task's default impedance [1/s²] (the authors' hardware: 500;
 see docs/franka-ball.md: with 500 the ball left the 2 cm band in our simulated laps)."""
@@ -139,6 +148,10 @@ class FrankaBallOptions:
         line_dy: multi-ball d_y [m]; line_distance: how far every ball must advance along +y [m]
             (the line task is complete when every ball has advanced that far while all are
             within ``band`` of the line x = x_c).
+        line_steer: line task: shift the Phase I end-effector bias (on top of the lead ball)
+            towards the line by the ball's predicted offset, ``LineTarget.phase1_steer`` =
+            :data:`LINE_STEER_GAINS` (True), or not (False); None: :data:`LINE_STEER` for the
+            number of balls (on for 3, off for 2; docs/franka-ball.md, "Multi-ball").
         band: half-width of the error band [m] (paper: 2 cm).
         impedance: :class:`plants.impedance.ImpedanceGains` (None: the authors' gains with the
             translational stiffness raised to :data:`TASK_STIFFNESS`; the force feed-forward is
@@ -179,6 +192,7 @@ class FrankaBallOptions:
     max_target_distance: float | None = None
     line_dy: float = 0.05
     line_distance: float = 0.1
+    line_steer: bool | None = None
     band: float = 0.02
     impedance: Any = None
     seed: int = 0
@@ -339,8 +353,10 @@ def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, 
     else:
         y0 = layout.balls(d.x0)[:, 1]
         # a ball is done (no longer pushed) 2 cm past its own goal
+        steer = LINE_STEER[o.n_balls] if o.line_steer is None else o.line_steer
         target = LineTarget(template, layout, x_c=o.center[0], dy=o.line_dy, y_start=y0,
-                            y_end=y0 + o.line_distance + 0.02, gait=o.gait)
+                            y_end=y0 + o.line_distance + 0.02, gait=o.gait,
+                            phase1_steer=LINE_STEER_GAINS if steer else None)
     h = 1.0 / o.vision_rate_hz if o.min_resim_dt is None else o.min_resim_dt
     if o.min_command_delay is not None:
         h = max(h, o.min_command_delay)
