@@ -62,9 +62,9 @@ Phase II bias behind a ball with another ball behind it, 3 balls completed 7 of 
 
 LINE_STEER = {2: False, 3: True}
 """Whether the line task steers the lead ball back to the line in Phase I by default, per ball
-count (``FrankaBallOptions.line_steer`` None; docs/franka-ball.md, "3 balls: Phase I steering":
-3 balls 10 of 12 fixed latencies completed and >= 95% in the band with it, 7 of 12 without; 2
-balls 3 of 6 with it, 6 of 6 without)."""
+count (``FrankaBallOptions.line_steer`` None; docs/franka-ball.md, "3 balls: what went wrong,
+and Phase I steering": 3 balls 10 of 12 fixed latencies completed and >= 95% in the band with
+it, 7 of 12 without; 2 balls 3 of 6 with it, 6 of 6 without)."""
 
 LINE_STEER_GAINS = (1.0, 0.3)
 """``LineTarget.phase1_steer`` when steering: bias shift = −1 · (x − x_c + 0.3 s · v_x)."""
