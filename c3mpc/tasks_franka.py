@@ -143,8 +143,8 @@ class FrankaBallOptions:
         max_target_distance: single ball: the eq.-(25) target moved to at most this distance
             from the ball [m] (:class:`CircleTarget`; None: eq. 25 exactly, the default). Only
             acts on a ball more than ~1.4 cm outside the circle at 0.04; with 1 mm noise,
-            fixed 4 ms, 90 s: 0.04 gave 56% in the band against 42% (seeds 0-4), still below
-            the 75% criterion, see docs/franka-ball.md, "1 mm noise".
+            fixed 4 ms, 90 s: 0.04 gave 44% of the 90 s in the band against 30% (seeds 0-9),
+            still far below the 75% criterion, see docs/franka-ball.md, "90 s screening".
         line_dy: multi-ball d_y [m]; line_distance: how far every ball must advance along +y [m]
             (the line task is complete when every ball has advanced that far while all are
             within ``band`` of the line x = x_c).
