@@ -48,15 +48,14 @@ def _check_finite(name: str, a: np.ndarray) -> None:
                            f"{tuple(int(i) for i in bad)}")
 
 
-def _validate(v: object, data: ProjectionData, n_cols: int | None = None,
-              u_dim: int | None = None) -> tuple[np.ndarray, ...]:
-    """Check ``v`` and ``data`` and return float arrays ``(v, E, F, H, c, U)``.
+def _data_arrays(data: ProjectionData, n_cols: int | None = None, u_dim: int | None = None
+                 ) -> tuple[np.ndarray, ...]:
+    """Shape-checked float arrays ``(E, F, H, c, U)`` of ``data`` (finiteness not checked).
 
     Args:
-        v: the points to project, expected (N, n_cols); None checks ``data`` only.
         data: LCS data of the N knots.
-        n_cols: expected number of columns of ``v`` (default n_z = n_x + n_lambda + n_u).
-        u_dim: expected size of the square ``U`` blocks (default ``n_cols``).
+        n_cols, u_dim: the square ``U`` blocks are expected of size ``u_dim``, default
+            ``n_cols``, default n_z = n_x + n_lambda + n_u.
     """
     if not isinstance(data, ProjectionData):
         raise C3TypeError(f"data must be a ProjectionData, got {type(data).__name__}")
@@ -70,14 +69,30 @@ def _validate(v: object, data: ProjectionData, n_cols: int | None = None,
     N, n_lam, n_x = E.shape
     if H.ndim != 3 or H.shape[:2] != (N, n_lam):
         raise C3ValueError(f"H must have shape ({N}, {n_lam}, n_u), got {H.shape}")
-    n_u = H.shape[2]
-    n_z = n_x + n_lam + n_u
-    n_cols = n_z if n_cols is None else n_cols
+    n_cols = n_x + n_lam + H.shape[2] if n_cols is None else n_cols
     u_dim = n_cols if u_dim is None else u_dim
     for name, arr, shape in (("F", F, (N, n_lam, n_lam)), ("c", c, (N, n_lam)),
                              ("U", U, (N, u_dim, u_dim))):
         if arr.shape != shape:
             raise C3ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    return E, F, H, c, U
+
+
+def _validate(v: object, data: ProjectionData, n_cols: int | None = None,
+              u_dim: int | None = None) -> tuple[np.ndarray, ...]:
+    """Check ``v`` and ``data`` (shapes and finiteness) and return float arrays
+    ``(v, E, F, H, c, U)``.
+
+    Args:
+        v: the points to project, expected (N, n_cols); None checks ``data`` only.
+        data: LCS data of the N knots.
+        n_cols: expected number of columns of ``v`` (default n_z = n_x + n_lambda + n_u).
+        u_dim: expected size of the square ``U`` blocks (default ``n_cols``).
+    """
+    E, F, H, c, U = _data_arrays(data, n_cols, u_dim)
+    N, n_lam, n_x = E.shape
+    n_z = n_x + n_lam + H.shape[2]
+    n_cols = n_z if n_cols is None else n_cols
     if v is None:  # data only
         vv = np.zeros((N, n_cols))
     else:

@@ -87,6 +87,7 @@ from lcs._lemke_kernel import enumerate_tiny, lemke, njit
 
 from ..errors import C3ValueError
 from .base import Projection, ProjectionData, ProjectionResult, ProjectionStatus
+from .lcp import _data_arrays
 
 __all__ = ["ExactMIQPProjection", "reference_projection", "reference_node_qp",
            "solve_node_qp"]
@@ -1067,13 +1068,6 @@ def solve_node_qp(U: Any, v: Any, G: Any, h: Any, eq: Any, feas_tol: float = 1e-
 
 
 # ============================================================================ the class
-def _as3(name: str, a: Any, shape: tuple[int, ...]) -> np.ndarray:
-    arr = np.ascontiguousarray(a, dtype=float)
-    if arr.shape != shape:
-        raise C3ValueError(f"{name} must have shape {shape}, got {arr.shape}")
-    return arr
-
-
 class ExactMIQPProjection(Projection):
     """Exact MIQP projection (seed eq. 23) by compiled branch and bound; see the module doc.
 
@@ -1137,18 +1131,7 @@ class ExactMIQPProjection(Projection):
 
     # ------------------------------------------------------------------ data handling
     def _arrays(self, data: ProjectionData) -> tuple[np.ndarray, ...]:
-        E = np.asarray(data.E, dtype=float)
-        if E.ndim != 3:
-            raise C3ValueError(f"E must have shape (N, n_lambda, n_x), got {E.shape}")
-        N, m, nx = E.shape
-        H = np.asarray(data.H, dtype=float)
-        if H.ndim != 3 or H.shape[:2] != (N, m):
-            raise C3ValueError(f"H must have shape ({N}, {m}, n_u), got {H.shape}")
-        nz = nx + m + H.shape[2]
-        F = _as3("F", data.F, (N, m, m))
-        c = _as3("c", data.c, (N, m))
-        U = _as3("U", data.U, (N, nz, nz))
-        return (np.ascontiguousarray(E), F, np.ascontiguousarray(H), c, U)
+        return tuple(np.ascontiguousarray(a) for a in _data_arrays(data))
 
     def check(self, data: ProjectionData) -> None:
         """Shapes, finiteness and U symmetric positive semidefinite."""

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import C3ValueError, GurobiLicenseError, SolverUnavailableError
 from .base import Projection, ProjectionData, ProjectionResult, ProjectionStatus
+from .lcp import _validate
 
 __all__ = ["GurobiMIQPProjection"]
 
@@ -221,24 +222,9 @@ class GurobiMIQPProjection(Projection):
         t0 = time.perf_counter()
         gp = self._gp
         GRB = gp.GRB
-        E = np.asarray(data.E, dtype=float)
-        if E.ndim != 3:
-            raise C3ValueError(f"E must have shape (N, n_lambda, n_x), got {E.shape}")
+        v, E, F, H, c, U = _validate(v, data)
         N, m, nx = E.shape
-        H = np.asarray(data.H, dtype=float)
-        if H.ndim != 3 or H.shape[:2] != (N, m):
-            raise C3ValueError(f"H must have shape ({N}, {m}, n_u), got {H.shape}")
-        nz = nx + m + H.shape[2]
-        F = np.asarray(data.F, dtype=float)
-        c = np.asarray(data.c, dtype=float)
-        U = np.asarray(data.U, dtype=float)
-        v = np.asarray(v, dtype=float)
-        for nm, a, shp in (("F", F, (N, m, m)), ("c", c, (N, m)), ("U", U, (N, nz, nz)),
-                           ("v", v, (N, nz))):
-            if a.shape != shp:
-                raise C3ValueError(f"{nm} must have shape {shp}, got {a.shape}")
-            if not np.all(np.isfinite(a)):
-                raise C3ValueError(f"{nm} contains NaN or Inf")
+        nz = U.shape[1]
         U = 0.5 * (U + np.swapaxes(U, 1, 2))
         self._ensure_models(E, F, H, c, U)
         start = self._starts.get(int(admm_iteration), self._last_start)
