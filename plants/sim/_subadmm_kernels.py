@@ -84,6 +84,32 @@ def _slack_update(p, i, jv_p, lam, lam_out, beta, z):  # pragma: no cover - comp
     return beta * z0 + lam_out[i, 0], beta * z1 + lam_out[i, 1], beta * z2 + lam_out[i, 2]
 
 
+@njit(cache=True, inline="always")
+def _row_times(blocks, cols, p, v, n_v):  # pragma: no cover - compiled
+    """``J_p v`` (3 numbers) of piece ``p`` of compact rows (blocks (n_p, 3, s), cols (n_p, s),
+    n_v = padding)."""
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    for t in range(blocks.shape[2]):
+        col = cols[p, t]
+        if col < n_v:
+            x = v[col]
+            a0 += blocks[p, 0, t] * x
+            a1 += blocks[p, 1, t] * x
+            a2 += blocks[p, 2, t] * x
+    return a0, a1, a2
+
+
+@njit(cache=True, inline="always")
+def _row_scatter(blocks, cols, p, w0, w1, w2, out, n_v):  # pragma: no cover - compiled
+    """``out += J_pᵀ (w0, w1, w2)`` for piece ``p`` of compact rows (n_v = padding)."""
+    for t in range(blocks.shape[2]):
+        col = cols[p, t]
+        if col < n_v:
+            out[col] += blocks[p, 0, t] * w0 + blocks[p, 1, t] * w1 + blocks[p, 2, t] * w2
+
+
 @njit(cache=True)
 def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha,
                z):  # pragma: no cover - compiled
@@ -103,22 +129,13 @@ def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_ou
     Returns:
         ``max_i ‖λ_i⁺ − λ_i‖`` (θ_p = that / β).
     """
-    n_p, _, s = blocks.shape
+    n_p = blocks.shape[0]
     n_c = lam.shape[0]
     n_v = v.shape[0]
     jv_p = np.empty((n_p, 3))
     jv = np.zeros((n_c, 3))
     for p in range(n_p):
-        a0 = 0.0
-        a1 = 0.0
-        a2 = 0.0
-        for t in range(s):
-            col = cols[p, t]
-            if col < n_v:
-                x = v[col]
-                a0 += blocks[p, 0, t] * x
-                a1 += blocks[p, 1, t] * x
-                a2 += blocks[p, 2, t] * x
+        a0, a1, a2 = _row_times(blocks, cols, p, v, n_v)
         if alpha != 1.0:
             a0 = alpha * a0 + (1.0 - alpha) * z[p, 0]
             a1 = alpha * a1 + (1.0 - alpha) * z[p, 1]
@@ -134,10 +151,7 @@ def piece_step(blocks, cols, contact, count, v, lam, e, mu, rho, beta, b, lam_ou
     rhs_out[:] = b
     for p in range(n_p):
         w0, w1, w2 = _slack_update(p, contact[p], jv_p, lam, lam_out, beta, z)
-        for t in range(s):
-            col = cols[p, t]
-            if col < n_v:
-                rhs_out[col] += blocks[p, 0, t] * w0 + blocks[p, 1, t] * w1 + blocks[p, 2, t] * w2
+        _row_scatter(blocks, cols, p, w0, w1, w2, rhs_out, n_v)
     return dmax
 
 
@@ -806,29 +820,16 @@ def body_pseudo_density(joints, mass):  # pragma: no cover - compiled
 @njit(cache=True)
 def rows_velocity(blocks, cols, v, out):  # pragma: no cover - compiled
     """``out[p] = J_p v`` for compact piece rows (blocks (n_p, 3, s), cols (n_p, s), n_v = padding)."""
-    n_p, _, s = blocks.shape
     n_v = v.size
-    for p in range(n_p):
-        a0 = 0.0
-        a1 = 0.0
-        a2 = 0.0
-        for t in range(s):
-            col = cols[p, t]
-            if col < n_v:
-                x = v[col]
-                a0 += blocks[p, 0, t] * x
-                a1 += blocks[p, 1, t] * x
-                a2 += blocks[p, 2, t] * x
-        out[p, 0] = a0
-        out[p, 1] = a1
-        out[p, 2] = a2
+    for p in range(blocks.shape[0]):
+        out[p, 0], out[p, 1], out[p, 2] = _row_times(blocks, cols, p, v, n_v)
 
 
 @njit(cache=True)
 def rows_scatter(blocks, cols, contact, w, lam, out):  # pragma: no cover - compiled
     """``out += Σ_p J_pᵀ (w_p + λ_{contact[p]})`` for compact piece rows (``w`` (n_p, 3) or empty for
     zero; ``out`` (n_v,))."""
-    n_p, _, s = blocks.shape
+    n_p = blocks.shape[0]
     n_v = out.size
     has_w = w.shape[0] == n_p
     for p in range(n_p):
@@ -840,10 +841,7 @@ def rows_scatter(blocks, cols, contact, w, lam, out):  # pragma: no cover - comp
             w0 += w[p, 0]
             w1 += w[p, 1]
             w2 += w[p, 2]
-        for t in range(s):
-            col = cols[p, t]
-            if col < n_v:
-                out[col] += blocks[p, 0, t] * w0 + blocks[p, 1, t] * w1 + blocks[p, 2, t] * w2
+        _row_scatter(blocks, cols, p, w0, w1, w2, out, n_v)
 
 
 @njit(cache=True)
