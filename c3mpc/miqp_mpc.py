@@ -356,7 +356,7 @@ def _complementarity_rows(W: Any, w0: np.ndarray, n: int, il: np.ndarray, is_: n
 
 
 def _build_eliminated(d: _Data, cd: _Condensed) -> _Model:
-    N, n_x, n_u, n_lam = d.N, d.n_x, d.n_u, d.n_lam
+    N, n_x, n_lam = d.N, d.n_x, d.n_lam
     n_v = cd.P.shape[0]
     n = n_v + N * n_lam
     iu, il = cd.iu, cd.il
@@ -410,7 +410,6 @@ def _build_explicit(d: _Data) -> _Model:
     N, n_x, n_u, n_lam = d.N, d.n_x, d.n_u, d.n_lam
     nX, nU, nL = N * n_x, N * n_u, N * n_lam
     n = nX + nU + 2 * nL
-    ix = np.arange(nX).reshape(N, n_x)  # x_1..x_N
     iu = nX + np.arange(nU).reshape(N, n_u)
     il = nX + nU + np.arange(nL).reshape(N, n_lam)
     is_ = nX + nU + nL + np.arange(nL).reshape(N, n_lam)

@@ -26,7 +26,7 @@ from functools import lru_cache
 import numpy as np
 
 from ._validation import as_float_array, positive_float
-from .camera import Camera
+from .camera import Camera, CameraIntrinsics
 from .errors import EstimatorValueError
 from .transforms import invert_transform
 
@@ -373,7 +373,7 @@ def render(camera: Camera, scene: Scene, noise_std: float = 0.0,
 
 def camera_ring(n_cameras: int = 3, target: tuple[float, float, float] = (0.55, 0.0, 0.0),
                 distance: float = 0.6, height: float = 0.45, start_angle_deg: float = 180.0,
-                intrinsics: "CameraIntrinsics | None" = None) -> list[Camera]:
+                intrinsics: CameraIntrinsics | None = None) -> list[Camera]:
     """Cameras evenly spaced on a horizontal circle around ``target``, looking at it.
 
     Args:
@@ -384,7 +384,6 @@ def camera_ring(n_cameras: int = 3, target: tuple[float, float, float] = (0.55, 
         start_angle_deg: azimuth of cam0 about the target (180: behind it, on the -x side).
         intrinsics: default 640x480 with a 60° horizontal field of view.
     """
-    from .camera import CameraIntrinsics
     from .transforms import look_at
 
     if intrinsics is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._numba import HAVE_NUMBA, njit
+from ._numba import njit
 
 
 STATUS_SOLVED = 0
