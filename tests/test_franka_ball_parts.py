@@ -216,3 +216,29 @@ def test_line_target_follows_the_least_advanced_ball():
     np.testing.assert_allclose(pt.ball_targets[:, 1], lay.balls(x)[:, 1] + 0.05)
     ee = pt.x_goal[list(lay.ee_position)]
     np.testing.assert_allclose(ee[:2], lay.balls(x)[1, :2], atol=1e-12)  # above ball 2
+
+
+def test_panda_world_clips_joint_torques_to_the_urdf_effort_limits():
+    """``torque_limits``: an equilibrium 0.4 m from the end effector asks eq. (36) for more than
+    the drives give; the world applies exactly ±effortLimit on the saturated joints (87 N m
+    joints 1-4, 12 N m joints 5-7) and counts the step, and without the option the same state
+    gives the unclipped torque (the same numbers where it is inside the limits)."""
+    from c3mpc.tasks_franka import TASK_STIFFNESS, make_world
+
+    plant = load_plant("franka-ball")
+    layout = franka_layout(plant)
+    x0 = plant.defaults.x0
+    gains = ImpedanceGains(translational_stiffness=TASK_STIFFNESS)
+    taus = {}
+    for on in (True, False):
+        w = make_world(FrankaBallOptions(torque_limits=on), gains, plant, layout)
+        w.cmd["p"] = layout.ee(x0) + np.array([0.0, 0.4, 0.1])
+        sim = w.sim
+        taus[on] = sim.controller(0.0, sim.q.copy(), sim.v.copy())[:7]
+        assert w.saturated_steps == (1 if on else 0)
+    limit = np.array([87.0] * 4 + [12.0] * 3)
+    raw, clipped = taus[False], taus[True]
+    over = np.abs(raw) > limit
+    assert over.any()  # the test asks for more than the drives give
+    np.testing.assert_allclose(clipped[over], np.sign(raw[over]) * limit[over], rtol=0, atol=0)
+    np.testing.assert_allclose(clipped[~over], raw[~over], rtol=0, atol=0)
