@@ -207,8 +207,10 @@ def _print_summary(s: dict[str, Any]) -> None:
     exits = (f"left the band {len(s['excursions'])} time(s), returned: "
              f"{s['returned_to_band_after_every_exit']}" if s["left_band"]
              else "never left the band")
-    print(f"  in the {s['band_m'] * 100:.0f} cm band {s['band_fraction'] * 100:.1f}% of the "
-          f"time; max error {s['max_error_m'] * 100:.2f} cm; {exits}")
+    of = ("the time" if not s.get("sim_error") else
+          f"the {s['simulated_time_s']:.1f} s simulated before it stopped")
+    print(f"  in the {s['band_m'] * 100:.0f} cm band {s['band_fraction'] * 100:.1f}% of {of}; "
+          f"max error {s['max_error_m'] * 100:.2f} cm; {exits}")
     print(f"  controller {s['controller_rate_hz']:.0f} Hz (1 / median Algorithm 3 cycle "
           f"{s['plan_time_median_s'] * 1e3:.1f} ms), C3 median {s['solve_time_median_s'] * 1e3:.1f}"
           f" ms, {s['n_plans']} plans, {s['failed_plans']} failed")

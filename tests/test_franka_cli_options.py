@@ -334,3 +334,24 @@ def test_resolved_options_reach_summary_json(tmp_path):
     assert o["gait"]["phase2_back"] == 0.05 and o["center"] == [0.55, 0.0]
     assert s["options_sources"] == {"config": str(cfg), "flags": {},
                                     "set": {"min_command_delay": "0.01"}}
+
+
+def test_summary_line_says_when_the_band_share_is_of_a_run_that_stopped_early(capsys):
+    """A run the simulator stopped (e.g. diverged after a strike) reports its band share as a
+    share of the simulated seconds, and the printout says so instead of "of the time"."""
+    from c3mpc.franka_cli import _print_summary
+
+    s = {"simulated_time_s": 10.33, "wall_time_s": 35.9, "simulated": "panda world",
+         "n_balls": 1, "lap_completed": False, "lap_time_s": None, "lap_angle_deg": -117.0,
+         "excursions": [{"returned": False}], "left_band": True,
+         "returned_to_band_after_every_exit": False, "band_m": 0.02, "band_fraction": 0.244,
+         "max_error_m": 2.86, "controller_rate_hz": 250.0, "plan_time_median_s": 0.004,
+         "solve_time_median_s": 0.004, "n_plans": 738, "failed_plans": 0,
+         "contact_fraction_true": 0.28, "n_contact_onsets_true": 2,
+         "contact_fraction_planned": 0.24}
+    _print_summary({**s, "sim_error": "SimulationDivergedError: ..."})
+    out = capsys.readouterr().out
+    assert "SIMULATION STOPPED" in out
+    assert "24.4% of the 10.3 s simulated before it stopped" in out
+    _print_summary({**s, "sim_error": None})
+    assert "24.4% of the time;" in capsys.readouterr().out
