@@ -251,6 +251,10 @@ class LineTarget:
     a ball more than ``off_line_first`` off the line (|x − x_c|) is served first (the one
     furthest off): a pushed ball rolls on almost without loss, and a small heading error
     would otherwise carry it out of the band while the end effector works on another ball.
+    With ``off_line_done`` (default) this holds for a ball that is done, too (its target stays
+    (x_c, its own y)): a done ball left rolling slightly sideways would otherwise leave the
+    band before the other balls are done (docs/franka-ball.md, "2 balls: the front ball
+    rolled out of the band").
 
     End-effector bias of the lead ball: Phase I as :class:`CircleTarget` (on top of the
     ball); Phase II is "a set of end-effector biases so that it ends up slightly behind the
@@ -268,12 +272,14 @@ class LineTarget:
         y_start: (k,) start y of each ball (progress is measured from it; None: zeros).
         y_end: a ball whose y has passed this [m] (a number, or (k,) one per ball) is done:
             its target becomes (x_c, its own y) (no further advance) and it is no longer the
-            end effector's ball (None: never).
+            end effector's ball unless it is off the line (``off_line_done``) (None: never).
         lead_rule: "displacement" (default) or "rearmost" (above).
         phase2_clearance: [m] above contact with the ball's top for the first part of Phase II
             (None: the single low bias of :class:`CircleTarget`).
         phase2_over_fraction: share of Phase II spent at the high bias (0..1).
         off_line_first: [m] (None: off).
+        off_line_done: ``off_line_first`` applies to balls that are done as well (True,
+            default); False: a done ball is never the end effector's ball again.
     """
 
     template: np.ndarray
@@ -287,6 +293,7 @@ class LineTarget:
     phase2_clearance: float | None = 0.01
     phase2_over_fraction: float = 0.5
     off_line_first: float | None = 0.01
+    off_line_done: bool = True
     phase1_steer: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
@@ -302,6 +309,9 @@ class LineTarget:
         if self.off_line_first is not None and not (self.off_line_first >= 0):
             raise C3ValueError(f"LineTarget.off_line_first must be >= 0 [m] or None, got "
                                f"{self.off_line_first!r}")
+        if not isinstance(self.off_line_done, (bool, np.bool_)):
+            raise C3ValueError(f"LineTarget.off_line_done must be True or False, got "
+                               f"{self.off_line_done!r}")
         if self.phase1_steer is not None:
             st = tuple(float(v) for v in self.phase1_steer)
             if len(st) != 2 or not all(math.isfinite(v) and v >= 0 for v in st):
@@ -341,11 +351,14 @@ class LineTarget:
         ys = np.asarray(ys, float)
         along = ys * self.direction
         key = along if self.lead_rule == "rearmost" else (ys - self.y_start) * self.direction
+        done = self.done(ys)
+        key = np.where(done, np.inf, key)
         if self.off_line_first is not None and xs is not None:
             off = np.abs(np.asarray(xs, float) - self.x_c) - self.off_line_first
+            if not self.off_line_done:
+                off = np.where(done, -1.0, off)
             key = np.where(off > 0, -1.0 - off, key)  # furthest off the line first
-        key = np.where(self.done(ys), np.inf, key)
-        if not np.any(np.isfinite(key)):  # all done: stay with the rearmost
+        if not np.any(np.isfinite(key)):  # all done and on the line: stay with the rearmost
             return int(np.argmin(along))
         tied = np.flatnonzero(key <= np.min(key) + 1e-3)  # within 1 mm: the rearmost
         return int(tied[np.argmin(along[tied])])
