@@ -172,8 +172,9 @@ def test_two_ball_line_task_completes_when_the_done_front_ball_drifts():
     """Deterministic 19 ms latency: the front ball, left rolling at 25 mm/s with 5 mm/s
     sideways, passes its ``y_end`` and drifts towards the band edge while the rear ball is
     still 3 cm short. Before ``off_line_done`` nothing served it again and it left the band
-    (58% in the band, not completed); now the end effector returns once it is 1 cm off
-    (measured: done after 9.8 s, 100% in the band, max |x − x_c| 1.7 cm)."""
+    (58% in the band, not completed); now the end effector heads back to it once it is 1 cm
+    off, and its crossing over the rear ball rolls that ball the last 2.3 cm (measured: done
+    after 9.8 s, 100% in the band, max |x − x_c| 1.7 cm)."""
     o = FrankaBallOptions(n_balls=2, duration=20.0, planning_latency=0.019)
     s = summarize(run_franka_ball(o))
     assert s["sim_error"] is None
