@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import sys
 from pathlib import Path
@@ -258,7 +259,7 @@ def _add_deploy_parser(sub: Any) -> None:
     twin.add_argument("--host", default="127.0.0.1", help="interface to bind")
     twin.add_argument("--duration", type=float, help="seconds to serve (default: until Ctrl-C)")
     twin.add_argument("--config", help="YAML/TOML of hardware.twin.TwinOptions")
-    twin.add_argument("--status-interval", type=float, default=5.0, metavar="S",
+    twin.add_argument("--status-interval", type=_non_negative_seconds, default=5.0, metavar="S",
                       help="print simulated time and real-time factor every S seconds "
                            "(default 5; 0: never)")
     twin.add_argument("--world", choices=("panda", "model"), help="panda (default): full Panda "
@@ -270,6 +271,17 @@ def _cmd_deploy(args: argparse.Namespace) -> int:
     from hardware.deploy import deploy_command  # lazy: hardware depends on c3mpc, not reverse
 
     return deploy_command(args)
+
+
+def _non_negative_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value
 
 
 def _cmd_twin(args: argparse.Namespace) -> int:

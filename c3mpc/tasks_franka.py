@@ -204,6 +204,13 @@ class FrankaBallOptions:
     settle_time: float = 0.0
 
     def __post_init__(self) -> None:
+        for name in ("stop_after_lap", "end_on_qp_step", "acceleration_feedforward",
+                     "torque_limits", "extrapolate_vision", "ball_on_table", "plan_on_new_sample"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise C3ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.line_steer is not None and not isinstance(self.line_steer, (bool, np.bool_)):
+            raise C3ValueError(f"line_steer must be True, False or None, got "
+                               f"{self.line_steer!r}")
         if self.reference not in ("hold", "extrapolate"):
             raise C3ValueError(f"reference must be 'hold' or 'extrapolate', got "
                                f"{self.reference!r}")

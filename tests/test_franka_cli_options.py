@@ -355,3 +355,26 @@ def test_summary_line_says_when_the_band_share_is_of_a_run_that_stopped_early(ca
     assert "24.4% of the 10.3 s simulated before it stopped" in out
     _print_summary({**s, "sim_error": None})
     assert "24.4% of the time;" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("field,value", [("torque_limits", "yes"), ("ball_on_table", 1),
+                                         ("acceleration_feedforward", None),
+                                         ("line_steer", "on")])
+def test_boolean_options_reject_non_booleans(field, value):
+    """A switch given as a string or number (a truthy "no" would silently turn it on) is an
+    error naming the field."""
+    from c3mpc.errors import C3ValueError
+    from c3mpc.tasks_franka import FrankaBallOptions
+
+    with pytest.raises(C3ValueError, match=field):
+        FrankaBallOptions(**{field: value})
+
+
+@pytest.mark.parametrize("text", ["-1", "nan", "soon"])
+def test_twin_status_interval_must_be_non_negative_seconds(text, capsys):
+    from c3mpc.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["twin", "franka-ball", "--port", "0", "--status-interval", text])
+    assert exc.value.code == 2
+    assert "--status-interval: expected seconds >= 0" in capsys.readouterr().err
