@@ -481,11 +481,30 @@ class Algorithm3Planner:
         self.clock = clock
         self.u_prev = np.zeros(self.controllers[0].n_u)
 
-    def plan(self, x_hat: np.ndarray, t: float) -> Plan:
-        """Steps 2-5 from the estimate ``x_hat`` (n_x,) at time ``t`` [s]."""
+    def plan(self, x_hat: np.ndarray, t: float, x_resim: np.ndarray | None = None) -> Plan:
+        """Steps 2-5 from the estimate ``x_hat`` (n_x,) at time ``t`` [s].
+
+        ``x_resim`` (n_x,), optional: the state step 5 re-simulates from instead of ``x_hat``
+        (e.g. :meth:`c3mpc.contact_sensing.ForceSensedGap.step5_state`: the end effector-ball
+        gap from the arm's force estimate). It may differ from ``x_hat`` only in the
+        end-effector position; x_d's end-effector position is shifted back by that
+        difference, so the command stays relative to the measured end effector.
+        """
         clock = self.clock
         t0 = clock()
         x_hat = np.asarray(x_hat, float)
+        if x_resim is None:
+            x5 = x_hat
+        else:
+            x5 = np.asarray(x_resim, float)
+            if x5.shape != x_hat.shape or not np.all(np.isfinite(x5)):
+                raise C3ValueError(f"x_resim must be a finite array of shape {x_hat.shape}, "
+                                   f"got shape {x5.shape}")
+            other = np.ones(x_hat.shape[0], bool)
+            other[list(self.layout.ee_position)] = False
+            if not np.array_equal(x5[other], x_hat[other]):
+                raise C3ValueError("x_resim may differ from x_hat only in the end-effector "
+                                   "position")
         lcs = self.plant.lcs(x_hat, self.u_prev)
         pt = self.target(x_hat, t)
         ctrl = self.controllers[min(pt.phase, len(self.controllers) - 1)]
@@ -498,10 +517,13 @@ class Algorithm3Planner:
             u = np.zeros_like(self.u_prev)
         self.u_prev = u
         h = max(dt_c, self.min_resim_dt)
-        lcs_c = self.plant.lcs(x_hat, u, dt=h)
+        lcs_c = self.plant.lcs(x5, u, dt=h)
         status = res.status
         try:
-            x_d, lam_d = lcs_c.step(x_hat, u)
+            x_d, lam_d = lcs_c.step(x5, u)
+            if x5 is not x_hat:
+                ee = list(self.layout.ee_position)
+                x_d[ee] += x_hat[ee] - x5[ee]
         except LCPSolveError:  # step 5's LCP unsolved: no command from this cycle
             x_d = np.full(ctrl.n_x, np.nan)
             lam_d = np.full(ctrl.n_lambda, np.nan)

@@ -39,10 +39,15 @@ from .option_fields import (
 )
 
 __all__ = ["run_franka_ball_command", "franka_ball_options", "list_options_text",
-           "SUCCESS_BAND_FRACTION", "CONFIG_SECTION", "LEGACY_FLAGS"]
+           "SUCCESS_BAND_FRACTION", "NOISY_SUCCESS_BAND_FRACTION", "CONFIG_SECTION",
+           "LEGACY_FLAGS", "success"]
 
 SUCCESS_BAND_FRACTION = 0.95
 """The issue's acceptance: in the 2 cm band at least 95% of the time (noise-free)."""
+
+NOISY_SUCCESS_BAND_FRACTION = 0.75
+"""With 1 mm camera noise: at least 75% of the time, returning after every exit (the paper:
+"about 75%")."""
 
 CONFIG_SECTION = "franka_ball"
 """Table of a ``--config`` file holding the options (else the file's top level)."""
@@ -61,10 +66,10 @@ def _nested() -> dict[str, NestedField]:
     """
     from plants.impedance import ImpedanceGains
 
-    from .tasks_franka import TASK_STIFFNESS
+    from .tasks_franka import task_gains
 
     def default_gains(o: Any) -> Any:  # as run_franka_ball does for impedance=None
-        return ImpedanceGains(translational_stiffness=TASK_STIFFNESS, feedforward=o.n_balls == 1)
+        return task_gains(o)
 
     return {"impedance": NestedField(ImpedanceGains, default_gains)}
 
@@ -121,9 +126,24 @@ def list_options_text() -> str:
 
 
 def _changed(o: Any) -> list[str]:
-    default = type(o)()
+    """Fields that differ from the defaults of the same tuning (so ``--noise`` lists the
+    noise, not the noisy tuning's values)."""
+    default = type(o)(n_balls=o.n_balls, noise_std=o.noise_std, tuning=o.tuning)
     return [f"{f.name}={getattr(o, f.name)!r}" for f in dataclasses.fields(o)
-            if getattr(o, f.name) != getattr(default, f.name)]
+            if getattr(o, f.name) != getattr(default, f.name) or f.name == "noise_std"
+            and o.noise_std != 0]
+
+
+def success(o: Any, s: dict[str, Any]) -> bool:
+    """The issue's acceptance for one run: the task completed with at least
+    :data:`SUCCESS_BAND_FRACTION` of the time in the band, or with camera noise
+    :data:`NOISY_SUCCESS_BAND_FRACTION` and back in the band after every exit."""
+    if not s["task_completed"]:
+        return False
+    if o.noise_std == 0:
+        return s["band_fraction"] >= SUCCESS_BAND_FRACTION
+    return (s["band_fraction"] >= NOISY_SUCCESS_BAND_FRACTION
+            and bool(s["returned_to_band_after_every_exit"]))
 
 
 def run_franka_ball_command(args: argparse.Namespace) -> int:
@@ -143,7 +163,8 @@ def run_franka_ball_command(args: argparse.Namespace) -> int:
     if not quiet:
         what = "circle" if o.n_balls == 1 else "line"
         print(f"c3mpc run franka-ball: {o.n_balls} ball(s) on the {what}, world={o.world}, "
-              f"noise {o.noise_std * 1e3:g} mm, up to {o.time_limit:g} s simulated")
+              f"noise {o.noise_std * 1e3:g} mm, {o.resolved_tuning} tuning, up to "
+              f"{o.time_limit:g} s simulated")
         changed = _changed(o)
         print(f"  options changed from the defaults: {', '.join(changed) if changed else 'none'}")
     on_plan = _live_updater(viewer) if viewer is not None else None
@@ -159,8 +180,7 @@ def run_franka_ball_command(args: argparse.Namespace) -> int:
               f"({', '.join(sorted(p.name for p in paths.values()))})")
     if viewer is not None:
         viewer.close()
-    ok = s["task_completed"] and s["band_fraction"] >= SUCCESS_BAND_FRACTION
-    return 0 if ok else 1
+    return 0 if success(o, s) else 1
 
 
 def _viewer(o: Any) -> Any:

@@ -105,11 +105,26 @@ def _optional(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
+def _union(tp: Any) -> tuple[list[Any], bool] | None:
+    """(members other than None, whether None is one) for a union of more than one non-None
+    type (``float | str | None``); None for any other type (``X | None`` is :func:`_optional`'s)."""
+    if typing.get_origin(tp) not in (typing.Union, types.UnionType):
+        return None
+    args = typing.get_args(tp)
+    rest = [a for a in args if a is not type(None)]
+    if len(rest) < 2:
+        return None
+    return rest, len(rest) < len(args)
+
+
 def type_name(tp: Any) -> str:
     """``float | None``, ``tuple[float, float]``, ``Literal['a', 'b']``, ``GaitOptions``."""
     inner, opt = _optional(tp)
     if opt:
         return f"{type_name(inner)} | None"
+    u = _union(tp)
+    if u is not None:
+        return " | ".join([type_name(a) for a in u[0]] + (["None"] if u[1] else []))
     origin = typing.get_origin(tp)
     if origin is tuple:
         return "tuple[" + ", ".join("..." if a is Ellipsis else type_name(a)
@@ -180,7 +195,19 @@ def parse_value(text: str, tp: Any, where: str = "value", field: str | None = No
         try:
             return parse_value(s, inner, where, field)
         except OptionValueError:
+            if dataclasses.is_dataclass(inner):  # "a group of options": say so
+                raise
             raise _fail(where, tp, text, field) from None
+    u = _union(tp)
+    if u is not None:  # the first member that parses (so "0.004" is a float, "auto" a str)
+        if u[1] and s.lower() in _NONE_WORDS:
+            return None
+        for member in u[0]:
+            try:
+                return parse_value(s, member, where, field)
+            except OptionValueError:
+                pass
+        raise _fail(where, tp, text, field)
     origin = typing.get_origin(tp)
     if tp in _FROM_TEXT:
         try:
@@ -227,7 +254,8 @@ def coerce_value(value: Any, tp: Any, where: str = "value", field: str | None = 
     """
     inner, opt = _optional(tp)
     if value is None:
-        if opt:
+        u = _union(tp)
+        if opt or (u is not None and u[1]):
             return None
         raise _fail(where, tp, value, field)
     if isinstance(value, str) and (inner is not str or opt):
@@ -237,6 +265,14 @@ def coerce_value(value: Any, tp: Any, where: str = "value", field: str | None = 
             return coerce_value(value, inner, where, field)
         except OptionValueError:
             raise _fail(where, tp, value, field) from None
+    u = _union(tp)
+    if u is not None:
+        for member in u[0]:
+            try:
+                return coerce_value(value, member, where, field)
+            except OptionValueError:
+                pass
+        raise _fail(where, tp, value, field)
     origin = typing.get_origin(tp)
     if tp in _FROM_TEXT:
         accepted = (int, float) if tp is float else tp  # an int is a fine float

@@ -23,7 +23,7 @@ from .ball_tracker import BallTracker, CameraObservation
 from .camera import Camera, CameraIntrinsics, load_cameras, save_cameras
 from .circle_detection import (CircleDetection, CircleDetectionOptions, detect_ball_circle,
                                fit_circle)
-from .emulated import EmulatedBallVision
+from .emulated import EmulatedBallVision, EmulatedForceSensor
 from .errors import CalibrationError, EstimatorError, EstimatorTypeError, EstimatorValueError
 from .options import BallTrackerOptions
 from .transforms import invert_transform, look_at, make_transform
@@ -40,6 +40,7 @@ __all__ = [
     "Camera", "CameraIntrinsics", "load_cameras", "save_cameras",
     "CircleDetection", "CircleDetectionOptions", "detect_ball_circle", "fit_circle",
     "EmulatedBallVision",
+    "EmulatedForceSensor",
     "CalibrationError", "EstimatorError", "EstimatorTypeError", "EstimatorValueError",
     "BallTrackerOptions", "invert_transform", "look_at", "make_transform",
 ]

@@ -20,7 +20,7 @@ from .ball_state import BallState
 from .errors import EstimatorValueError
 from .options import BallTrackerOptions
 
-__all__ = ["EmulatedBallVision"]
+__all__ = ["EmulatedBallVision", "EmulatedForceSensor"]
 
 
 class EmulatedBallVision:
@@ -81,3 +81,34 @@ class EmulatedBallVision:
         """A fresh emulator with some filter options changed (e.g. ``radius=0.02``)."""
         return EmulatedBallVision(dataclasses.replace(self.options, **changes),
                                   1.0 / self.period, self.noise_std, self.rng)
+
+
+class EmulatedForceSensor:
+    """The arm's contact-force estimate at the end effector, emulated: the true normal force
+    plus Gaussian noise (the Franka's external-wrench estimate, libfranka ``O_F_ext_hat_K``,
+    is good to about 1 N once its offset is removed).
+
+    Args:
+        noise_std: standard deviation of the additive noise [N].
+        rng: generator or seed of the noise.
+
+    ``step(true_force)`` returns one reading [N] (called once per plan).
+    """
+
+    def __init__(self, noise_std: float = 1.0, rng: np.random.Generator | int | None = None):
+        if not (isinstance(noise_std, (int, float)) and np.isfinite(noise_std)
+                and noise_std >= 0):
+            raise EstimatorValueError(f"noise_std must be a finite number >= 0 [N], got "
+                                      f"{noise_std!r}")
+        self.noise_std = float(noise_std)
+        self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+    def step(self, true_force: float) -> float:
+        """A reading of the normal force ``true_force`` [N] (finite, >= 0)."""
+        f = float(true_force)
+        if not (np.isfinite(f) and f >= 0):
+            raise EstimatorValueError(f"true_force must be a finite force >= 0 [N], got "
+                                      f"{true_force!r}")
+        if self.noise_std > 0:
+            f += float(self.rng.normal(0.0, self.noise_std))
+        return f

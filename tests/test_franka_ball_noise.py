@@ -87,7 +87,9 @@ def test_task_uses_the_kalman_filter_with_the_noise_and_process_noise():
     vis = _default_vision(o, 0)
     assert vis.options.filter == "kalman"
     assert vis.options.kalman_measurement_std == 0.001
-    assert vis.options.kalman_accel_std == o.vision_accel_std == 0.01
+    assert vis.options.kalman_accel_std == o.vision_accel_std == 0.02  # the noisy tuning
+    o = FrankaBallOptions(noise_std=0.001, tuning="nominal")
+    assert _default_vision(o, 0).options.kalman_accel_std == o.vision_accel_std == 0.01
     assert _default_vision(FrankaBallOptions(), 0).options.filter == "none"
     with pytest.raises(ValueError, match="vision_accel_std"):
         FrankaBallOptions(vision_accel_std=0.0)
@@ -125,18 +127,49 @@ def test_circle_target_distance_cap_only_acts_on_a_far_target():
 
 # ---------------------------------------------------------------------------- acceptance (slow)
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="not met: with 1 mm noise the ball is in the 2 cm band "
-                   "12-52% of 90 s at fixed 4 ms latency (seeds 0-9, mean 30%; 44% with "
-                   "max_target_distance=0.04), 8 of 10 runs end with the ball struck and the "
-                   "simulation diverging, 6-16% with the measured latency (defaults), and it is "
-                   "outside the band at the end of every run. The noise enters "
-                   "through Algorithm 3's step 5 (docs/franka-ball.md, '1 mm noise: where it "
-                   "enters', '90 s screening')")
-def test_one_mm_noise_mostly_in_the_band_and_returns_at_fixed_latency():
-    # deterministic (planning_latency): the same run every time, independent of the load
-    s = summarize(run_franka_ball(FrankaBallOptions(duration=90.0, noise_std=0.001, seed=1,
-                                                    planning_latency=0.004,
-                                                    min_command_delay=None)))
-    assert s["failed_plans"] == 0
+@pytest.mark.parametrize("seed", [1, 3])
+def test_one_mm_noise_full_lap_mostly_in_the_band_and_returns_at_fixed_latency(seed):
+    """Issue 7: with 1 mm noise >= 75% of a lap in the 2 cm band, returning after every exit.
+    Defaults (the noisy tuning, force-sensed step 5) at a fixed 4 ms latency, deterministic:
+    measured 89.7% (seed 1, lap 98 s) and 92.7% (seed 3, lap 89 s); seeds 0-4 gave
+    90.0-92.7% (docs/franka-ball.md, "1 mm noise: the noisy tuning")."""
+    o = FrankaBallOptions(duration=130.0, noise_std=0.001, seed=seed, planning_latency=0.004,
+                          min_command_delay=None)
+    assert o.resolved_tuning == "noisy" and o.force_sensing
+    s = summarize(run_franka_ball(o))
+    assert s["lap_completed"], s["lap_angle_deg"]
     assert s["band_fraction"] >= 0.75, s["band_fraction"]
     assert s["returned_to_band_after_every_exit"], s["excursions"]
+    assert s["force_sensed_plans"] > 0
+
+
+# ---------------------------------------------------------------------------- tunings
+def test_tuning_fills_the_fields_left_none_from_the_table():
+    from c3mpc.tasks_franka import TUNINGS, task_gains
+
+    for kw, name in (({}, "nominal"), ({"noise_std": 0.001}, "noisy"),
+                     ({"noise_std": 0.001, "n_balls": 2}, "nominal"),
+                     ({"noise_std": 0.001, "tuning": "nominal"}, "nominal"),
+                     ({"tuning": "noisy"}, "noisy")):
+        o = FrankaBallOptions(**kw)
+        t = TUNINGS[name]
+        assert o.resolved_tuning == name
+        assert (o.lead_angle_deg, o.ball_velocity_weight, o.vision_accel_std, o.gait) == (
+            t["lead_angle_deg"], t["ball_velocity_weight"], t["vision_accel_std"], t["gait"])
+        g = task_gains(o)
+        assert (g.translational_stiffness, g.damping_ratio) == (t["translational_stiffness"],
+                                                               t["damping_ratio"])
+        assert g.feedforward == (o.n_balls == 1)
+    # a field given explicitly wins over the tuning
+    o = FrankaBallOptions(noise_std=0.001, lead_angle_deg=20.0, gait=GaitOptions())
+    assert o.lead_angle_deg == 20.0 and o.gait == GaitOptions()
+    assert o.ball_velocity_weight == TUNINGS["noisy"]["ball_velocity_weight"]
+
+
+def test_tuning_rejects_unknown_names_and_bad_tuned_fields():
+    with pytest.raises(C3ValueError, match="tuning"):
+        FrankaBallOptions(tuning="quiet")
+    with pytest.raises(C3ValueError, match="lead_angle_deg"):
+        FrankaBallOptions(lead_angle_deg=math.nan)
+    with pytest.raises(C3ValueError, match="gait"):
+        FrankaBallOptions(gait={"phase2_back": 0.05})

@@ -166,7 +166,10 @@ def test_precedence_defaults_then_file_then_flags(tmp_path):
     o, sources = _opts("--config", str(cfg), "--noise", "0.001", "--set", "admm_iter=5")
     assert o.radius == 0.12 and o.world == "model"  # file over defaults
     assert o.noise_std == 0.001 and o.admm_iter == 5  # flags over the file
-    assert o.gait == dataclasses.replace(FrankaBallOptions().gait, phase2_back=0.03)
+    # nested overrides start from the default of the options they land in: with noise,
+    # the noisy tuning's gait
+    assert o.gait == dataclasses.replace(FrankaBallOptions(noise_std=0.001).gait,
+                                         phase2_back=0.03)
     assert o.horizon == FrankaBallOptions().horizon  # untouched: default
     assert sources["config"] == str(cfg)
     # the last --set of a field wins
@@ -197,7 +200,7 @@ def test_unknown_field_lists_the_valid_ones():
 @pytest.mark.parametrize("assignment, field, expected", [
     ("radius=abc", "radius", "float"), ("admm_iter=2.5", "admm_iter", "int"),
     ("stop_after_lap=maybe", "stop_after_lap", "bool"),
-    ("min_command_delay=soon", "min_command_delay", "float | None"),
+    ("min_command_delay=soon", "min_command_delay", "float | Literal['auto'] | None"),
     ("center=1", "center", "tuple[float, float]"),
     ("gait.phase2_back=x", "gait.phase2_back", "float"),
     ("impedance.feedforward=2", "impedance.feedforward", "bool")])
@@ -306,7 +309,7 @@ def test_list_options_shows_every_field_with_type_default_and_doc(capsys):
     for f in dataclasses.fields(FrankaBallOptions):  # gait is listed field by field
         assert f"\n  {f.name}: " in out or f"\n  {f.name}." in out
     assert "\n  radius: float = 0.1\n      the circle of eq. (25).\n" in out
-    assert "\n  min_command_delay: float | None = 0.008\n" in out
+    assert "\n  min_command_delay: float | Literal['auto'] | None = 0.008\n" in out
     assert f"\n  gait.phase2_back: float = {d.gait.phase2_back!r}\n" in out
     assert f"\n  impedance.translational_stiffness: float = {TASK_STIFFNESS!r}\n" in out
     # every field is documented (a new field without a doc line fails here)
@@ -378,3 +381,39 @@ def test_twin_status_interval_must_be_non_negative_seconds(text, capsys):
         main(["twin", "franka-ball", "--port", "0", "--status-interval", text])
     assert exc.value.code == 2
     assert "--status-interval: expected seconds >= 0" in capsys.readouterr().err
+
+
+def test_noise_flag_selects_the_noisy_tuning_unless_told_otherwise(tmp_path):
+    from c3mpc.tasks_franka import TUNINGS
+
+    o, _ = _opts("--noise", "0.001")
+    noisy = TUNINGS["noisy"]
+    assert o.resolved_tuning == "noisy" and o.min_command_delay == noisy["command_delay"]
+    assert (o.lead_angle_deg, o.gait) == (noisy["lead_angle_deg"], noisy["gait"])
+    o, _ = _opts("--noise", "0.001", "--set", "tuning=nominal")
+    assert o.min_command_delay == 0.008 and o.lead_angle_deg == 20.0
+    o, _ = _opts("--noise", "0.001", "--set", "lead_angle_deg=18", "--set",
+                 "min_command_delay=0.006")
+    assert o.lead_angle_deg == 18.0 and o.min_command_delay == 0.006
+    assert o.ball_velocity_weight == noisy["ball_velocity_weight"]
+    cfg = tmp_path / "n.toml"
+    cfg.write_text('[franka_ball]\nnoise_std = 0.001\nmin_command_delay = "auto"\n'
+                   'lead_angle_deg = "none"\n')
+    o, _ = _opts("--config", str(cfg))
+    assert o.min_command_delay == 0.004 and o.lead_angle_deg == 15.0
+    with pytest.raises(OptionValueError, match="tuning"):
+        _opts("--set", "tuning=loud")
+
+
+def test_success_uses_the_noise_free_or_the_noisy_criterion():
+    from c3mpc.franka_cli import success
+
+    done = {"task_completed": True, "returned_to_band_after_every_exit": True}
+    quiet, noisy = FrankaBallOptions(), FrankaBallOptions(noise_std=0.001)
+    assert success(quiet, {**done, "band_fraction": 0.95})
+    assert not success(quiet, {**done, "band_fraction": 0.94})
+    assert success(noisy, {**done, "band_fraction": 0.75})
+    assert not success(noisy, {**done, "band_fraction": 0.74})
+    assert not success(noisy, {**done, "band_fraction": 0.9,
+                               "returned_to_band_after_every_exit": False})
+    assert not success(quiet, {**done, "task_completed": False, "band_fraction": 1.0})
