@@ -142,11 +142,11 @@ def test_full_lap_noise_free_95_percent_in_the_band():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="not met: with 1 mm (even 0.2 mm) vision noise the ball leaves "
-                   "the band within seconds and does not come back (band fraction 0.03-0.24 "
-                   "measured); docs/franka-ball.md")
 def test_full_lap_with_1mm_noise_mostly_in_the_band_and_recovers():
-    s = summarize(run_franka_ball(FrankaBallOptions(duration=120.0, noise_std=0.001, seed=1)))
+    # measured wall-clock latency, defaults (the noisy tuning with its 4 ms floor, force-sensed
+    # step 5): seed 1 89.4% of a 98 s lap alone, 91.9% with another run in parallel; seeds 0-4
+    # alone 77.5-91.2%, but 61-92% with another run sharing the 2 cores (docs/franka-ball.md)
+    s = summarize(run_franka_ball(FrankaBallOptions(duration=130.0, noise_std=0.001, seed=1)))
     assert s["lap_completed"], f"lap not completed: {s['lap_angle_deg']:.0f} deg"
     assert s["band_fraction"] >= 0.75, s["band_fraction"]
     assert s["returned_to_band_after_every_exit"]
