@@ -64,11 +64,13 @@ class ForceSensedGap:
     def __post_init__(self) -> None:
         for name in ("pair_stiffness", "table_stiffness", "ball_mass"):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and math.isfinite(v) and v > 0):
                 raise C3ValueError(f"ForceSensedGap.{name} must be a finite number > 0, "
                                    f"got {v!r}")
-        if not (isinstance(self.threshold, (int, float)) and math.isfinite(self.threshold)
-                and self.threshold >= 0):
+        t = self.threshold
+        if not (isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
+                and t >= 0):
             raise C3ValueError(f"ForceSensedGap.threshold must be a finite number >= 0 [N], "
                                f"got {self.threshold!r}")
 

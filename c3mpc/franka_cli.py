@@ -130,8 +130,8 @@ def _changed(o: Any) -> list[str]:
     noise, not the noisy tuning's values)."""
     default = type(o)(n_balls=o.n_balls, noise_std=o.noise_std, tuning=o.tuning)
     return [f"{f.name}={getattr(o, f.name)!r}" for f in dataclasses.fields(o)
-            if getattr(o, f.name) != getattr(default, f.name) or f.name == "noise_std"
-            and o.noise_std != 0]
+            if getattr(o, f.name) != getattr(default, f.name)
+            or (f.name == "noise_std" and o.noise_std != 0)]
 
 
 def success(o: Any, s: dict[str, Any]) -> bool:

@@ -117,6 +117,17 @@ def _union(tp: Any) -> tuple[list[Any], bool] | None:
     return rest, len(rest) < len(args)
 
 
+def _first_member(convert: Callable[..., Any], value: Any, shown: Any, tp: Any,
+                  members: Sequence[Any], where: str, field: str | None) -> Any:
+    """``convert(value, member, ...)`` for the first member of a union that accepts it."""
+    for member in members:
+        try:
+            return convert(value, member, where, field)
+        except OptionValueError:
+            pass
+    raise _fail(where, tp, shown, field)
+
+
 def type_name(tp: Any) -> str:
     """``float | None``, ``tuple[float, float]``, ``Literal['a', 'b']``, ``GaitOptions``."""
     inner, opt = _optional(tp)
@@ -202,12 +213,7 @@ def parse_value(text: str, tp: Any, where: str = "value", field: str | None = No
     if u is not None:  # the first member that parses (so "0.004" is a float, "auto" a str)
         if u[1] and s.lower() in _NONE_WORDS:
             return None
-        for member in u[0]:
-            try:
-                return parse_value(s, member, where, field)
-            except OptionValueError:
-                pass
-        raise _fail(where, tp, text, field)
+        return _first_member(parse_value, s, text, tp, u[0], where, field)
     origin = typing.get_origin(tp)
     if tp in _FROM_TEXT:
         try:
@@ -267,12 +273,7 @@ def coerce_value(value: Any, tp: Any, where: str = "value", field: str | None = 
             raise _fail(where, tp, value, field) from None
     u = _union(tp)
     if u is not None:
-        for member in u[0]:
-            try:
-                return coerce_value(value, member, where, field)
-            except OptionValueError:
-                pass
-        raise _fail(where, tp, value, field)
+        return _first_member(coerce_value, value, value, tp, u[0], where, field)
     origin = typing.get_origin(tp)
     if tp in _FROM_TEXT:
         accepted = (int, float) if tp is float else tp  # an int is a fine float

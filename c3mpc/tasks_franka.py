@@ -50,7 +50,8 @@ from .contact_sensing import ForceSensedGap
 from .errors import C3ValueError
 from .options import C3Options
 
-__all__ = ["FrankaBallOptions", "FrankaBallLog", "run_franka_ball", "franka_layout", "build_planner",
+__all__ = ["FrankaBallOptions", "FrankaBallLog", "run_franka_ball", "franka_layout",
+           "build_planner",
            "make_world", "summarize", "PLANT_FOR_BALLS"]
 
 PLANT_FOR_BALLS = {1: "franka-ball", 2: "franka-balls-2", 3: "franka-balls-3"}
@@ -87,12 +88,18 @@ TUNINGS: dict[str, dict[str, Any]] = {
         "translational_stiffness": 3000.0, "damping_ratio": 0.7, "command_delay": 0.004,
     },
 }
-"""The loop's tunings (``FrankaBallOptions.tuning``): values of the fields left None, of the
-default impedance and of ``min_command_delay="auto"`` (``command_delay``). "nominal": the noise-free lap (100% of it in the 2 cm band at fixed 3-12 ms
-latency). "noisy": found by a random search over these seven values with 1 mm camera noise and
-force sensing (docs/franka-ball.md, "1 mm noise: the noisy tuning"): 90-93% of a lap in the
-band at fixed 4 ms, seeds 0-4, every exit returned; noise-free it keeps 93% of a lap, so it is
-not the default without noise."""
+"""The loop's tunings (``FrankaBallOptions.tuning``): the values of :data:`TUNED_FIELDS` left
+None, of ``min_command_delay="auto"`` (``command_delay``) and of the default impedance
+(``translational_stiffness``, ``damping_ratio``; :func:`task_gains`).
+
+"nominal": the noise-free lap (98.5-100% of it in the 2 cm band at fixed 3-8 ms latency).
+"noisy": found by a random search over these values with 1 mm camera noise and the
+force-sensed step 5 at fixed 4 ms (docs/franka-ball.md, "1 mm noise: force-sensed step 5 and
+the noisy tuning"): 88.9-91.8% of a lap in the band there, seeds 0-4, every exit returned;
+noise-free it keeps 93.4% of a lap, so it is not the default without noise."""
+
+TUNED_FIELDS = ("lead_angle_deg", "ball_velocity_weight", "vision_accel_std", "gait")
+"""The :class:`FrankaBallOptions` fields whose None means "the tuning's value"."""
 
 
 @dataclass(frozen=True)
@@ -200,9 +207,10 @@ class FrankaBallOptions:
         settle_time: seconds the arm holds its start pose before the first plan.
         tuning: "nominal", "noisy" or "auto" ("noisy" for one ball with camera noise,
             "nominal" otherwise): fills ``lead_angle_deg``, ``ball_velocity_weight``,
-            ``vision_accel_std`` and ``gait`` where they are None, and the default impedance's
-            stiffness and damping ratio (:data:`TUNINGS`). After construction those fields
-            hold the values used; ``resolved_tuning`` names the tuning.
+            ``vision_accel_std`` and ``gait`` where they are None, ``min_command_delay`` where
+            it is "auto", and the default impedance's stiffness and damping ratio
+            (:data:`TUNINGS`). After construction those fields hold the values used, so
+            ``dataclasses.replace`` keeps them; ``resolved_tuning`` names the tuning.
     """
 
     n_balls: int = 1
@@ -252,14 +260,15 @@ class FrankaBallOptions:
         if self.tuning not in ("auto", "nominal", "noisy"):
             raise C3ValueError(f"tuning must be 'auto', 'nominal' or 'noisy', got "
                                f"{self.tuning!r}")
-        if not (isinstance(self.noise_std, (int, float)) and self.noise_std >= 0):
+        if not (isinstance(self.noise_std, (int, float)) and not isinstance(self.noise_std, bool)
+                and self.noise_std >= 0):
             raise C3ValueError(f"noise_std must be a number >= 0 [m], got {self.noise_std!r}")
-        for name, value in TUNINGS[self.resolved_tuning].items():
-            if hasattr(self, name) and getattr(self, name) is None:
-                object.__setattr__(self, name, value)
+        tuned = TUNINGS[self.resolved_tuning]
+        for name in TUNED_FIELDS:
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, tuned[name])
         if self.min_command_delay == "auto":
-            object.__setattr__(self, "min_command_delay",
-                               TUNINGS[self.resolved_tuning]["command_delay"])
+            object.__setattr__(self, "min_command_delay", tuned["command_delay"])
         if not isinstance(self.gait, GaitOptions):
             raise C3ValueError(f"gait must be a GaitOptions or None, got {self.gait!r}")
         for name in ("lead_angle_deg", "ball_velocity_weight"):
@@ -298,7 +307,8 @@ class FrankaBallOptions:
                                f"got {self.vision_filter!r}")
         for name in ("force_noise_std", "force_threshold"):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                    and v >= 0):
                 raise C3ValueError(f"{name} must be a finite number >= 0 [N], got {v!r}")
         if not (self.vision_accel_std > 0):
             raise C3ValueError(f"vision_accel_std must be > 0 [m/s²], got "
@@ -306,9 +316,8 @@ class FrankaBallOptions:
         d = self.max_target_distance
         if d is not None and not (math.isfinite(d) and d > 0):
             raise C3ValueError(f"max_target_distance must be > 0 [m] or None, got {d!r}")
-        if not (self.noise_std >= 0 and (self.min_resim_dt or 0.0) >= 0
-                and self.settle_time >= 0):
-            raise C3ValueError("noise_std, min_resim_dt and settle_time must be >= 0")
+        if not ((self.min_resim_dt or 0.0) >= 0 and self.settle_time >= 0):
+            raise C3ValueError("min_resim_dt and settle_time must be >= 0")
 
     @property
     def resolved_tuning(self) -> str:

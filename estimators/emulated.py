@@ -96,8 +96,8 @@ class EmulatedForceSensor:
     """
 
     def __init__(self, noise_std: float = 1.0, rng: np.random.Generator | int | None = None):
-        if not (isinstance(noise_std, (int, float)) and np.isfinite(noise_std)
-                and noise_std >= 0):
+        if not (isinstance(noise_std, (int, float)) and not isinstance(noise_std, bool)
+                and np.isfinite(noise_std) and noise_std >= 0):
             raise EstimatorValueError(f"noise_std must be a finite number >= 0 [N], got "
                                       f"{noise_std!r}")
         self.noise_std = float(noise_std)

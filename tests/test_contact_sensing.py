@@ -90,7 +90,7 @@ def test_without_a_sensed_contact_penetration_is_clamped_and_gaps_are_kept(ball)
 def test_force_sensed_gap_rejects_bad_parameters(ball):
     plant, lay = ball
     for kw in ({"pair_stiffness": 0.0}, {"table_stiffness": -1.0}, {"ball_mass": math.nan},
-               {"threshold": -0.1}, {"pair_stiffness": "5e5"}):
+               {"threshold": -0.1}, {"pair_stiffness": "5e5"}, {"threshold": True}):
         with pytest.raises(C3ValueError, match=next(iter(kw))):
             ForceSensedGap(**kw)
     with pytest.raises(C3ValueError, match="force"):
@@ -103,8 +103,9 @@ def test_emulated_force_sensor_adds_gaussian_noise():
     assert abs(r.mean() - 10.0) < 4 * 1.0 / math.sqrt(r.size)
     assert r.std() == pytest.approx(1.0, rel=0.03)
     assert EmulatedForceSensor(0.0).step(7.5) == 7.5
-    with pytest.raises(EstimatorValueError, match="noise_std"):
-        EmulatedForceSensor(-1.0)
+    for bad in (-1.0, True, math.inf):
+        with pytest.raises(EstimatorValueError, match="noise_std"):
+            EmulatedForceSensor(bad)
     with pytest.raises(EstimatorValueError, match="true_force"):
         EmulatedForceSensor(1.0).step(-0.5)
 
@@ -145,7 +146,8 @@ def test_plan_rejects_an_x_resim_that_moves_more_than_the_end_effector(ball):
 
 
 def test_force_sensing_options_are_checked():
-    for kw in ({"force_sensing": "yes"}, {"force_noise_std": -1.0}, {"force_threshold": math.inf}):
+    for kw in ({"force_sensing": "yes"}, {"force_noise_std": -1.0}, {"force_threshold": math.inf},
+               {"force_noise_std": True}, {"noise_std": True}, {"noise_std": -0.001}):
         with pytest.raises(C3ValueError, match=next(iter(kw))):
             FrankaBallOptions(**kw)
 
