@@ -73,6 +73,7 @@ from ._subadmm_kernels import (
     tree_split_cholesky,
     whole_system_csc,
 )
+from ._tree_codegen import cholesky_tree_solves, ltdl_tree_solves
 from .accuracy import contact_residual, natural_map_residual
 from .canal import ALSolverResult, WarmStartedSolver
 from .contact_laws import rigid_contact_form
@@ -130,6 +131,10 @@ class SubADMMOptions:
             or ``"rows"`` (each piece as a dense row block over its tree's dofs, as the other
             variants; the ablation of the body-structured iteration). Same iterates to round-off.
         blas_threads: BLAS threads during the solve.
+        generated_solves: solve the per-tree systems of ``"body"`` (LTDL) and ``"no_body"`` (dense
+            Cholesky) with straight-line code generated for the scene's tree structures
+            (:mod:`~plants.sim._tree_codegen`; compiled once per structure and cached on disk). Same
+            bits as the generic kernels (False), faster (docs §4.4). Ignored without numba.
     """
 
     variant: str = "body"
@@ -148,6 +153,7 @@ class SubADMMOptions:
     warm_start: bool = True
     blas_threads: int | None = 1
     body_iteration: str = "bodies"
+    generated_solves: bool = True
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -537,9 +543,12 @@ class CompiledBodySplitFactor:
     Args:
         model: the Pinocchio model of ``ContactBodies`` (read once: parents, dof ranges).
         tree_starts: (n_trees + 1,) dof offsets of the trees.
+        generated: solve with straight-line code generated for the trees' structures
+            (:func:`~plants.sim._tree_codegen.ltdl_tree_solves`; ``self.generated``, None if not
+            generated), else with the generic :func:`~plants.sim._subadmm_kernels.ltdl_solve_trees`.
     """
 
-    def __init__(self, model, tree_starts: np.ndarray):
+    def __init__(self, model, tree_starts: np.ndarray, generated: bool = True):
         self.source = model
         self.tree_starts = np.asarray(tree_starts, dtype=np.int64)
         nj = model.njoints
@@ -563,6 +572,8 @@ class CompiledBodySplitFactor:
                     self.related[t, k, a - st] = self.related[t, a - st, k] = True
                     a = self.dof_parent[a]
         self.K = np.zeros((sizes.size, s, s))
+        self.generate = bool(generated)
+        self.generated = ltdl_tree_solves(self.dof_parent, self.tree_starts) if generated else None
 
     def factor(self, bodies: ContactBodies, joint: np.ndarray, points: np.ndarray, beta: float, theta: float,
                A: np.ndarray) -> "CompiledBodySplitFactor":
@@ -593,6 +604,8 @@ class CompiledBodySplitFactor:
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """``(Â + β Σ J_ijᵀJ_ij)⁻¹ rhs`` for rhs (n_v,)."""
         out = np.empty_like(rhs)
+        if self.generated is not None:
+            return self.generated.solve(self.K, self.tree_starts, rhs, out)
         ltdl_solve_trees(self.K, self.dof_parent, self.tree_starts, rhs, out)
         return out
 
@@ -619,15 +632,19 @@ class TreeSplitFactor:
     Args:
         A: (n_v, n_v) block diagonal over ``tree_starts``; pieces: per-tree pieces (``"no_body"``);
         beta: penalty; compiled: see above.
+        generated: with ``compiled``, solve with straight-line code generated for the tree sizes
+            (:func:`~plants.sim._tree_codegen.cholesky_tree_solves`; ``self.generated``), else with
+            the generic :func:`~plants.sim._subadmm_kernels.cholesky_solve_trees`.
     """
 
     def __init__(self, A: np.ndarray, pieces: SlackPieces, tree_starts: np.ndarray, beta: float,
-                 compiled: bool = HAVE_NUMBA):
+                 compiled: bool = HAVE_NUMBA, generated: bool = True):
         ts = np.asarray(tree_starts, dtype=np.int64)
         self.tree_starts = ts
         sizes = np.diff(ts)
         tree = np.searchsorted(ts, pieces.cols[:, 0], side="right") - 1  # a piece's first column is its tree's
         self.compiled = compiled
+        self.generated = cholesky_tree_solves(ts) if compiled and generated else None
         if compiled:
             s = int(sizes.max())
             self.L = np.zeros((sizes.size, s, s))
@@ -659,6 +676,8 @@ class TreeSplitFactor:
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         """``(A + β Σ J_pᵀJ_p)⁻¹ rhs`` for rhs (n_v,)."""
         out = np.empty_like(rhs)
+        if self.generated is not None:
+            return self.generated.solve(self.L, self.tree_starts, rhs, out)
         if self.compiled:
             cholesky_solve_trees(self.L, self.tree_starts, rhs, out)
             return out
@@ -769,14 +788,23 @@ class _Iteration:
             f = factor
             self.body = Jib, pj, active, S, V, W = _body_structure(problem, pieces, f)
             self._walk = (active, f.joint_parent, f.joint_v, f.joint_nv, S)
-            self.run = lambda k, beta, rho: iterate_body(k, f.K, f.dof_parent, f.tree_starts, Jib, pj, ci, nz, v,
-                                                         lam, lam_prev, e, mu, rho, beta, b, rhs, alpha, z, S,
-                                                         active, f.joint_parent, f.joint_v, f.joint_nv, V, W)
+            # generated: the same loop with the tree solves written out for the trees' structure
+            loop, tree_arg = ((f.generated.module.iterate_body, f.generated.tree_group) if f.generated is not None
+                              else (iterate_body, f.dof_parent))
+            self.run = lambda k, beta, rho: loop(k, f.K, tree_arg, f.tree_starts, Jib, pj, ci, nz, v,
+                                                 lam, lam_prev, e, mu, rho, beta, b, rhs, alpha, z, S,
+                                                 active, f.joint_parent, f.joint_v, f.joint_nv, V, W)
             return
         rows = (Jp, cols, ci, nz, v, lam, lam_prev, e, mu)
         if HAVE_NUMBA and isinstance(factor, CompiledBodySplitFactor):
-            self.run = lambda k, beta, rho: iterate_rows_ltdl(k, factor.K, factor.dof_parent, factor.tree_starts,
-                                                              *rows, rho, beta, b, rhs, alpha, z)
+            loop, tree_arg = ((factor.generated.module.iterate_rows, factor.generated.tree_group)
+                              if factor.generated is not None else (iterate_rows_ltdl, factor.dof_parent))
+            self.run = lambda k, beta, rho: loop(k, factor.K, tree_arg, factor.tree_starts, *rows, rho, beta, b, rhs,
+                                                 alpha, z)
+        elif HAVE_NUMBA and isinstance(factor, TreeSplitFactor) and factor.generated is not None:
+            g = factor.generated
+            self.run = lambda k, beta, rho: g.module.iterate_rows(k, factor.L, factor.tree_starts, g.tree_group,
+                                                                  *rows, rho, beta, b, rhs, alpha, z)
         elif HAVE_NUMBA and isinstance(factor, TreeSplitFactor) and factor.compiled:
             self.run = lambda k, beta, rho: iterate_rows_cholesky(k, factor.L, factor.tree_starts, *rows, rho, beta,
                                                                   b, rhs, alpha, z)
@@ -852,12 +880,14 @@ class SubADMMSolver(WarmStartedSolver):
             kind = CompiledBodySplitFactor if compiled else BodySplitFactor
             cache = getattr(self, "_body_factor", None)
             if (not isinstance(cache, kind) or cache.source is not bodies.model
-                    or not np.array_equal(cache.tree_starts, problem.tree_starts)):
-                cache = self._body_factor = kind(bodies.model, problem.tree_starts)
+                    or not np.array_equal(cache.tree_starts, problem.tree_starts)
+                    or (compiled and cache.generate != self.options.generated_solves)):
+                cache = self._body_factor = (kind(bodies.model, problem.tree_starts, self.options.generated_solves)
+                                             if compiled else kind(bodies.model, problem.tree_starts))
             points = bodies.points[pieces.contact] if compiled else pieces.local_point
             return cache.factor(bodies, pieces.joint, points, beta, self.options.theta, problem.A)
         if variant == "no_body":
-            return TreeSplitFactor(A, pieces, problem.tree_starts, beta)
+            return TreeSplitFactor(A, pieces, problem.tree_starts, beta, generated=self.options.generated_solves)
         return _SparseLU(whole_system_factor(A, pieces, problem.tree_starts, beta, factors=True))
 
     def _solve(self, problem, v_guess, lambda_guess) -> ALSolverResult:

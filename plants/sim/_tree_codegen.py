@@ -1,0 +1,279 @@
+"""Tree solves generated for the structure of a scene's trees (straight-line numba code).
+
+The split variants of SubADMM solve one small system per tree every iteration: SubADMM with the
+LTDL factors of its branch-sparse matrix (:func:`~plants.sim._subadmm_kernels.ltdl_solve_trees`),
+No Body with a dense Cholesky factor (:func:`~plants.sim._subadmm_kernels.cholesky_solve_trees`).
+The generic kernels walk the tree at run time: the LTDL solve follows ``dof_parent`` from every dof
+to its root (a chain of dependent loads) and both loop over sizes read from arrays. But the
+structure of a tree is fixed for a model (a Unitree A1: a free-flyer base and four 3-joint legs,
+99 ancestor pairs), so the solve can be written out for it once: every multiply-add with constant
+indices, the right-hand side in locals. That is what this module generates, per *structure*:
+
+* ``"ltdl"``: the dof-parent pattern of a tree relative to its first dof (e.g. ``(-1, 0, 1, 2, 3,
+  4, 5, 6, 7, 5, 9, ...)``), for :class:`~plants.sim.subadmm.CompiledBodySplitFactor`;
+* ``"cholesky"``: the size of a tree, for :class:`~plants.sim.subadmm.TreeSplitFactor`.
+
+Both get the same treatment (Table III compares structures, so neither baseline is left with the
+generic loop the other escaped). The generated solves perform the generic kernels' operations in the
+same order, so they give the same bits (tested). Measured on 8 A1s (144 dofs): LTDL solve 2.1 →
+1.2 µs, dense Cholesky solve 2.8 → 2.4 µs (docs/contact-solvers.md §4.4).
+
+Each distinct set of structures becomes one Python module (the tree solves, a dispatch over the
+trees, and the compiled iteration loops of :mod:`~plants.sim._subadmm_kernels` calling them),
+written once to a cache directory (``$C3MPC_KERNEL_CACHE``, else ``$XDG_CACHE_HOME/c3mpc/kernels``,
+else ``~/.cache/c3mpc/kernels``; a temporary directory if none is writable) and compiled by numba
+with ``cache=True``: the first solve of a new robot compiles it (a few seconds), later processes
+load it from disk. Structures whose solve would exceed :data:`MAX_PAIRS` multiply-adds per tree fall
+back to the generic kernels (``None``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from ._subadmm_kernels import HAVE_NUMBA
+
+__all__ = ["GENERATOR_VERSION", "MAX_PAIRS", "GeneratedTreeSolves", "ltdl_tree_solves", "cholesky_tree_solves",
+           "ltdl_structures", "kernel_cache_dir"]
+
+GENERATOR_VERSION = 1
+"""Bumped whenever the generated text changes (it is part of the module's file name)."""
+
+MAX_PAIRS = 4000
+"""Largest number of factor entries below the diagonal of one tree for which a solve is generated
+(≈ 2 lines of code each; an A1 has 99, a dense 18-dof tree 153, a dense 80-dof tree 3160)."""
+
+_LOADED: dict[str, ModuleType] = {}
+_BY_STRUCTURE: dict[tuple, "GeneratedTreeSolves | None"] = {}
+
+
+@dataclass(frozen=True)
+class GeneratedTreeSolves:
+    """The generated kernels of one scene structure.
+
+    Attributes:
+        kind: ``"ltdl"`` or ``"cholesky"``.
+        module: the loaded module: ``solve_trees(F, tree_starts, tree_group, y, out)`` (``out = K⁻¹
+            y`` for all trees) and the iteration loops ``iterate_body`` / ``iterate_rows`` (``"ltdl"``)
+            or ``iterate_rows`` (``"cholesky"``) with the generic loops' arguments, ``dof_parent``
+            replaced by ``tree_group`` (``"ltdl"``) or ``tree_group`` inserted after ``tree_starts``.
+        tree_group: (n_trees,) index of each tree's structure in ``structures``.
+        structures: the distinct structures (dof-parent patterns or sizes).
+        path: the generated source file.
+    """
+
+    kind: str
+    module: ModuleType
+    tree_group: np.ndarray
+    structures: tuple
+    path: Path
+
+    def solve(self, factors: np.ndarray, tree_starts: np.ndarray, y: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out = K⁻¹ y`` with the factors of all trees (n_trees, s, s); returns ``out``."""
+        self.module.solve_trees(factors, tree_starts, self.tree_group, y, out)
+        return out
+
+
+def kernel_cache_dir() -> Path:
+    """Where generated modules are written (created if needed): ``$C3MPC_KERNEL_CACHE``, else
+    ``$XDG_CACHE_HOME/c3mpc/kernels``, else ``~/.cache/c3mpc/kernels``; a directory under the
+    system's temporary directory if that is not writable."""
+    env = os.environ.get("C3MPC_KERNEL_CACHE")
+    if env:
+        candidates = [Path(env)]
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        candidates = [Path(base) / "c3mpc" / "kernels"]
+    candidates.append(Path(tempfile.gettempdir()) / f"c3mpc-kernels-{os.getuid() if hasattr(os, 'getuid') else 0}")
+    for d in candidates:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            if os.access(d, os.W_OK):
+                return d
+        except OSError:
+            continue
+    raise OSError(f"no writable directory for generated kernels among {[str(c) for c in candidates]}")
+
+
+def _load(kind: str, source: str) -> tuple[ModuleType, Path]:
+    """Write ``source`` once (content-addressed file name) and import it; cached per process."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:16]
+    name = f"c3mpc_generated_{kind}_v{GENERATOR_VERSION}_{digest}"
+    path = kernel_cache_dir() / f"{name}.py"
+    if name in _LOADED:
+        return _LOADED[name], path
+    if not path.exists() or path.read_text() != source:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        os.replace(tmp, path)  # atomic: concurrent processes write the same text
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # numba's cache locates functions through their module
+    spec.loader.exec_module(module)
+    _LOADED[name] = module
+    return module, path
+
+
+def _ancestors(rel: tuple[int, ...], k: int) -> list[int]:
+    """Ancestor dofs of dof ``k`` in the relative dof-parent pattern ``rel``, nearest first."""
+    out, j = [], rel[k]
+    while j >= 0:
+        out.append(j)
+        j = rel[j]
+    return out
+
+
+def _ltdl_solve_source(g: int, rel: tuple[int, ...]) -> list[str]:
+    """Straight-line LTDL solve of one structure: the operations of ``ltdl_solve_trees`` in its order."""
+    n = len(rel)
+    lines = ["@njit(cache=True, inline='always')", f"def _solve_{g}(Kt, st, y, out):"]
+    lines += [f"    x{k} = y[st + {k}]" for k in range(n)]
+    for k in range(n - 1, -1, -1):  # x ← L⁻ᵀ x
+        lines += [f"    x{j} -= Kt[{k}, {j}] * x{k}" for j in _ancestors(rel, k)]
+    lines += [f"    x{k} /= Kt[{k}, {k}]" for k in range(n)]
+    for k in range(n):  # x ← L⁻¹ x
+        anc = _ancestors(rel, k)
+        if anc:
+            lines.append("    acc = 0.0")
+            lines += [f"    acc += Kt[{k}, {j}] * x{j}" for j in anc]
+            lines.append(f"    x{k} -= acc")
+    lines += [f"    out[st + {k}] = x{k}" for k in range(n)]
+    return lines
+
+
+def _cholesky_solve_source(g: int, n: int) -> list[str]:
+    """Straight-line ``(L Lᵀ)⁻¹ y`` of one size: the operations of ``cholesky_solve_trees`` in its order."""
+    lines = ["@njit(cache=True, inline='always')", f"def _solve_{g}(Lt, st, y, out):"]
+    for i in range(n):
+        lines.append(f"    x{i} = y[st + {i}]")
+        lines += [f"    x{i} -= Lt[{i}, {k}] * x{k}" for k in range(i)]
+        lines.append(f"    x{i} = x{i} / Lt[{i}, {i}]")
+    for i in range(n - 1, -1, -1):
+        lines.append(f"    x{i} = x{i} / Lt[{i}, {i}]")
+        lines += [f"    x{k} -= Lt[{i}, {k}] * x{i}" for k in range(i)]
+    lines += [f"    out[st + {k}] = x{k}" for k in range(n)]
+    return lines
+
+
+_DISPATCH = """
+@njit(cache=True)
+def solve_trees(F, tree_starts, tree_group, y, out):
+    for t in range(tree_starts.size - 1):
+        g = tree_group[t]
+{branches}
+"""
+
+_ITERATE_LTDL = """
+@njit(cache=True)
+def iterate_body(k, K, tree_group, tree_starts, Jib, piece_joint, contact, count, v, lam, lam_prev, e, mu, rho,
+                 beta, b, rhs, alpha, z, S, active, joint_parent, joint_v, joint_nv, V, W):
+    dmax = 0.0
+    for _ in range(k):
+        solve_trees(K, tree_starts, tree_group, rhs, v)
+        lam_prev[:] = lam
+        dmax = body_piece_step(Jib, piece_joint, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha,
+                               z, S, active, joint_parent, joint_v, joint_nv, V, W)
+    return dmax
+
+
+@njit(cache=True)
+def iterate_rows(k, K, tree_group, tree_starts, blocks, cols, contact, count, v, lam, lam_prev, e, mu, rho, beta, b,
+                 rhs, alpha, z):
+    dmax = 0.0
+    for _ in range(k):
+        solve_trees(K, tree_starts, tree_group, rhs, v)
+        lam_prev[:] = lam
+        dmax = piece_step(blocks, cols, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
+    return dmax
+"""
+
+_ITERATE_CHOLESKY = """
+@njit(cache=True)
+def iterate_rows(k, L, tree_starts, tree_group, blocks, cols, contact, count, v, lam, lam_prev, e, mu, rho, beta, b,
+                 rhs, alpha, z):
+    dmax = 0.0
+    for _ in range(k):
+        solve_trees(L, tree_starts, tree_group, rhs, v)
+        lam_prev[:] = lam
+        dmax = piece_step(blocks, cols, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
+    return dmax
+"""
+
+
+def _module_source(kind: str, solves: list[list[str]]) -> str:
+    header = [f'"""Generated by plants.sim._tree_codegen (version {GENERATOR_VERSION}, kind {kind!r}): do not edit."""',
+              "from numba import njit", "",
+              "from plants.sim._subadmm_kernels import body_piece_step, piece_step", ""]
+    body = []
+    for lines in solves:
+        body += ["", *lines, ""]
+    branches = "\n".join(f"        {'if' if g == 0 else 'elif'} g == {g}:\n"
+                         f"            _solve_{g}(F[t], tree_starts[t], y, out)" for g in range(len(solves)))
+    loops = _ITERATE_LTDL if kind == "ltdl" else _ITERATE_CHOLESKY
+    return "\n".join(header + body) + _DISPATCH.format(branches=branches) + loops
+
+
+def ltdl_structures(dof_parent: np.ndarray, tree_starts: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """The distinct relative dof-parent patterns of the trees and each tree's index among them."""
+    structures: list[tuple[int, ...]] = []
+    group = np.empty(len(tree_starts) - 1, dtype=np.int64)
+    for t in range(len(tree_starts) - 1):
+        st, en = int(tree_starts[t]), int(tree_starts[t + 1])
+        rel = tuple(int(p) - st if p >= 0 else -1 for p in dof_parent[st:en])
+        if any(r >= k or (r < 0 and r != -1) for k, r in enumerate(rel)):
+            raise ValueError(f"dof_parent of tree {t} is not a tree ordering (parent before child, within the tree)")
+        if rel not in structures:
+            structures.append(rel)
+        group[t] = structures.index(rel)
+    return structures, group
+
+
+def ltdl_tree_solves(dof_parent: np.ndarray, tree_starts: np.ndarray) -> GeneratedTreeSolves | None:
+    """Generated LTDL solves for trees with these dof parents (None without numba, or when a
+    structure has more than :data:`MAX_PAIRS` ancestor pairs)."""
+    if not HAVE_NUMBA:
+        return None
+    key = ("ltdl", np.asarray(dof_parent, np.int64).tobytes(), np.asarray(tree_starts, np.int64).tobytes())
+    if key not in _BY_STRUCTURE:
+        _BY_STRUCTURE[key] = _generate_ltdl(dof_parent, tree_starts)
+    return _BY_STRUCTURE[key]
+
+
+def _generate_ltdl(dof_parent, tree_starts):
+    structures, group = ltdl_structures(np.asarray(dof_parent), np.asarray(tree_starts))
+    if any(sum(len(_ancestors(s, k)) for k in range(len(s))) > MAX_PAIRS for s in structures):
+        return None
+    source = _module_source("ltdl", [_ltdl_solve_source(g, s) for g, s in enumerate(structures)])
+    module, path = _load("ltdl", source)
+    return GeneratedTreeSolves("ltdl", module, group, tuple(structures), path)
+
+
+def cholesky_tree_solves(tree_starts: np.ndarray) -> GeneratedTreeSolves | None:
+    """Generated dense Cholesky solves for trees of these sizes (None without numba, or when a tree
+    has more than :data:`MAX_PAIRS` entries below the diagonal)."""
+    if not HAVE_NUMBA:
+        return None
+    key = ("cholesky", np.asarray(tree_starts, np.int64).tobytes())
+    if key not in _BY_STRUCTURE:  # looked up once per solve (No Body factors per solve): no re-hashing
+        _BY_STRUCTURE[key] = _generate_cholesky(tree_starts)
+    return _BY_STRUCTURE[key]
+
+
+def _generate_cholesky(tree_starts):
+    sizes = np.diff(np.asarray(tree_starts, dtype=np.int64))
+    structures = sorted({int(s) for s in sizes})
+    if any(n * (n - 1) // 2 > MAX_PAIRS for n in structures):
+        return None
+    group = np.array([structures.index(int(s)) for s in sizes], dtype=np.int64)
+    source = _module_source("cholesky", [_cholesky_solve_source(g, n) for g, n in enumerate(structures)])
+    module, path = _load("cholesky", source)
+    return GeneratedTreeSolves("cholesky", module, group, tuple(structures), path)
