@@ -41,7 +41,7 @@ __all__ = ["HAVE_NUMBA", "piece_step", "piece_step_numpy", "ldlt_solve_trees", "
            "body_piece_step_numpy", "body_piece_structure", "iterate_body", "iterate_rows_ltdl",
            "iterate_rows_cholesky", "iterate_rows_sparse_lu", "sparse_lu_solve", "strict_triangles",
            "gather_piece_rows", "piece_index", "body_pseudo_density", "rows_velocity", "rows_scatter",
-           "body_velocity", "body_scatter", "tree_dual_residual", "whole_system_csc"]
+           "body_velocity", "body_scatter", "tree_matvec", "tree_dual_residual", "whole_system_csc"]
 
 
 @njit(cache=True)
@@ -896,6 +896,19 @@ def body_scatter(Jib, piece_joint, contact, w, lam, active, joint_parent, joint_
             W[j, r] = 0.0
     for r in range(6):
         W[0, r] = 0.0
+
+
+@njit(cache=True)
+def tree_matvec(A, tree_starts, x, out):  # pragma: no cover - compiled
+    """``out = A x`` for ``A`` block diagonal over ``tree_starts`` (only the diagonal blocks are read)."""
+    for t in range(tree_starts.size - 1):
+        st = tree_starts[t]
+        en = tree_starts[t + 1]
+        for i in range(st, en):
+            acc = 0.0
+            for j in range(st, en):
+                acc += A[i, j] * x[j]
+            out[i] = acc
 
 
 @njit(cache=True)

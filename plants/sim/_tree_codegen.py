@@ -228,9 +228,10 @@ def ltdl_structures(dof_parent: np.ndarray, tree_starts: np.ndarray) -> tuple[li
     group = np.empty(len(tree_starts) - 1, dtype=np.int64)
     for t in range(len(tree_starts) - 1):
         st, en = int(tree_starts[t]), int(tree_starts[t + 1])
-        rel = tuple(int(p) - st if p >= 0 else -1 for p in dof_parent[st:en])
-        if any(r >= k or (r < 0 and r != -1) for k, r in enumerate(rel)):
+        parents = [int(p) for p in dof_parent[st:en]]
+        if any(p >= 0 and not st <= p < st + k for k, p in enumerate(parents)):
             raise ValueError(f"dof_parent of tree {t} is not a tree ordering (parent before child, within the tree)")
+        rel = tuple(p - st if p >= 0 else -1 for p in parents)
         if rel not in structures:
             structures.append(rel)
         group[t] = structures.index(rel)

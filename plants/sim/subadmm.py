@@ -70,6 +70,7 @@ from ._subadmm_kernels import (
     rows_velocity,
     strict_triangles,
     tree_dual_residual,
+    tree_matvec,
     tree_split_cholesky,
     whole_system_csc,
 )
@@ -773,8 +774,10 @@ class _Iteration:
     z)`` (``Jp``, ``cols`` None for the body-structured iteration):
 
     * ``run(k, beta, rho)``: k iterations (v-step eq. 34, z/λ-step eq. 35-38) in place; returns the last
-      ``max ‖λ⁺ − λ‖``. One compiled call per k iterations when numba is there and the factor has
-      compiled solves (all but ``body_factorization="pinocchio"``), else a Python loop.
+      ``max ‖λ⁺ − λ‖``. One compiled call per k iterations (``loop``: a loop of
+      :mod:`~plants.sim._subadmm_kernels` or its generated twin with the tree solves written out,
+      :mod:`~plants.sim._tree_codegen`) when numba is there and the factor has compiled solves (all
+      but ``body_factorization="pinocchio"``), else a Python loop.
     * ``velocity(v)``: (n_p, 3) the piece velocities ``J_p v``; ``scatter(w, out)``: ``out += Σ_p J_pᵀ
       (w_p + λ_i)`` (``w`` None: zero). Compiled (the body forward / backward passes for the body
       iteration, the row blocks otherwise), numpy without numba.
@@ -782,6 +785,7 @@ class _Iteration:
 
     def __init__(self, factor, variant: str, body_iteration: str, problem, pieces, arrays):
         self.arrays = arrays
+        self.loop = None  # the compiled loop run calls (None: a Python loop over compiled steps)
         Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z = arrays
         self.body = None
         if HAVE_NUMBA and isinstance(factor, CompiledBodySplitFactor) and body_iteration == "bodies":
@@ -791,6 +795,7 @@ class _Iteration:
             # generated: the same loop with the tree solves written out for the trees' structure
             loop, tree_arg = ((f.generated.module.iterate_body, f.generated.tree_group) if f.generated is not None
                               else (iterate_body, f.dof_parent))
+            self.loop = loop
             self.run = lambda k, beta, rho: loop(k, f.K, tree_arg, f.tree_starts, Jib, pj, ci, nz, v,
                                                  lam, lam_prev, e, mu, rho, beta, b, rhs, alpha, z, S,
                                                  active, f.joint_parent, f.joint_v, f.joint_nv, V, W)
@@ -799,16 +804,20 @@ class _Iteration:
         if HAVE_NUMBA and isinstance(factor, CompiledBodySplitFactor):
             loop, tree_arg = ((factor.generated.module.iterate_rows, factor.generated.tree_group)
                               if factor.generated is not None else (iterate_rows_ltdl, factor.dof_parent))
+            self.loop = loop
             self.run = lambda k, beta, rho: loop(k, factor.K, tree_arg, factor.tree_starts, *rows, rho, beta, b, rhs,
                                                  alpha, z)
         elif HAVE_NUMBA and isinstance(factor, TreeSplitFactor) and factor.generated is not None:
             g = factor.generated
+            self.loop = g.module.iterate_rows
             self.run = lambda k, beta, rho: g.module.iterate_rows(k, factor.L, factor.tree_starts, g.tree_group,
                                                                   *rows, rho, beta, b, rhs, alpha, z)
         elif HAVE_NUMBA and isinstance(factor, TreeSplitFactor) and factor.compiled:
+            self.loop = iterate_rows_cholesky
             self.run = lambda k, beta, rho: iterate_rows_cholesky(k, factor.L, factor.tree_starts, *rows, rho, beta,
                                                                   b, rhs, alpha, z)
         elif HAVE_NUMBA and isinstance(factor, _SparseLU):
+            self.loop = iterate_rows_sparse_lu
             self.run = lambda k, beta, rho: iterate_rows_sparse_lu(k, *factor.arrays, *rows, rho, beta, b, rhs,
                                                                    alpha, z)
         else:
@@ -897,7 +906,11 @@ class SubADMMSolver(WarmStartedSolver):
         form = rigid_contact_form(problem, o.theta)
         n_c, n_v = form.n_c, form.n_v
         A, mu, c = form.A, form.mu, form.compliance
-        b = A @ form.v_free
+        if HAVE_NUMBA:  # A is block diagonal over the trees: only its blocks are multiplied
+            b = np.empty(n_v)
+            tree_matvec(A, np.asarray(problem.tree_starts, np.int64), form.v_free, b)
+        else:
+            b = A @ form.v_free
         body_walk = (HAVE_NUMBA and variant == "body" and o.body_factorization == "compiled"
                      and o.body_iteration == "bodies")  # the body iteration needs no piece rows
         pieces = slack_pieces(problem, variant, form.J, rows=not body_walk)

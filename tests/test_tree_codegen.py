@@ -1,0 +1,124 @@
+"""Tree solves generated per structure (plants.sim._tree_codegen): same bits as the generic kernels.
+
+The generated code performs the generic kernels' multiply-adds in their order, so every comparison
+here is exact (``==``), not a tolerance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from plants.sim import SubADMMSolver, load_scene
+from plants.sim import _tree_codegen as codegen
+from plants.sim._subadmm_kernels import HAVE_NUMBA, cholesky_solve_trees, ltdl_solve_trees
+
+pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="generated kernels need numba")
+
+
+def random_forest(rng: np.random.Generator, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(dof_parent, tree_starts) of trees of these sizes, each dof's parent a random earlier dof of
+    its tree (−1 for the root)."""
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    parent = np.full(starts[-1], -1, dtype=np.int64)
+    for st, n in zip(starts[:-1], sizes):
+        for k in range(1, n):
+            parent[st + k] = st + rng.integers(0, k)
+    return parent, starts
+
+
+def random_factors(rng: np.random.Generator, starts: np.ndarray) -> np.ndarray:
+    """(n_trees, s, s) random factor storage with a diagonal bounded away from 0."""
+    sizes = np.diff(starts)
+    s = int(sizes.max())
+    F = rng.normal(size=(sizes.size, s, s))
+    idx = np.arange(s)
+    F[:, idx, idx] = 1.0 + rng.random((sizes.size, s))
+    return F
+
+
+def test_ltdl_solves_equal_the_generic_kernel_bit_for_bit_on_mixed_random_trees():
+    """Four random tree structures (one repeated, one a single dof) in one generated module: the
+    solve equals ``ltdl_solve_trees`` exactly, also in place (y is out)."""
+    rng = np.random.default_rng(3)
+    trees = [9, 5, 1, 12]
+    parent, starts = random_forest(rng, trees)
+    parent = np.concatenate([parent, np.where(parent[:9] >= 0, parent[:9] + starts[-1], -1)])  # tree 0 again
+    starts = np.append(starts, starts[-1] + 9)
+    generated = codegen.ltdl_tree_solves(parent, starts)
+    assert generated is not None and len(generated.structures) == 4
+    assert generated.tree_group.tolist() == [0, 1, 2, 3, 0]
+    F = random_factors(rng, starts)
+    y = rng.normal(size=starts[-1])
+    expected = np.empty_like(y)
+    ltdl_solve_trees(F, parent, starts, y, expected)
+    got = generated.solve(F, starts, y, np.empty_like(y))
+    assert np.array_equal(got, expected)
+    inplace = y.copy()
+    generated.solve(F, starts, inplace, inplace)
+    assert np.array_equal(inplace, expected)
+    # the text says what it is, and a second request is the same object (no regeneration)
+    assert "do not edit" in generated.path.read_text()
+    assert codegen.ltdl_tree_solves(parent, starts) is generated
+
+
+def test_cholesky_solves_equal_the_generic_kernel_bit_for_bit():
+    rng = np.random.default_rng(4)
+    starts = np.array([0, 6, 24, 31, 49], dtype=np.int64)  # sizes 6, 18, 7, 18
+    generated = codegen.cholesky_tree_solves(starts)
+    assert generated is not None and generated.structures == (6, 7, 18)
+    L = np.tril(random_factors(rng, starts))
+    y = rng.normal(size=starts[-1])
+    expected = np.empty_like(y)
+    cholesky_solve_trees(L, starts, y, expected)
+    assert np.array_equal(generated.solve(L, starts, y, np.empty_like(y)), expected)
+
+
+def test_structures_reject_an_ordering_that_is_not_a_tree():
+    with pytest.raises(ValueError, match="tree 0"):
+        codegen.ltdl_structures(np.array([-1, 2, 0]), np.array([0, 3]))
+    with pytest.raises(ValueError, match="tree 1"):  # a parent in another tree
+        codegen.ltdl_structures(np.array([-1, 0, 1, 2]), np.array([0, 2, 4]))
+
+
+def test_too_large_structures_fall_back_to_the_generic_kernels(monkeypatch):
+    parent, starts = random_forest(np.random.default_rng(5), [4, 4])
+    monkeypatch.setattr(codegen, "MAX_PAIRS", 2)
+    monkeypatch.setattr(codegen, "_BY_STRUCTURE", {})
+    assert codegen.ltdl_tree_solves(parent, starts) is None
+    assert codegen.cholesky_tree_solves(starts) is None
+
+
+def test_kernel_cache_dir_honours_the_environment_and_writes_each_text_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("C3MPC_KERNEL_CACHE", str(tmp_path / "k"))
+    assert codegen.kernel_cache_dir() == tmp_path / "k"
+    module, path = codegen._load("probe", "ANSWER = 42\n")
+    assert module.ANSWER == 42 and path.parent == tmp_path / "k" and path.read_text() == "ANSWER = 42\n"
+    mtime = path.stat().st_mtime_ns
+    assert codegen._load("probe", "ANSWER = 42\n")[0] is module and path.stat().st_mtime_ns == mtime
+
+
+@pytest.fixture(scope="module")
+def a1():
+    sim = load_scene("a1-drop-8", solver="sap")
+    for _ in range(110):
+        sim.step()
+    return sim.contact_problem()[0]
+
+
+@pytest.mark.parametrize("variant", ["body", "no_body"])
+def test_solver_with_generated_solves_gives_the_generic_solvers_bits(a1, variant):
+    """SubADMM (LTDL) and No Body (dense Cholesky) on 8 A1s, 60 iterations: identical impulses,
+    velocities and residual with the generated and the generic tree solves."""
+    kw = dict(variant=variant, max_iterations=60, tol=1e-300, warm_start=False, metric_every=20)
+    generated = SubADMMSolver(**kw).solve(a1)
+    generic = SubADMMSolver(generated_solves=False, **kw).solve(a1)
+    assert generated.iterations == generic.iterations == 60
+    assert np.array_equal(generated.gamma, generic.gamma) and np.array_equal(generated.v, generic.v)
+    assert generated.residual_history == generic.residual_history
+    # one generated structure: the A1 (a free-flyer base and four 3-joint legs, 99 ancestor pairs)
+    solver = SubADMMSolver(**kw)
+    solver.solve(a1)
+    if variant == "body":
+        g = solver._body_factor.generated
+        assert len(g.structures) == 1 and sum(len(codegen._ancestors(g.structures[0], k)) for k in range(18)) == 99
