@@ -416,7 +416,7 @@ def test_body_iteration_matches_its_numpy_reference_and_the_row_iteration(scene,
     iteration = _Iteration(f, "body", "bodies", p, pc, arrays)
     run = iteration.run
     assert iteration.body is not None and f.generated is not None
-    assert iteration.loop is f.generated.module.iterate_body  # the generated twin of iterate_body by default
+    assert iteration.loop is f.generated.module.iterate_body_passes  # generated solves and body passes
     K = f.matrix()
     ref = {name: (start_lam.copy(), start_z.copy(), start_rhs.copy()) for name in ("bodies", "rows")}
     Jib = np.concatenate([p.bodies.frames[ci], np.cross(p.bodies.points[ci][:, None, :], p.bodies.frames[ci])], axis=2)

@@ -451,24 +451,11 @@ def cholesky_solve_trees(L, tree_starts, y, out):  # pragma: no cover - compiled
 # to its root (``active``) are visited.
 
 
-@njit(cache=True)
-def body_piece_step(Jib, piece_joint, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha, z,
-                    S, active, joint_parent, joint_v, joint_nv, V, W):  # pragma: no cover - compiled
-    """:func:`piece_step` with the body structure of the pieces (same arguments and outputs, but
-    the pieces as ``J_p = Jib[p] J_{piece_joint[p]}``).
-
-    Args:
-        Jib: (n_p, 3, 6) ``±F_i [I −[p_i]]`` per piece (world frame, linear part first);
-        piece_joint: (n_p,) its body (joint); S: (n_v, 6) the transposed world-frame joint Jacobian
-        (row c = motion subspace of dof c, contiguous); active: (n_a,) the joints on the paths from the bodies in
-        contact to their roots, ascending (parents first); joint_parent, joint_v, joint_nv:
-        (n_joints,) parent (0 = world), first dof, dof count; V, W: (n_joints, 6) scratch (W zero
-        on entry and on return; V[0] = 0, the world). Other arguments as :func:`piece_step`.
-    """
-    n_p = Jib.shape[0]
-    n_c = lam.shape[0]
+@njit(cache=True, inline="always")
+def _body_forward(active, joint_parent, joint_v, joint_nv, S, v, V):  # pragma: no cover - compiled
+    """Forward pass of :func:`body_piece_step`: the spatial velocity of each active body (V[0] = 0)."""
     # the 6-vectors live in locals (same bits, ≈ 7 % faster than indexing V[j, r] / W[j, r])
-    for q in range(active.size):  # forward pass: spatial velocity of each active body (V[0] = 0)
+    for q in range(active.size):
         j = active[q]
         pa = joint_parent[j]
         V0 = V[pa, 0]
@@ -491,6 +478,15 @@ def body_piece_step(Jib, piece_joint, contact, count, v, lam, e, mu, rho, beta, 
         V[j, 3] = V3
         V[j, 4] = V4
         V[j, 5] = V5
+
+
+@njit(cache=True, inline="always")
+def _body_pieces(Jib, piece_joint, contact, count, lam, e, mu, rho, beta, lam_out, alpha, z, V,
+                 W):  # pragma: no cover - compiled
+    """Middle of :func:`body_piece_step`: piece velocities ``Jib[p] V_b``, the z/λ-step per contact,
+    the slacks, and the body wrenches ``W_b += Σ_{p on b} Jib[p]ᵀ w_p``. Returns ``max ‖λ⁺ − λ‖``."""
+    n_p = Jib.shape[0]
+    n_c = lam.shape[0]
     jv_p = np.empty((n_p, 3))
     jv = np.zeros((n_c, 3))
     relax = alpha != 1.0
@@ -520,8 +516,14 @@ def body_piece_step(Jib, piece_joint, contact, count, v, lam, e, mu, rho, beta, 
         W[j, 3] += Jib[p, 0, 3] * w0 + Jib[p, 1, 3] * w1 + Jib[p, 2, 3] * w2
         W[j, 4] += Jib[p, 0, 4] * w0 + Jib[p, 1, 4] * w1 + Jib[p, 2, 4] * w2
         W[j, 5] += Jib[p, 0, 5] * w0 + Jib[p, 1, 5] * w1 + Jib[p, 2, 5] * w2
-    rhs_out[:] = b
-    for q in range(active.size - 1, -1, -1):  # backward pass: project, pass the wrench to the parent
+    return dmax
+
+
+@njit(cache=True, inline="always")
+def _body_backward(active, joint_parent, joint_v, joint_nv, S, W, rhs_out):  # pragma: no cover - compiled
+    """Backward pass of :func:`body_piece_step`: project each active body's wrench on its joint's
+    motion subspace into ``rhs_out``, pass it to the parent; leaves W zero."""
+    for q in range(active.size - 1, -1, -1):
         j = active[q]
         pa = joint_parent[j]
         W0 = W[j, 0]
@@ -546,6 +548,26 @@ def body_piece_step(Jib, piece_joint, contact, count, v, lam, e, mu, rho, beta, 
         W[j, 5] = 0.0
     for r in range(6):
         W[0, r] = 0.0
+
+
+@njit(cache=True)
+def body_piece_step(Jib, piece_joint, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha, z,
+                    S, active, joint_parent, joint_v, joint_nv, V, W):  # pragma: no cover - compiled
+    """:func:`piece_step` with the body structure of the pieces (same arguments and outputs, but
+    the pieces as ``J_p = Jib[p] J_{piece_joint[p]}``).
+
+    Args:
+        Jib: (n_p, 3, 6) ``±F_i [I −[p_i]]`` per piece (world frame, linear part first);
+        piece_joint: (n_p,) its body (joint); S: (n_v, 6) the transposed world-frame joint Jacobian
+        (row c = motion subspace of dof c, contiguous); active: (n_a,) the joints on the paths from the bodies in
+        contact to their roots, ascending (parents first); joint_parent, joint_v, joint_nv:
+        (n_joints,) parent (0 = world), first dof, dof count; V, W: (n_joints, 6) scratch (W zero
+        on entry and on return; V[0] = 0, the world). Other arguments as :func:`piece_step`.
+    """
+    _body_forward(active, joint_parent, joint_v, joint_nv, S, v, V)
+    dmax = _body_pieces(Jib, piece_joint, contact, count, lam, e, mu, rho, beta, lam_out, alpha, z, V, W)
+    rhs_out[:] = b
+    _body_backward(active, joint_parent, joint_v, joint_nv, S, W, rhs_out)
     return dmax
 
 

@@ -43,7 +43,7 @@ import numpy as np
 from ._subadmm_kernels import HAVE_NUMBA
 
 __all__ = ["GENERATOR_VERSION", "MAX_PAIRS", "GeneratedTreeSolves", "ltdl_tree_solves", "cholesky_tree_solves",
-           "ltdl_structures", "kernel_cache_dir"]
+           "ltdl_structures", "tree_joints", "kernel_cache_dir"]
 
 GENERATOR_VERSION = 1
 """Bumped whenever the generated text changes (it is part of the module's file name)."""
@@ -69,6 +69,8 @@ class GeneratedTreeSolves:
         tree_group: (n_trees,) index of each tree's structure in ``structures``.
         structures: the distinct structures (dof-parent patterns or sizes).
         path: the generated source file.
+        tree_joint0: (n_trees,) first joint of each tree when the body passes were generated
+            (``module.iterate_body_passes``), else None.
     """
 
     kind: str
@@ -76,6 +78,7 @@ class GeneratedTreeSolves:
     tree_group: np.ndarray
     structures: tuple
     path: Path
+    tree_joint0: np.ndarray | None = None
 
     def solve(self, factors: np.ndarray, tree_starts: np.ndarray, y: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out = K⁻¹ y`` with the factors of all trees (n_trees, s, s); returns ``out``."""
@@ -164,6 +167,36 @@ def _cholesky_solve_source(g: int, n: int) -> list[str]:
     return lines
 
 
+def _body_forward_source(g: int, joints: tuple) -> list[str]:
+    """Forward pass of one tree structure: the body velocities of all its joints in locals (the
+    generic ``_body_forward`` visits the active joints with the same operations in the same order)."""
+    lines = ["@njit(cache=True, inline='always')", f"def _forward_{g}(S, v, V, j0, st):"]
+    for j, (parent, v0, nv) in enumerate(joints):
+        lines += [f"    V{j}_{r} = {'0.0' if parent < 0 else f'V{parent}_{r}'}" for r in range(6)]
+        for c in range(v0, v0 + nv):
+            lines.append(f"    x = v[st + {c}]")
+            lines += [f"    V{j}_{r} += S[st + {c}, {r}] * x" for r in range(6)]
+        lines += [f"    V[j0 + {j}, {r}] = V{j}_{r}" for r in range(6)]
+    return lines
+
+
+def _body_backward_source(g: int, joints: tuple) -> list[str]:
+    """Backward pass of one tree structure: each joint's wrench (pieces' part read from W, children
+    added in descending order, as the generic ``_body_backward``) projected into ``rhs``; W left zero."""
+    lines = ["@njit(cache=True, inline='always')", f"def _backward_{g}(S, W, rhs, j0, st):"]
+    for j in range(len(joints)):
+        lines += [f"    W{j}_{r} = W[j0 + {j}, {r}]" for r in range(6)]
+    for j in range(len(joints) - 1, -1, -1):
+        parent, v0, nv = joints[j]
+        for c in range(v0, v0 + nv):
+            terms = " + ".join(f"S[st + {c}, {r}] * W{j}_{r}" for r in range(6))
+            lines.append(f"    rhs[st + {c}] += {terms}")
+        if parent >= 0:
+            lines += [f"    W{parent}_{r} += W{j}_{r}" for r in range(6)]
+        lines += [f"    W[j0 + {j}, {r}] = 0.0" for r in range(6)]
+    return lines
+
+
 _DISPATCH = """
 @njit(cache=True)
 def solve_trees(F, tree_starts, tree_group, y, out):
@@ -196,6 +229,40 @@ def iterate_rows(k, K, tree_group, tree_starts, blocks, cols, contact, count, v,
     return dmax
 """
 
+_BODY_STEP = """
+@njit(cache=True, inline='always')
+def _passes(forward, S, v, V, W, rhs, tree_joint0, tree_active, tree_starts, tree_group):
+    for t in range(tree_group.size):
+        if not tree_active[t]:
+            continue  # no piece on this tree: no velocity needed, no wrench
+        g = tree_group[t]
+        j0 = tree_joint0[t]
+        st = tree_starts[t]
+{branches}
+
+
+@njit(cache=True)
+def body_step(Jib, piece_joint, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha, z, S,
+              tree_joint0, tree_active, tree_starts, tree_group, V, W):
+    _passes(True, S, v, V, W, rhs_out, tree_joint0, tree_active, tree_starts, tree_group)
+    dmax = _body_pieces(Jib, piece_joint, contact, count, lam, e, mu, rho, beta, lam_out, alpha, z, V, W)
+    rhs_out[:] = b
+    _passes(False, S, v, V, W, rhs_out, tree_joint0, tree_active, tree_starts, tree_group)
+    return dmax
+
+
+@njit(cache=True)
+def iterate_body_passes(k, K, tree_group, tree_starts, Jib, piece_joint, contact, count, v, lam, lam_prev, e, mu,
+                        rho, beta, b, rhs, alpha, z, S, tree_joint0, tree_active, V, W):
+    dmax = 0.0
+    for _ in range(k):
+        solve_trees(K, tree_starts, tree_group, rhs, v)
+        lam_prev[:] = lam
+        dmax = body_step(Jib, piece_joint, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z, S,
+                         tree_joint0, tree_active, tree_starts, tree_group, V, W)
+    return dmax
+"""
+
 _ITERATE_CHOLESKY = """
 @njit(cache=True)
 def iterate_rows(k, L, tree_starts, tree_group, blocks, cols, contact, count, v, lam, lam_prev, e, mu, rho, beta, b,
@@ -209,17 +276,23 @@ def iterate_rows(k, L, tree_starts, tree_group, blocks, cols, contact, count, v,
 """
 
 
-def _module_source(kind: str, solves: list[list[str]]) -> str:
+def _module_source(kind: str, solves: list[list[str]], passes: list[list[str]] | None = None) -> str:
     header = [f'"""Generated by plants.sim._tree_codegen (version {GENERATOR_VERSION}, kind {kind!r}): do not edit."""',
               "from numba import njit", "",
-              "from plants.sim._subadmm_kernels import body_piece_step, piece_step", ""]
+              "from plants.sim._subadmm_kernels import _body_pieces, body_piece_step, piece_step", ""]
     body = []
-    for lines in solves:
+    for lines in solves + (passes or []):
         body += ["", *lines, ""]
     branches = "\n".join(f"        {'if' if g == 0 else 'elif'} g == {g}:\n"
                          f"            _solve_{g}(F[t], tree_starts[t], y, out)" for g in range(len(solves)))
-    loops = _ITERATE_LTDL if kind == "ltdl" else _ITERATE_CHOLESKY
-    return "\n".join(header + body) + _DISPATCH.format(branches=branches) + loops
+    text = "\n".join(header + body) + _DISPATCH.format(branches=branches)
+    text += _ITERATE_LTDL if kind == "ltdl" else _ITERATE_CHOLESKY
+    if passes:
+        text += _BODY_STEP.format(branches="\n".join(
+            f"        {'if' if g == 0 else 'elif'} g == {g}:\n"
+            f"            if forward:\n                _forward_{g}(S, v, V, j0, st)\n"
+            f"            else:\n                _backward_{g}(S, W, rhs, j0, st)" for g in range(len(solves))))
+    return text
 
 
 def ltdl_structures(dof_parent: np.ndarray, tree_starts: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
@@ -238,24 +311,67 @@ def ltdl_structures(dof_parent: np.ndarray, tree_starts: np.ndarray) -> tuple[li
     return structures, group
 
 
-def ltdl_tree_solves(dof_parent: np.ndarray, tree_starts: np.ndarray) -> GeneratedTreeSolves | None:
+def tree_joints(tree_starts: np.ndarray, joint_parent: np.ndarray, joint_v: np.ndarray,
+                joint_nv: np.ndarray) -> tuple[list[tuple], np.ndarray] | None:
+    """Per tree, its joints relative to its first joint: ``((parent or −1, first dof, dof count), ...)``,
+    and the first joint of each tree; None if a tree's joints are not one ascending run of joints
+    whose dofs tile the tree's dofs in order (then the body passes are not generated)."""
+    starts = np.asarray(tree_starts, dtype=np.int64)
+    out, first = [], np.empty(starts.size - 1, dtype=np.int64)
+    jv = np.asarray(joint_v)
+    for t in range(starts.size - 1):
+        st, en = int(starts[t]), int(starts[t + 1])
+        mine = np.flatnonzero((jv >= st) & (jv < en) & (np.arange(jv.size) > 0))
+        if mine.size == 0 or not np.array_equal(mine, np.arange(mine[0], mine[0] + mine.size)):
+            return None
+        j0, dof = int(mine[0]), st
+        joints = []
+        for j in mine:
+            p = int(joint_parent[j])
+            if int(joint_v[j]) != dof or (p != 0 and not j0 <= p < j):
+                return None
+            joints.append((p - j0 if p else -1, dof - st, int(joint_nv[j])))
+            dof += int(joint_nv[j])
+        if dof != en:
+            return None
+        out.append(tuple(joints))
+        first[t] = j0
+    return out, first
+
+
+def ltdl_tree_solves(dof_parent: np.ndarray, tree_starts: np.ndarray,
+                     joints: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> GeneratedTreeSolves | None:
     """Generated LTDL solves for trees with these dof parents (None without numba, or when a
-    structure has more than :data:`MAX_PAIRS` ancestor pairs)."""
+    structure has more than :data:`MAX_PAIRS` ancestor pairs). With ``joints`` = (joint_parent,
+    joint_v, joint_nv) of the model, also the body passes of the body-structured iteration
+    (``module.iterate_body_passes``; ``tree_joint0`` set) when the trees' joints allow it
+    (:func:`tree_joints`)."""
     if not HAVE_NUMBA:
         return None
-    key = ("ltdl", np.asarray(dof_parent, np.int64).tobytes(), np.asarray(tree_starts, np.int64).tobytes())
+    key = ("ltdl", np.asarray(dof_parent, np.int64).tobytes(), np.asarray(tree_starts, np.int64).tobytes(),
+           None if joints is None else tuple(np.asarray(a, np.int64).tobytes() for a in joints))
     if key not in _BY_STRUCTURE:
-        _BY_STRUCTURE[key] = _generate_ltdl(dof_parent, tree_starts)
+        _BY_STRUCTURE[key] = _generate_ltdl(dof_parent, tree_starts, joints)
     return _BY_STRUCTURE[key]
 
 
-def _generate_ltdl(dof_parent, tree_starts):
+def _generate_ltdl(dof_parent, tree_starts, joints):
     structures, group = ltdl_structures(np.asarray(dof_parent), np.asarray(tree_starts))
     if any(sum(len(_ancestors(s, k)) for k in range(len(s))) > MAX_PAIRS for s in structures):
         return None
-    source = _module_source("ltdl", [_ltdl_solve_source(g, s) for g, s in enumerate(structures)])
+    per_tree = tree_joints(tree_starts, *joints) if joints is not None else None
+    tree_joint0, passes = None, None
+    if per_tree is not None:  # one structure = (dof parents, joints); group again on both
+        both = [(structures[g], j) for g, j in zip(group, per_tree[0])]
+        distinct = list(dict.fromkeys(both))
+        group = np.array([distinct.index(x) for x in both], dtype=np.int64)
+        structures = [d for d, _ in distinct]
+        passes = [[*_body_forward_source(g, j), "", "", *_body_backward_source(g, j)]
+                  for g, (_, j) in enumerate(distinct)]
+        tree_joint0 = per_tree[1]
+    source = _module_source("ltdl", [_ltdl_solve_source(g, s) for g, s in enumerate(structures)], passes)
     module, path = _load("ltdl", source)
-    return GeneratedTreeSolves("ltdl", module, group, tuple(structures), path)
+    return GeneratedTreeSolves("ltdl", module, group, tuple(structures), path, tree_joint0)
 
 
 def cholesky_tree_solves(tree_starts: np.ndarray) -> GeneratedTreeSolves | None:

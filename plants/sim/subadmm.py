@@ -574,7 +574,8 @@ class CompiledBodySplitFactor:
                     a = self.dof_parent[a]
         self.K = np.zeros((sizes.size, s, s))
         self.generate = bool(generated)
-        self.generated = ltdl_tree_solves(self.dof_parent, self.tree_starts) if generated else None
+        self.generated = (ltdl_tree_solves(self.dof_parent, self.tree_starts,
+                                           (self.joint_parent, self.joint_v, self.joint_nv)) if generated else None)
 
     def factor(self, bodies: ContactBodies, joint: np.ndarray, points: np.ndarray, beta: float, theta: float,
                A: np.ndarray) -> "CompiledBodySplitFactor":
@@ -792,9 +793,18 @@ class _Iteration:
             f = factor
             self.body = Jib, pj, active, S, V, W = _body_structure(problem, pieces, f)
             self._walk = (active, f.joint_parent, f.joint_v, f.joint_nv, S)
+            g = f.generated
+            if g is not None and g.tree_joint0 is not None:
+                # generated: the tree solves and the body passes written out for the trees' structure
+                tree_active = np.zeros(f.tree_starts.size - 1, dtype=np.bool_)
+                tree_active[f.joint_tree[pj]] = True
+                self.loop = loop = g.module.iterate_body_passes
+                self.run = lambda k, beta, rho: loop(k, f.K, g.tree_group, f.tree_starts, Jib, pj, ci, nz, v, lam,
+                                                     lam_prev, e, mu, rho, beta, b, rhs, alpha, z, S, g.tree_joint0,
+                                                     tree_active, V, W)
+                return
             # generated: the same loop with the tree solves written out for the trees' structure
-            loop, tree_arg = ((f.generated.module.iterate_body, f.generated.tree_group) if f.generated is not None
-                              else (iterate_body, f.dof_parent))
+            loop, tree_arg = (g.module.iterate_body, g.tree_group) if g is not None else (iterate_body, f.dof_parent)
             self.loop = loop
             self.run = lambda k, beta, rho: loop(k, f.K, tree_arg, f.tree_starts, Jib, pj, ci, nz, v,
                                                  lam, lam_prev, e, mu, rho, beta, b, rhs, alpha, z, S,
