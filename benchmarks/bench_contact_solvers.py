@@ -360,6 +360,18 @@ def markdown(res: dict) -> str:
                          f"{1e3 * r['no_body']['min_core_s']:.3f} | {1e3 * r['no_sub']['min_core_s']:.3f} | "
                          f"{r['body_rows_over_sub_core']:.2f} | {r['no_body_over_sub_core']:.2f} | "
                          f"{r['no_sub_over_sub_core']:.2f} |")
+    if all("body_generic" in r for r in res["table3"].values()):
+        lines += ["", "Generated against generic tree solves (same solves, same run; `generated_solves=False` = the "
+                  "generic compiled kernels that walk the tree at run time). SubADMM's LTDL solve and body passes and "
+                  "No Body's dense Cholesky solve are generated per tree structure (`plants.sim._tree_codegen`); "
+                  "No Sub's sparse LU pattern changes with the contacts, so it has no generated form. Fastest [ms]:", "",
+                  "| problem | SubADMM generated / generic | No Body generated / generic | No Sub / SubADMM "
+                  "generated (generic) | No Body / SubADMM generated (generic) |", "|---|---:|---:|---:|---:|"]
+        for k, r in res["table3"].items():
+            lines.append(f"| {k} | {1e3 * r['body']['min_time_s']:.3f} / {1e3 * r['body_generic']['min_time_s']:.3f} | "
+                         f"{1e3 * r['no_body']['min_time_s']:.3f} / {1e3 * r['no_body_generic']['min_time_s']:.3f} | "
+                         f"{r['no_sub_over_sub']:.2f} ({r['no_sub_over_sub_generic']:.2f}) | "
+                         f"{r['no_body_over_sub']:.2f} ({r['no_body_over_sub_generic']:.2f}) |")
     lines += ["", "Seed 000 Table III (8 Laikagos, C++): SubADMM 0.435 ms, No Sub 1.21 ms (2.78×), No Body 0.638 ms "
               "(1.46×), residuals 4.88 / 4.88 / 4.86 (−log10); 3.63× vs No Sub with 27 robots. Times: fastest "
               "(median) of 21 interleaved solves; the ratios use the fastest, which other processes on the shared "
@@ -369,10 +381,10 @@ def markdown(res: dict) -> str:
               "never uses them). All three run their 100 iterations in one compiled call "
               "(no Python call per iteration) with the same compiled z/λ-step per contact. SubADMM = "
               "composite-rigid-body build of the per-body point masses + Featherstone's LTDL with branch-induced "
-              "sparsity, and the body-structured iteration (piece velocities from one forward pass of body "
+              "sparsity (its solve generated per tree structure), and the body-structured iteration (piece velocities from one forward pass of body "
               "velocities + 3×6 per piece, right-hand side from one backward pass of body wrenches, eq. 30-31); "
               "*row it.* = SubADMM with each piece as a dense row block over its tree (the ablation of that "
-              "iteration); No Body = per-tree Σ J_pᵀJ_p from the pieces + dense Cholesky, dense per-tree piece "
+              "iteration); No Body = per-tree Σ J_pᵀJ_p from the pieces + dense Cholesky (its solve generated per tree size), dense per-tree piece "
               "rows; No Sub = the whole sparse A + βJᵀJ (assembled in CSC by one compiled pass) factored by SuperLU, its L and U solved by compiled "
               "triangular solves (faster than `SuperLU.solve`: 3.7 vs 10.8 µs on 8 A1s, 28 vs 35 µs on 27). "
               "β₀ = the seed's pseudo-density over bodies for all three. "

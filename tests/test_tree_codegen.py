@@ -122,3 +122,16 @@ def test_solver_with_generated_solves_gives_the_generic_solvers_bits(a1, variant
     if variant == "body":
         g = solver._body_factor.generated
         assert len(g.structures) == 1 and sum(len(codegen._ancestors(g.structures[0], k)) for k in range(18)) == 99
+
+
+def test_generated_text_carries_the_fingerprint_of_the_kernels_it_calls():
+    """numba's cache checks a file's own timestamp only: the generated text names the sha1 of
+    _subadmm_kernels.py, so editing those kernels yields a new file (never a stale compiled loop)."""
+    import hashlib
+    from pathlib import Path
+
+    from plants.sim import _subadmm_kernels
+
+    generated = codegen.cholesky_tree_solves(np.array([0, 3, 6]))
+    digest = hashlib.sha1(Path(_subadmm_kernels.__file__).read_bytes()).hexdigest()
+    assert digest in generated.path.read_text()
