@@ -481,41 +481,33 @@ def _body_forward(active, joint_parent, joint_v, joint_nv, S, v, V):  # pragma: 
 
 
 @njit(cache=True, inline="always")
-def _body_pieces(Jib, piece_joint, contact, count, lam, e, mu, rho, beta, lam_out, alpha, z, V,
+def _body_pieces(Fp, piece_joint, contact, count, lam, e, mu, rho, beta, lam_out, alpha, z, V,
                  W):  # pragma: no cover - compiled
-    """Middle of :func:`body_piece_step`: piece velocities ``Jib[p] V_b``, the z/λ-step per contact,
-    the slacks, and the body wrenches ``W_b += Σ_{p on b} Jib[p]ᵀ w_p``. Returns ``max ‖λ⁺ − λ‖``."""
-    n_p = Jib.shape[0]
+    """Middle of :func:`body_piece_step`: the pieces' contact-point velocities, the z/λ-step per
+    contact, the slacks, and the body wrenches ``W_b += Σ_{p on b} J_{i,b}ᵀ w_p``. Returns
+    ``max ‖λ⁺ − λ‖``."""
+    n_p = Fp.shape[0]
     n_c = lam.shape[0]
     jv_p = np.empty((n_p, 3))
     jv = np.zeros((n_c, 3))
     relax = alpha != 1.0
     for p in range(n_p):
-        j = piece_joint[p]
         i = contact[p]
-        V0 = V[j, 0]
-        V1 = V[j, 1]
-        V2 = V[j, 2]
-        V3 = V[j, 3]
-        V4 = V[j, 4]
-        V5 = V[j, 5]
-        for k in range(3):
-            a = (Jib[p, k, 0] * V0 + Jib[p, k, 1] * V1 + Jib[p, k, 2] * V2
-                 + Jib[p, k, 3] * V3 + Jib[p, k, 4] * V4 + Jib[p, k, 5] * V5)
-            if relax:
-                a = alpha * a + (1.0 - alpha) * z[p, k]
-            jv_p[p, k] = a
-            jv[i, k] += a
+        a0, a1, a2 = _point_velocity(Fp, p, V, piece_joint[p])
+        if relax:
+            a0 = alpha * a0 + (1.0 - alpha) * z[p, 0]
+            a1 = alpha * a1 + (1.0 - alpha) * z[p, 1]
+            a2 = alpha * a2 + (1.0 - alpha) * z[p, 2]
+        jv_p[p, 0] = a0
+        jv_p[p, 1] = a1
+        jv_p[p, 2] = a2
+        jv[i, 0] += a0
+        jv[i, 1] += a1
+        jv[i, 2] += a2
     dmax = _contact_step(jv, lam, e, mu, rho, beta, count, lam_out)
     for p in range(n_p):  # body wrenches Σ J_{i,b}ᵀ w_p
-        j = piece_joint[p]
         w0, w1, w2 = _slack_update(p, contact[p], jv_p, lam, lam_out, beta, z)
-        W[j, 0] += Jib[p, 0, 0] * w0 + Jib[p, 1, 0] * w1 + Jib[p, 2, 0] * w2
-        W[j, 1] += Jib[p, 0, 1] * w0 + Jib[p, 1, 1] * w1 + Jib[p, 2, 1] * w2
-        W[j, 2] += Jib[p, 0, 2] * w0 + Jib[p, 1, 2] * w1 + Jib[p, 2, 2] * w2
-        W[j, 3] += Jib[p, 0, 3] * w0 + Jib[p, 1, 3] * w1 + Jib[p, 2, 3] * w2
-        W[j, 4] += Jib[p, 0, 4] * w0 + Jib[p, 1, 4] * w1 + Jib[p, 2, 4] * w2
-        W[j, 5] += Jib[p, 0, 5] * w0 + Jib[p, 1, 5] * w1 + Jib[p, 2, 5] * w2
+        _add_point_wrench(Fp, p, w0, w1, w2, W, piece_joint[p])
     return dmax
 
 
@@ -551,13 +543,14 @@ def _body_backward(active, joint_parent, joint_v, joint_nv, S, W, rhs_out):  # p
 
 
 @njit(cache=True)
-def body_piece_step(Jib, piece_joint, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha, z,
+def body_piece_step(Fp, piece_joint, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha, z,
                     S, active, joint_parent, joint_v, joint_nv, V, W):  # pragma: no cover - compiled
     """:func:`piece_step` with the body structure of the pieces (same arguments and outputs, but
-    the pieces as ``J_p = Jib[p] J_{piece_joint[p]}``).
+    the pieces as ``J_p = Jib[p] J_{piece_joint[p]}``, ``Jib[p] = ±F_i [I −[p_i]]``, eq. 44).
 
     Args:
-        Jib: (n_p, 3, 6) ``±F_i [I −[p_i]]`` per piece (world frame, linear part first);
+        Fp: (n_p, 4, 3) per piece the signed contact frame ``±F_i`` and the world point ``p_i``
+            (:func:`body_piece_structure`);
         piece_joint: (n_p,) its body (joint); S: (n_v, 6) the transposed world-frame joint Jacobian
         (row c = motion subspace of dof c, contiguous); active: (n_a,) the joints on the paths from the bodies in
         contact to their roots, ascending (parents first); joint_parent, joint_v, joint_nv:
@@ -565,7 +558,7 @@ def body_piece_step(Jib, piece_joint, contact, count, v, lam, e, mu, rho, beta, 
         on entry and on return; V[0] = 0, the world). Other arguments as :func:`piece_step`.
     """
     _body_forward(active, joint_parent, joint_v, joint_nv, S, v, V)
-    dmax = _body_pieces(Jib, piece_joint, contact, count, lam, e, mu, rho, beta, lam_out, alpha, z, V, W)
+    dmax = _body_pieces(Fp, piece_joint, contact, count, lam, e, mu, rho, beta, lam_out, alpha, z, V, W)
     rhs_out[:] = b
     _body_backward(active, joint_parent, joint_v, joint_nv, S, W, rhs_out)
     return dmax
@@ -597,14 +590,14 @@ def body_piece_step_numpy(Jib, piece_joint, contact, count, v, lam, e, mu, rho, 
 
 
 @njit(cache=True)
-def iterate_body(k, K, dof_parent, tree_starts, Jib, piece_joint, contact, count, v, lam, lam_prev, e, mu, rho,
+def iterate_body(k, K, dof_parent, tree_starts, Fp, piece_joint, contact, count, v, lam, lam_prev, e, mu, rho,
                  beta, b, rhs, alpha, z, S, active, joint_parent, joint_v, joint_nv, V, W):  # pragma: no cover
     """SubADMM: LTDL solve (:func:`ltdl_solve_trees`) + :func:`body_piece_step`, ``k`` times."""
     dmax = 0.0
     for _ in range(k):
         ltdl_solve_trees(K, dof_parent, tree_starts, rhs, v)
         lam_prev[:] = lam
-        dmax = body_piece_step(Jib, piece_joint, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha,
+        dmax = body_piece_step(Fp, piece_joint, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha,
                                z, S, active, joint_parent, joint_v, joint_nv, V, W)
     return dmax
 
@@ -698,14 +691,18 @@ def iterate_rows_sparse_lu(k, Lp, Li, Lx, Up, Ui, Ux, Udinv, perm_r, perm_c, wor
 
 
 @njit(cache=True)
-def body_piece_structure(frames, points, contact, side, piece_joint, joint_parent, Jib, mark):  # pragma: no cover
-    """The per-piece 3×6 maps ``Jib[p] = ±F_i [I −[p_i]]`` (− on side a; rows ``(f, p × f)``) and the
-    active joints (those on the paths from the pieces' bodies to their roots, ascending).
+def body_piece_structure(frames, points, contact, side, piece_joint, joint_parent, Fp, mark):  # pragma: no cover
+    """The per-piece contact data of the body iteration, ``Fp[p] = (±F_i, p_i)`` (rows t1, t2, n of the
+    contact frame, − on side a, then the world contact point), and the active joints (those on the
+    paths from the pieces' bodies to their roots, ascending). ``J_p = Jib[p] J_b`` with the 3×6
+    ``Jib[p] = ±F_i [I −[p_i]]`` (eq. 44) is applied as ``J_p v̂ = ±F_i (v_b + ω_b × p_i)``, the
+    velocity of the contact point, and ``J_pᵀ w = J_bᵀ (g, p_i × g)`` with ``g = ±F_iᵀ w``: 12
+    numbers per piece to load instead of 18.
 
     Args:
         frames: (n_c, 3, 3) contact frames (rows t1, t2, n); points: (n_c, 3) world points;
         contact, side, piece_joint: (n_p,) of the pieces; joint_parent: (n_joints,);
-        Jib: output (n_p, 3, 6); mark: (n_joints,) bool scratch.
+        Fp: output (n_p, 4, 3); mark: (n_joints,) bool scratch.
 
     Returns:
         (n_a,) the active joints.
@@ -714,24 +711,52 @@ def body_piece_structure(frames, points, contact, side, piece_joint, joint_paren
     for p in range(contact.size):
         i = contact[p]
         sg = -1.0 if side[p] == 0 else 1.0
-        px = points[i, 0]
-        py = points[i, 1]
-        pz = points[i, 2]
         for k in range(3):
-            fx = frames[i, k, 0]
-            fy = frames[i, k, 1]
-            fz = frames[i, k, 2]
-            Jib[p, k, 0] = sg * fx
-            Jib[p, k, 1] = sg * fy
-            Jib[p, k, 2] = sg * fz
-            Jib[p, k, 3] = sg * (py * fz - pz * fy)
-            Jib[p, k, 4] = sg * (pz * fx - px * fz)
-            Jib[p, k, 5] = sg * (px * fy - py * fx)
+            Fp[p, k, 0] = sg * frames[i, k, 0]
+            Fp[p, k, 1] = sg * frames[i, k, 1]
+            Fp[p, k, 2] = sg * frames[i, k, 2]
+        Fp[p, 3, 0] = points[i, 0]
+        Fp[p, 3, 1] = points[i, 1]
+        Fp[p, 3, 2] = points[i, 2]
         j = piece_joint[p]
         while j > 0 and not mark[j]:
             mark[j] = True
             j = joint_parent[j]
     return np.flatnonzero(mark).astype(np.int64)
+
+
+@njit(cache=True, inline="always")
+def _point_velocity(Fp, p, V, j):  # pragma: no cover - compiled
+    """``J_p v̂ = ±F_i (v_b + ω_b × p_i)`` (3 floats) from body j's spatial velocity (linear first)."""
+    px = Fp[p, 3, 0]
+    py = Fp[p, 3, 1]
+    pz = Fp[p, 3, 2]
+    wx = V[j, 3]
+    wy = V[j, 4]
+    wz = V[j, 5]
+    ux = V[j, 0] + (wy * pz - wz * py)
+    uy = V[j, 1] + (wz * px - wx * pz)
+    uz = V[j, 2] + (wx * py - wy * px)
+    return (Fp[p, 0, 0] * ux + Fp[p, 0, 1] * uy + Fp[p, 0, 2] * uz,
+            Fp[p, 1, 0] * ux + Fp[p, 1, 1] * uy + Fp[p, 1, 2] * uz,
+            Fp[p, 2, 0] * ux + Fp[p, 2, 1] * uy + Fp[p, 2, 2] * uz)
+
+
+@njit(cache=True, inline="always")
+def _add_point_wrench(Fp, p, w0, w1, w2, W, j):  # pragma: no cover - compiled
+    """``W_j += (g, p_i × g)`` with ``g = ±F_iᵀ w``: the body wrench of the piece's impulse weight w."""
+    gx = Fp[p, 0, 0] * w0 + Fp[p, 1, 0] * w1 + Fp[p, 2, 0] * w2
+    gy = Fp[p, 0, 1] * w0 + Fp[p, 1, 1] * w1 + Fp[p, 2, 1] * w2
+    gz = Fp[p, 0, 2] * w0 + Fp[p, 1, 2] * w1 + Fp[p, 2, 2] * w2
+    px = Fp[p, 3, 0]
+    py = Fp[p, 3, 1]
+    pz = Fp[p, 3, 2]
+    W[j, 0] += gx
+    W[j, 1] += gy
+    W[j, 2] += gz
+    W[j, 3] += py * gz - pz * gy
+    W[j, 4] += pz * gx - px * gz
+    W[j, 5] += px * gy - py * gx
 
 
 @njit(cache=True)
@@ -867,35 +892,23 @@ def rows_scatter(blocks, cols, contact, w, lam, out):  # pragma: no cover - comp
 
 
 @njit(cache=True)
-def body_velocity(Jib, piece_joint, active, joint_parent, joint_v, joint_nv, S, v, V, out):  # pragma: no cover
-    """``out[p] = J_p v = Jib[p] V_{piece_joint[p]}`` with the body velocities V from one forward pass
-    over the active joints (arguments as :func:`body_piece_step`; V[0] must be 0)."""
-    for q in range(active.size):
-        j = active[q]
-        pa = joint_parent[j]
-        for r in range(6):
-            V[j, r] = V[pa, r]
-        for c in range(joint_v[j], joint_v[j] + joint_nv[j]):
-            x = v[c]
-            for r in range(6):
-                V[j, r] += S[c, r] * x
-    for p in range(Jib.shape[0]):
-        j = piece_joint[p]
-        for k in range(3):
-            out[p, k] = (Jib[p, k, 0] * V[j, 0] + Jib[p, k, 1] * V[j, 1] + Jib[p, k, 2] * V[j, 2]
-                         + Jib[p, k, 3] * V[j, 3] + Jib[p, k, 4] * V[j, 4] + Jib[p, k, 5] * V[j, 5])
+def body_velocity(Fp, piece_joint, active, joint_parent, joint_v, joint_nv, S, v, V, out):  # pragma: no cover
+    """``out[p] = J_p v`` (the pieces' contact-point velocities) with the body velocities V from one
+    forward pass over the active joints (arguments as :func:`body_piece_step`; V[0] must be 0)."""
+    _body_forward(active, joint_parent, joint_v, joint_nv, S, v, V)
+    for p in range(Fp.shape[0]):
+        out[p, 0], out[p, 1], out[p, 2] = _point_velocity(Fp, p, V, piece_joint[p])
 
 
 @njit(cache=True)
-def body_scatter(Jib, piece_joint, contact, w, lam, active, joint_parent, joint_v, joint_nv, S, W,
+def body_scatter(Fp, piece_joint, contact, w, lam, active, joint_parent, joint_v, joint_nv, S, W,
                  out):  # pragma: no cover - compiled
     """``out += Σ_p J_pᵀ (w_p + λ_{contact[p]})`` by one backward pass of body wrenches (``w`` (n_p, 3)
     or empty for zero; W (n_joints, 6) zero on entry and on return)."""
-    n_p = Jib.shape[0]
+    n_p = Fp.shape[0]
     has_w = w.shape[0] == n_p
     for p in range(n_p):
         i = contact[p]
-        j = piece_joint[p]
         w0 = lam[i, 0]
         w1 = lam[i, 1]
         w2 = lam[i, 2]
@@ -903,21 +916,8 @@ def body_scatter(Jib, piece_joint, contact, w, lam, active, joint_parent, joint_
             w0 += w[p, 0]
             w1 += w[p, 1]
             w2 += w[p, 2]
-        for r in range(6):
-            W[j, r] += Jib[p, 0, r] * w0 + Jib[p, 1, r] * w1 + Jib[p, 2, r] * w2
-    for q in range(active.size - 1, -1, -1):
-        j = active[q]
-        pa = joint_parent[j]
-        for c in range(joint_v[j], joint_v[j] + joint_nv[j]):
-            acc = 0.0
-            for r in range(6):
-                acc += S[c, r] * W[j, r]
-            out[c] += acc
-        for r in range(6):
-            W[pa, r] += W[j, r]
-            W[j, r] = 0.0
-    for r in range(6):
-        W[0, r] = 0.0
+        _add_point_wrench(Fp, p, w0, w1, w2, W, piece_joint[p])
+    _body_backward(active, joint_parent, joint_v, joint_nv, S, W, out)
 
 
 @njit(cache=True)

@@ -213,13 +213,13 @@ def solve_trees(F, tree_starts, tree_group, y, out):
 
 _ITERATE_LTDL = """
 @njit(cache=True)
-def iterate_body(k, K, tree_group, tree_starts, Jib, piece_joint, contact, count, v, lam, lam_prev, e, mu, rho,
+def iterate_body(k, K, tree_group, tree_starts, Fp, piece_joint, contact, count, v, lam, lam_prev, e, mu, rho,
                  beta, b, rhs, alpha, z, S, active, joint_parent, joint_v, joint_nv, V, W):
     dmax = 0.0
     for _ in range(k):
         solve_trees(K, tree_starts, tree_group, rhs, v)
         lam_prev[:] = lam
-        dmax = body_piece_step(Jib, piece_joint, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha,
+        dmax = body_piece_step(Fp, piece_joint, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha,
                                z, S, active, joint_parent, joint_v, joint_nv, V, W)
     return dmax
 
@@ -248,23 +248,23 @@ def _passes(forward, S, v, V, W, rhs, tree_joint0, tree_active, tree_starts, tre
 
 
 @njit(cache=True)
-def body_step(Jib, piece_joint, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha, z, S,
+def body_step(Fp, piece_joint, contact, count, v, lam, e, mu, rho, beta, b, lam_out, rhs_out, alpha, z, S,
               tree_joint0, tree_active, tree_starts, tree_group, V, W):
     _passes(True, S, v, V, W, rhs_out, tree_joint0, tree_active, tree_starts, tree_group)
-    dmax = _body_pieces(Jib, piece_joint, contact, count, lam, e, mu, rho, beta, lam_out, alpha, z, V, W)
+    dmax = _body_pieces(Fp, piece_joint, contact, count, lam, e, mu, rho, beta, lam_out, alpha, z, V, W)
     rhs_out[:] = b
     _passes(False, S, v, V, W, rhs_out, tree_joint0, tree_active, tree_starts, tree_group)
     return dmax
 
 
 @njit(cache=True)
-def iterate_body_passes(k, K, tree_group, tree_starts, Jib, piece_joint, contact, count, v, lam, lam_prev, e, mu,
+def iterate_body_passes(k, K, tree_group, tree_starts, Fp, piece_joint, contact, count, v, lam, lam_prev, e, mu,
                         rho, beta, b, rhs, alpha, z, S, tree_joint0, tree_active, V, W):
     dmax = 0.0
     for _ in range(k):
         solve_trees(K, tree_starts, tree_group, rhs, v)
         lam_prev[:] = lam
-        dmax = body_step(Jib, piece_joint, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z, S,
+        dmax = body_step(Fp, piece_joint, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z, S,
                          tree_joint0, tree_active, tree_starts, tree_group, V, W)
     return dmax
 """

@@ -757,17 +757,17 @@ _EMPTY_W = np.zeros((0, 3))
 
 
 def _body_structure(problem, pieces, f):
-    """(Jib, piece joints, active joints, S, V, W) of the body-structured iteration
+    """(Fp, piece joints, active joints, S, V, W) of the body-structured iteration
     (:func:`~plants.sim._subadmm_kernels.body_piece_structure`)."""
     bodies = problem.bodies
     pj = np.ascontiguousarray(pieces.joint, np.int64)
-    Jib = np.empty((pj.size, 3, 6))
+    Fp = np.empty((pj.size, 4, 3))
     active = body_piece_structure(np.ascontiguousarray(bodies.frames, float), np.ascontiguousarray(bodies.points, float),
                                   np.ascontiguousarray(pieces.contact, np.int64),
-                                  np.ascontiguousarray(pieces.side, np.int64), pj, f.joint_parent, Jib,
+                                  np.ascontiguousarray(pieces.side, np.int64), pj, f.joint_parent, Fp,
                                   np.zeros(f.joint_parent.size, dtype=np.bool_))
     S = np.ascontiguousarray(bodies.world_jacobian.T)
-    return Jib, pj, active, S, np.zeros((f.joint_parent.size, 6)), np.zeros((f.joint_parent.size, 6))
+    return Fp, pj, active, S, np.zeros((f.joint_parent.size, 6)), np.zeros((f.joint_parent.size, 6))
 
 
 class _Iteration:
@@ -791,7 +791,7 @@ class _Iteration:
         self.body = None
         if HAVE_NUMBA and isinstance(factor, CompiledBodySplitFactor) and body_iteration == "bodies":
             f = factor
-            self.body = Jib, pj, active, S, V, W = _body_structure(problem, pieces, f)
+            self.body = Fp, pj, active, S, V, W = _body_structure(problem, pieces, f)
             self._walk = (active, f.joint_parent, f.joint_v, f.joint_nv, S)
             g = f.generated
             if g is not None and g.tree_joint0 is not None:
@@ -799,14 +799,14 @@ class _Iteration:
                 tree_active = np.zeros(f.tree_starts.size - 1, dtype=np.bool_)
                 tree_active[f.joint_tree[pj]] = True
                 self.loop = loop = g.module.iterate_body_passes
-                self.run = lambda k, beta, rho: loop(k, f.K, g.tree_group, f.tree_starts, Jib, pj, ci, nz, v, lam,
+                self.run = lambda k, beta, rho: loop(k, f.K, g.tree_group, f.tree_starts, Fp, pj, ci, nz, v, lam,
                                                      lam_prev, e, mu, rho, beta, b, rhs, alpha, z, S, g.tree_joint0,
                                                      tree_active, V, W)
                 return
             # generated: the same loop with the tree solves written out for the trees' structure
             loop, tree_arg = (g.module.iterate_body, g.tree_group) if g is not None else (iterate_body, f.dof_parent)
             self.loop = loop
-            self.run = lambda k, beta, rho: loop(k, f.K, tree_arg, f.tree_starts, Jib, pj, ci, nz, v,
+            self.run = lambda k, beta, rho: loop(k, f.K, tree_arg, f.tree_starts, Fp, pj, ci, nz, v,
                                                  lam, lam_prev, e, mu, rho, beta, b, rhs, alpha, z, S,
                                                  active, f.joint_parent, f.joint_v, f.joint_nv, V, W)
             return
@@ -848,9 +848,9 @@ class _Iteration:
     def velocity(self, v: np.ndarray) -> np.ndarray:
         Jp, cols = self.arrays[0], self.arrays[1]
         if self.body is not None:
-            Jib, pj, active, S, V, W = self.body
+            Fp, pj, active, S, V, W = self.body
             out = np.empty((pj.size, 3))
-            body_velocity(Jib, pj, active, self._walk[1], self._walk[2], self._walk[3], S, v, V, out)
+            body_velocity(Fp, pj, active, self._walk[1], self._walk[2], self._walk[3], S, v, V, out)
             return out
         if HAVE_NUMBA:
             out = np.empty((cols.shape[0], 3))
@@ -862,8 +862,8 @@ class _Iteration:
     def scatter(self, w: np.ndarray | None, out: np.ndarray) -> np.ndarray:
         Jp, cols, ci, lam = self.arrays[0], self.arrays[1], self.arrays[2], self.arrays[5]
         if self.body is not None:
-            Jib, pj, active, S, V, W = self.body
-            body_scatter(Jib, pj, ci, _EMPTY_W if w is None else w, lam, active, self._walk[1], self._walk[2],
+            Fp, pj, active, S, V, W = self.body
+            body_scatter(Fp, pj, ci, _EMPTY_W if w is None else w, lam, active, self._walk[1], self._walk[2],
                          self._walk[3], S, W, out)
             return out
         if HAVE_NUMBA:
