@@ -13,7 +13,7 @@ Reference: :func:`piece_step_numpy` (``tests/test_subadmm_body.py``
 compares both).
 
 SubADMM (body splitting) iterates with the body structure instead: :func:`body_piece_step` (forward
-pass of body velocities, 3×6 per piece, backward pass of body wrenches; reference
+pass of body velocities, the contact point's velocity per piece, backward pass of body wrenches; reference
 :func:`body_piece_step_numpy`). Each variant runs k iterations per compiled call
 (:func:`iterate_body`, :func:`iterate_rows_ltdl`, :func:`iterate_rows_cholesky`,
 :func:`iterate_rows_sparse_lu`), so none pays a Python call per iteration.
@@ -445,10 +445,12 @@ def cholesky_solve_trees(L, tree_starts, y, out):  # pragma: no cover - compiled
 # With body splitting every piece is J_p = J_{i,b} J_b (eq. 30-31) with J_{i,b} = ±F_i [I −[p_i]]
 # (3×6, eq. 44) and J_b the world-frame Jacobian of body b. So all piece velocities J_p v̂ come from
 # one forward pass over the bodies (V_b = V_parent(b) + S_b v̂_b, the spatial velocity of every body,
-# O(n) per tree) and a 3×6 product per piece, and the right-hand side Σ_p J_pᵀ w_p from one backward
-# pass (wrench of each body Σ_{p on b} J_{i,b}ᵀ w_p, accumulated to the root, projected on each
-# joint's motion subspace S_b: RNEA-like, O(n)). Only the bodies on the paths from a body in contact
-# to its root (``active``) are visited.
+# O(n) per tree) and per piece J_{i,b} V_b = ±F_i (v_b + ω_b × p_i), the velocity of the contact
+# point in the contact frame; the right-hand side Σ_p J_pᵀ w_p from one backward pass (wrench of
+# each body Σ_{p on b} J_{i,b}ᵀ w_p = (g, p_i × g) with g = ±F_iᵀ w_p, accumulated to the root,
+# projected on each joint's motion subspace S_b: RNEA-like, O(n)). Only the bodies on the paths from
+# a body in contact to its root (``active``) are visited; the generated twin of these passes
+# (plants.sim._tree_codegen) visits every joint of a tree that has pieces.
 
 
 @njit(cache=True, inline="always")

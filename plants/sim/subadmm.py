@@ -19,15 +19,18 @@ Variants (``SubADMMOptions.variant``):
   Featherstone's LTDL with branch-induced sparsity, in one compiled pass over all trees
   (:class:`CompiledBodySplitFactor`); :class:`BodySplitFactor` does the same with Pinocchio's CRBA
   and ``pinocchio.cholesky`` (the reference, ``body_factorization="pinocchio"``). The iteration
-  uses the same structure: piece velocities from one forward pass of body velocities and a 3×6
-  product per piece, the right-hand side from one backward pass of body wrenches
-  (``body_iteration="bodies"``; ``"rows"`` = dense piece rows, the ablation). Needs
+  uses the same structure: piece velocities from one forward pass of body velocities and the
+  contact point's velocity ``±F_i (v_b + ω_b × p_i)`` per piece, the right-hand side from one
+  backward pass of body wrenches (``body_iteration="bodies"``; ``"rows"`` = dense piece rows, the
+  ablation). The per-tree solve and the two passes are straight-line code generated for the
+  model's tree structure (:mod:`~plants.sim._tree_codegen`, ``generated_solves``). Needs
   ``problem.bodies``; a problem without it (hand-built or loaded from a file) falls back to
   ``"no_body"`` and the result says so (``solver`` = ``"subadmm[no_body]"``).
 * ``"no_body"`` (prior work [34]): one piece per (contact, tree); ``A_j + β Σ J_ijᵀJ_ij`` is
   assembled from the pieces and factored by dense Cholesky per tree (compiled,
-  :class:`TreeSplitFactor`). The pieces equal the body pieces unless a contact joins two bodies of
-  one tree, which the scenes never produce (pairs within one tree are not tested).
+  :class:`TreeSplitFactor`; its solve generated per tree size, as SubADMM's per tree structure).
+  The pieces equal the body pieces unless a contact joins two bodies of one tree, which the scenes
+  never produce (pairs within one tree are not tested).
 * ``"no_sub"``: plain ADMM on the whole system (eq. 28): one slack per contact and the coupled
   matrix ``A + β JᵀJ`` factored **as one matrix** by a general sparse LU (SuperLU, symmetric mode).
   Factoring it per island of coupled trees would already be a subsystem split, so we do not.
