@@ -382,7 +382,7 @@ def markdown(res: dict) -> str:
               "(no Python call per iteration) with the same compiled z/λ-step per contact. SubADMM = "
               "composite-rigid-body build of the per-body point masses + Featherstone's LTDL with branch-induced "
               "sparsity (its solve generated per tree structure), and the body-structured iteration (piece velocities from one forward pass of body "
-              "velocities + 3×6 per piece, right-hand side from one backward pass of body wrenches, eq. 30-31); "
+              "velocities + the contact point's velocity ±F_i (v_b + ω_b × p_i) per piece, right-hand side from one backward pass of body wrenches, eq. 30-31; passes generated per tree structure too); "
               "*row it.* = SubADMM with each piece as a dense row block over its tree (the ablation of that "
               "iteration); No Body = per-tree Σ J_pᵀJ_p from the pieces + dense Cholesky (its solve generated per tree size), dense per-tree piece "
               "rows; No Sub = the whole sparse A + βJᵀJ (assembled in CSC by one compiled pass) factored by SuperLU, its L and U solved by compiled "

@@ -89,10 +89,12 @@ def test_too_large_structures_fall_back_to_the_generic_kernels(monkeypatch):
     assert codegen.cholesky_tree_solves(starts) is None
 
 
-def test_kernel_cache_dir_honours_the_environment_and_writes_each_text_once(tmp_path, monkeypatch):
+def test_kernel_cache_dir_honours_the_environment_and_writes_each_text_once(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("C3MPC_KERNEL_CACHE", str(tmp_path / "k"))
     assert codegen.kernel_cache_dir() == tmp_path / "k"
-    module, path = codegen._load("probe", "ANSWER = 42\n")
+    with caplog.at_level("INFO", logger="plants.sim._tree_codegen"):
+        module, path = codegen._load("probe", "ANSWER = 42\n")
+    assert "compiles them on first use" in caplog.text  # a new structure says why the first solve is slow
     assert module.ANSWER == 42 and path.parent == tmp_path / "k" and path.read_text() == "ANSWER = 42\n"
     mtime = path.stat().st_mtime_ns
     assert codegen._load("probe", "ANSWER = 42\n")[0] is module and path.stat().st_mtime_ns == mtime

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 import sys
 import tempfile
@@ -59,6 +60,7 @@ edited ``_subadmm_kernels.py`` gives new file names and numba never reuses a sta
 (numba's cache tracks a file's own timestamp, not the modules it calls into)."""
 
 _LOADED: dict[str, ModuleType] = {}
+_LOG = logging.getLogger(__name__)
 _BY_STRUCTURE: dict[tuple, "GeneratedTreeSolves | None"] = {}
 
 
@@ -121,6 +123,8 @@ def _load(kind: str, source: str) -> tuple[ModuleType, Path]:
     if name in _LOADED:
         return _LOADED[name], path
     if not path.exists() or path.read_text() != source:
+        _LOG.info("new tree structure: kernels written to %s; numba compiles them on first use (about 20 s "
+                  "for a quadruped, once per machine)", path)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(source)
         os.replace(tmp, path)  # atomic: concurrent processes write the same text
