@@ -215,29 +215,34 @@ def solve_trees(F, tree_starts, tree_group, y, out):
 {branches}
 """
 
-_ITERATE_LTDL = """
-@njit(cache=True)
-def iterate_body(k, K, tree_group, tree_starts, Fp, piece_joint, contact, count, v, lam, lam_prev, e, mu, rho,
-                 beta, b, rhs, alpha, z, S, active, joint_parent, joint_v, joint_nv, V, W):
-    dmax = 0.0
-    for _ in range(k):
-        solve_trees(K, tree_starts, tree_group, rhs, v)
-        lam_prev[:] = lam
-        dmax = body_piece_step(Fp, piece_joint, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha,
-                               z, S, active, joint_parent, joint_v, joint_nv, V, W)
-    return dmax
+_ROW_ARGS = "blocks, cols, contact, count, v, lam, lam_prev, e, mu, rho, beta, b, rhs, alpha, z"
+_BODY_ARGS = "Fp, piece_joint, contact, count, v, lam, lam_prev, e, mu, rho, beta, b, rhs, alpha, z, S"
+_STEP_ARGS = "v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z"
 
 
+def _loop(name: str, head: str, args: str, step: str) -> str:
+    """The text of a compiled loop of k iterations: the generated tree solve, then ``step`` (the
+    z/λ-step call), with the arguments of the generic loop of ``_subadmm_kernels`` except
+    ``head`` (``dof_parent`` replaced by ``tree_group``, or ``tree_group`` added)."""
+    return f"""
+
 @njit(cache=True)
-def iterate_rows(k, K, tree_group, tree_starts, blocks, cols, contact, count, v, lam, lam_prev, e, mu, rho, beta, b,
-                 rhs, alpha, z):
+def {name}(k, F, {head}, {args}):
     dmax = 0.0
     for _ in range(k):
-        solve_trees(K, tree_starts, tree_group, rhs, v)
+        solve_trees(F, tree_starts, tree_group, rhs, v)
         lam_prev[:] = lam
-        dmax = piece_step(blocks, cols, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
+        dmax = {step}
     return dmax
 """
+
+
+_ITERATE_LTDL = (
+    _loop("iterate_body", "tree_group, tree_starts", _BODY_ARGS + ", active, joint_parent, joint_v, joint_nv, V, W",
+          f"body_piece_step(Fp, piece_joint, contact, count, {_STEP_ARGS}, S, active, joint_parent, joint_v, "
+          "joint_nv, V, W)")
+    + _loop("iterate_rows", "tree_group, tree_starts", _ROW_ARGS,
+            f"piece_step(blocks, cols, contact, count, {_STEP_ARGS})"))
 
 _BODY_STEP = """
 @njit(cache=True, inline='always')
@@ -259,31 +264,12 @@ def body_step(Fp, piece_joint, contact, count, v, lam, e, mu, rho, beta, b, lam_
     rhs_out[:] = b
     _passes(False, S, v, V, W, rhs_out, tree_joint0, tree_active, tree_starts, tree_group)
     return dmax
+""" + _loop("iterate_body_passes", "tree_group, tree_starts", _BODY_ARGS + ", tree_joint0, tree_active, V, W",
+            f"body_step(Fp, piece_joint, contact, count, {_STEP_ARGS}, S, tree_joint0, tree_active, tree_starts, "
+            "tree_group, V, W)")
 
-
-@njit(cache=True)
-def iterate_body_passes(k, K, tree_group, tree_starts, Fp, piece_joint, contact, count, v, lam, lam_prev, e, mu,
-                        rho, beta, b, rhs, alpha, z, S, tree_joint0, tree_active, V, W):
-    dmax = 0.0
-    for _ in range(k):
-        solve_trees(K, tree_starts, tree_group, rhs, v)
-        lam_prev[:] = lam
-        dmax = body_step(Fp, piece_joint, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z, S,
-                         tree_joint0, tree_active, tree_starts, tree_group, V, W)
-    return dmax
-"""
-
-_ITERATE_CHOLESKY = """
-@njit(cache=True)
-def iterate_rows(k, L, tree_starts, tree_group, blocks, cols, contact, count, v, lam, lam_prev, e, mu, rho, beta, b,
-                 rhs, alpha, z):
-    dmax = 0.0
-    for _ in range(k):
-        solve_trees(L, tree_starts, tree_group, rhs, v)
-        lam_prev[:] = lam
-        dmax = piece_step(blocks, cols, contact, count, v, lam_prev, e, mu, rho, beta, b, lam, rhs, alpha, z)
-    return dmax
-"""
+_ITERATE_CHOLESKY = _loop("iterate_rows", "tree_starts, tree_group", _ROW_ARGS,
+                          f"piece_step(blocks, cols, contact, count, {_STEP_ARGS})")
 
 
 def _module_source(kind: str, solves: list[list[str]], passes: list[list[str]] | None = None) -> str:
