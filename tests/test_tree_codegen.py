@@ -151,3 +151,27 @@ def test_fixed_base_arm_and_free_ball_simulate_identically_with_generated_kernel
             g = sim.solver._body_factor.generated
             assert len(g.structures) == 2 and g.tree_joint0 is not None
     assert q[True].shape[0] == 31 and np.array_equal(q[True], q[False])
+
+
+def test_trees_whose_joints_cannot_be_walked_statically_keep_generated_solves_and_generic_passes(a1, monkeypatch):
+    """If a tree's joints are not one ascending run (tree_joints → None), only the solves are
+    generated and the generic body passes run (``module.iterate_body``): same bits as generic."""
+    from plants.sim import subadmm
+
+    monkeypatch.setattr(codegen, "tree_joints", lambda *a: None)
+    monkeypatch.setattr(codegen, "_BY_STRUCTURE", {})
+    kw = dict(max_iterations=40, tol=1e-300, warm_start=False, metric_every=20)
+    solver = SubADMMSolver(**kw)
+    seen = []
+    original = subadmm._Iteration.__init__
+
+    def spy(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        seen.append(self.loop)
+
+    monkeypatch.setattr(subadmm._Iteration, "__init__", spy)
+    got = solver.solve(a1)
+    g = solver._body_factor.generated
+    assert g is not None and g.tree_joint0 is None and seen[-1] is g.module.iterate_body
+    generic = SubADMMSolver(generated_solves=False, **kw).solve(a1)
+    assert np.array_equal(got.gamma, generic.gamma) and np.array_equal(got.v, generic.v)
