@@ -97,7 +97,16 @@ def test_kernel_cache_dir_honours_the_environment_and_writes_each_text_once(tmp_
     assert "compiles them on first use" in caplog.text  # a new structure says why the first solve is slow
     assert module.ANSWER == 42 and path.parent == tmp_path / "k" and path.read_text() == "ANSWER = 42\n"
     mtime = path.stat().st_mtime_ns
-    assert codegen._load("probe", "ANSWER = 42\n")[0] is module and path.stat().st_mtime_ns == mtime
+    assert codegen._load("probe", "ANSWER = 42\n") == (module, path) and path.stat().st_mtime_ns == mtime
+    monkeypatch.setenv("C3MPC_KERNEL_CACHE", str(tmp_path / "elsewhere"))  # loaded: its own file is reported
+    assert codegen._load("probe", "ANSWER = 42\n") == (module, path)
+
+
+def test_boolean_options_reject_other_types():
+    with pytest.raises(TypeError, match="generated_solves must be a bool"):
+        SubADMMSolver(generated_solves="no")
+    with pytest.raises(TypeError, match="warm_start must be a bool"):
+        SubADMMSolver(warm_start=1)
 
 
 @pytest.fixture(scope="module")

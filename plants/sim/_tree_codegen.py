@@ -63,7 +63,7 @@ _KERNELS_DIGEST = hashlib.sha1(Path(_subadmm_kernels.__file__).read_bytes()).hex
 edited ``_subadmm_kernels.py`` gives new file names and numba never reuses a stale compiled loop
 (numba's cache tracks a file's own timestamp, not the modules it calls into)."""
 
-_LOADED: dict[str, ModuleType] = {}
+_LOADED: dict[str, tuple[ModuleType, Path]] = {}  # module name → (module, its file)
 _LOG = logging.getLogger(__name__)
 _BY_STRUCTURE: dict[tuple, "GeneratedTreeSolves | None"] = {}
 
@@ -124,8 +124,8 @@ def _load(kind: str, source: str) -> tuple[ModuleType, Path]:
     digest = hashlib.sha1(source.encode()).hexdigest()[:16]
     name = f"c3mpc_generated_{kind}_v{GENERATOR_VERSION}_{digest}"
     path = kernel_cache_dir() / f"{name}.py"
-    if name in _LOADED:
-        return _LOADED[name], path
+    if name in _LOADED:  # the file it was loaded from (the cache directory may have changed since)
+        return _LOADED[name]
     if not path.exists() or path.read_text() != source:
         _LOG.info("new tree structure: kernels written to %s; numba compiles them on first use (about 20 s "
                   "for a quadruped, once per machine)", path)
@@ -136,7 +136,7 @@ def _load(kind: str, source: str) -> tuple[ModuleType, Path]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # numba's cache locates functions through their module
     spec.loader.exec_module(module)
-    _LOADED[name] = module
+    _LOADED[name] = (module, path)
     return module, path
 
 

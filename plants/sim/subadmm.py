@@ -186,6 +186,9 @@ class SubADMMOptions:
             raise ValueError(f"gamma must be > 1, got {self.gamma}")
         if not 0 <= self.theta < 1:
             raise ValueError(f"theta must lie in [0, 1), got {self.theta}")
+        for name in ("adaptive_penalty", "warm_start", "generated_solves"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
 
 
 # ----------------------------------------------------------------------------- pieces
