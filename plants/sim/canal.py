@@ -29,7 +29,7 @@ from ._canal_kernels import (
     project_cone_into,
 )
 from .accuracy import contact_residual
-from .contact_laws import contact_islands, jt_g_j, project_cone_with_jacobian, rigid_contact_form
+from .contact_laws import island_contacts, jt_g_j, project_cone_with_jacobian, rigid_contact_form
 from .contact_problem import (
     ContactProblem,
     ContactSolver,
@@ -217,7 +217,7 @@ def _line_derivatives_numpy(alpha, jv, jd, e, u, bv, mu, rho, rd0, dAd) -> tuple
 
 class _IslandNewton:
     """The Newton matrix ``H = Â + Jᵀ(β ∂Π)J`` (eq. 24) is block diagonal over the islands of
-    coupled trees (:func:`~plants.sim.contact_laws.contact_islands`): each block is built from the
+    coupled trees (:func:`~plants.sim.contact_laws.island_contacts`): each block is built from the
     island's own dofs and contacts (not the whole n_v × n_v product) and factored by Cholesky.
 
     ``compiled`` (default with numba): all blocks built in one call
@@ -232,16 +232,9 @@ class _IslandNewton:
     against ≈ 15 µs for a ``cho_factor`` / ``cho_solve`` call; at 162, 0.6 ms against 0.2 ms)."""
 
     def __init__(self, problem: ContactProblem, A: np.ndarray, Jc: np.ndarray, compiled: bool = HAVE_NUMBA):
-        n_t = problem.n_trees
-        tree_of = np.repeat(np.arange(n_t), np.diff(problem.tree_starts))
-        islands = contact_islands(problem)
-        label = np.empty(n_t, dtype=np.int64)
-        for k, dofs in enumerate(islands):
-            label[tree_of[dofs]] = k
-        ct = problem.contact_trees
-        island_of = label[np.where(ct[:, 0] >= 0, ct[:, 0], ct[:, 1])] if problem.n_c else np.zeros(0, np.int64)
-        self.rows = [np.flatnonzero(island_of == k) for k in range(len(islands))]  # each island's contacts
-        self.dofs = islands
+        pairs = island_contacts(problem)
+        self.dofs = islands = [dofs for dofs, _ in pairs]
+        self.rows = [contacts for _, contacts in pairs]  # each island's contacts
         self.A, self.Jc, self.compiled = A, Jc, compiled
         if compiled:
             sizes = np.array([d.size for d in islands], dtype=np.int64)

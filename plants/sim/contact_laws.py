@@ -38,6 +38,7 @@ __all__ = [
     "soft_operator",
     "TreeBlockSolver",
     "contact_islands",
+    "island_contacts",
     "jt_g_j",
 ]
 
@@ -280,6 +281,20 @@ def contact_islands(problem: ContactProblem) -> list[np.ndarray]:
     order = np.argsort(label[tree_of], kind="stable")
     bounds = np.flatnonzero(np.diff(label[tree_of][order])) + 1
     return np.split(order, bounds)
+
+
+def island_contacts(problem: ContactProblem) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per island (:func:`contact_islands`): ``(dofs, contacts)``, its dof indices and the indices
+    of the contacts within it (a contact lies in the island of its trees)."""
+    n_t = problem.n_trees
+    tree_of = np.repeat(np.arange(n_t), np.diff(problem.tree_starts))
+    islands = contact_islands(problem)
+    label = np.empty(n_t, dtype=np.int64)
+    for k, dofs in enumerate(islands):
+        label[tree_of[dofs]] = k
+    ct = problem.contact_trees
+    island_of = label[np.where(ct[:, 0] >= 0, ct[:, 0], ct[:, 1])] if problem.n_c else np.zeros(0, np.int64)
+    return [(dofs, np.flatnonzero(island_of == k)) for k, dofs in enumerate(islands)]
 
 
 def jt_g_j(Jc: np.ndarray, G: np.ndarray) -> np.ndarray:

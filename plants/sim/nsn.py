@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._nsn_kernels import HAVE_NUMBA, DelassusBlocks, schur_conjugate_residual
 from .accuracy import contact_residual
 from .canal import ALSolverResult, WarmStartedSolver
 from .contact_laws import rigid_contact_form
@@ -247,8 +248,9 @@ class NSNSolver(WarmStartedSolver):
 
     # ------------------------------------------------------------------ residual and Jacobian
     def _system(self, form, Jc, v, gam, r_n, r_f):
-        """Constraint residual h (n_c, 3), rows J̃ (n_c, 3, n_v), diagonal C (n_c, 3) and the
-        rank-one friction factor K (n_c, 2) of ``C_tt = W 1 + K Kᵀ`` (None when frozen)."""
+        """Constraint residual h (n_c, 3), row scales D (n_c, 3) of ``J̃ = D J`` (the FB derivative
+        on the normal row, 0 or 1 on the friction rows), diagonal C (n_c, 3) and the rank-one friction
+        factor K (n_c, 2) of ``C_tt = W 1 + K Kᵀ`` (None when frozen)."""
         o = self.options
         mu, c = form.mu, form.compliance
         y = (Jc @ v) + form.e
@@ -272,14 +274,14 @@ class NSNSolver(WarmStartedSolver):
         if o.friction_jacobian == "magnitude":  # ∂(W γ_t)/∂γ_t = W 1 + ‖γ_t‖ (−∂W/∂s) t̂t̂ᵀ
             kappa = np.where(active & (gt > 0), np.maximum(-gt * dW_ds, 0.0), 0.0)
             K = np.sqrt(kappa)[:, None] * gam[:, :2] / np.where(gt > 0, gt, 1.0)[:, None]
-        Jt = Jc.copy()
-        Jt[:, 2, :] *= da[:, None]
-        Jt[~active, :2, :] = 0.0
+        D = np.empty_like(y)
+        D[:, :2] = active[:, None]
+        D[:, 2] = da
         h = np.empty_like(y)
         h[:, :2] = np.where(active[:, None], y[:, :2], 0.0) + Wf[:, None] * gam[:, :2]
         h[:, 2] = phi_n
         C = np.stack([Wf, Wf, da * c + db], axis=1)
-        return h, Jt, C, K
+        return h, D, C, K
 
     def _solve(self, problem, v_guess, lambda_guess) -> ALSolverResult:
         o = self.options
@@ -294,6 +296,11 @@ class NSNSolver(WarmStartedSolver):
         r_n = Wd[:, 2]  # complementarity preconditioner (eq. 66), velocity/impulse units
         r_f = 0.5 * (Wd[:, 0] + Wd[:, 1])
         delassus_mean = float(np.mean(Wd)) if n_c else 0.0
+        Wd = Wd.reshape(-1)
+        J = form.J
+        # the Schur solves on the blocks of W = J Â⁻¹ Jᵀ per tree, formed once (compiled CR)
+        delassus = DelassusBlocks(J, X, problem.tree_starts, problem.contact_trees) if HAVE_NUMBA and n_c else None
+        no_K = np.zeros((n_c, 2))
         if o.start == "zero":
             v_hat = np.zeros(n_v)
             gam = np.zeros((n_c, 3))
@@ -313,12 +320,12 @@ class NSNSolver(WarmStartedSolver):
         t_lin = 0.0
 
         def residuals(v, g_):
-            """(g, h, J̃, C, K, merit ‖(g, h)‖) at (v̂, γ)."""
-            h, Jt, C, K = self._system(form, Jc, v, g_, r_n, r_f)
-            g = A @ v - b - Jt.reshape(3 * n_c, n_v).T @ g_.reshape(-1)
-            return g, h, Jt, C, K, float(np.sqrt(g @ g + np.sum(h * h)))
+            """(g, h, D, C, K, merit ‖(g, h)‖) at (v̂, γ), J̃ = D J."""
+            h, D, C, K = self._system(form, Jc, v, g_, r_n, r_f)
+            g = A @ v - b - J.T @ (D * g_).reshape(-1)
+            return g, h, D, C, K, float(np.sqrt(g @ g + np.sum(h * h)))
 
-        g, h, Jt, C, K, merit = residuals(v_hat, gam)
+        g, h, D, C, K, merit = residuals(v_hat, gam)
         while True:
             acc = contact_residual(form, gam.reshape(-1)).residual if n_c else 0.0
             history.append(acc)
@@ -336,28 +343,32 @@ class NSNSolver(WarmStartedSolver):
             if it >= o.max_iterations:
                 break
             it += 1
-            Jf = Jt.reshape(3 * n_c, n_v)
-            diag = np.einsum("cin,nci->ci", Jt, tree.solve(Jf.T).reshape(n_v, n_c, 3)) + C
+            Df = D.reshape(-1)
+            diag = Df * Df * Wd + C.reshape(-1)  # diagonal of D W D + C
             if K is not None:
-                diag[:, :2] += K * K
-            diag = diag.reshape(-1)
+                diag.reshape(n_c, 3)[:, :2] += K * K
             shift = o.epsilon * (float(np.mean(diag)) if o.epsilon_scale == "schur" else delassus_mean)
             Cs = C.reshape(-1) + shift
-
-            def matvec(x, Cs=Cs, K=K):
-                out = Jf @ tree.solve(Jf.T @ x) + Cs * x
-                if K is not None:  # friction blocks W 1 + K Kᵀ
-                    xt = x.reshape(n_c, 3)[:, :2]
-                    out.reshape(n_c, 3)[:, :2] += K * np.sum(K * xt, axis=1)[:, None]
-                return out
-
             tl = time.perf_counter()
-            rhs = Jf @ tree.solve(g) - h.reshape(-1)
-            dgam, k = conjugate_residual(matvec, rhs, diag + shift, o.linear_iterations, o.linear_rel_tol)
+            rhs = Df * (J @ tree.solve(g)) - h.reshape(-1)
+            if delassus is not None:
+                dgam = np.empty(3 * n_c)
+                k = schur_conjugate_residual(delassus.data, delassus.ptr, delassus.rows, delassus.row_ptr, Df, Cs,
+                                             no_K if K is None else np.ascontiguousarray(K), rhs, diag + shift,
+                                             o.linear_iterations, o.linear_rel_tol, delassus.work, dgam)
+            else:  # the numpy reference: J̃ Â⁻¹ J̃ᵀ x through J, the tree solve and Jᵀ
+                def matvec(x, Cs=Cs, K=K, Df=Df):
+                    out = Df * (J @ tree.solve(J.T @ (Df * x))) + Cs * x
+                    if K is not None:  # friction blocks W 1 + K Kᵀ
+                        xt = x.reshape(n_c, 3)[:, :2]
+                        out.reshape(n_c, 3)[:, :2] += K * np.sum(K * xt, axis=1)[:, None]
+                    return out
+
+                dgam, k = conjugate_residual(matvec, rhs, diag + shift, o.linear_iterations, o.linear_rel_tol)
             t_lin += time.perf_counter() - tl
             inner += k
             linear.append(k)
-            dv = tree.solve(Jf.T @ dgam - g)
+            dv = tree.solve(J.T @ (Df * dgam) - g)
             dgam = dgam.reshape(n_c, 3)
             if o.line_search == "none":
                 t = o.step
@@ -377,7 +388,7 @@ class NSNSolver(WarmStartedSolver):
             steps.append(t)
             v_hat = v_hat + t * dv
             gam = gam + t * dgam
-            g, h, Jt, C, K, merit = new
+            g, h, D, C, K, merit = new
         self.last_trace = NSNTrace(tuple(merits), tuple(steps), tuple(linear))
         if status.ok and o.start == "warm":
             self._warm.put(problem, gam)
