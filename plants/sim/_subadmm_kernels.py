@@ -41,7 +41,9 @@ __all__ = ["HAVE_NUMBA", "piece_step", "piece_step_numpy", "ldlt_solve_trees", "
            "body_piece_step_numpy", "body_piece_structure", "iterate_body", "iterate_rows_ltdl",
            "iterate_rows_cholesky", "iterate_rows_sparse_lu", "sparse_lu_solve", "strict_triangles",
            "gather_piece_rows", "piece_index", "body_pseudo_density", "rows_velocity", "rows_scatter",
-           "body_velocity", "body_scatter", "tree_matvec", "tree_dual_residual", "whole_system_csc"]
+           "body_velocity", "body_scatter", "tree_matvec", "tree_dual_residual", "whole_system_csc",
+           "group_gather", "group_scatter", "island_group_layout", "group_local_starts",
+           "group_body_arrays", "group_rows_arrays"]
 
 
 @njit(cache=True)
@@ -584,6 +586,267 @@ def body_piece_step_numpy(Jib, piece_joint, contact, count, v, lam, e, mu, rho, 
     rhs_out[:] = b + np.einsum("psn,ps->n", Jb, np.einsum("pks,pk->ps", Jib, w))
     lam_out[:] = new
     return float(np.linalg.norm(new - lam, axis=1).max(initial=0.0))
+
+
+# ----------------------------------------------------------------------------- islands in parallel
+# With ``SubADMMOptions.threads`` > 1 the trees are split into groups of whole islands (trees
+# coupled through contacts): no contact, piece or dof is shared between groups, so each group runs
+# the serial loop on its own copies of the arrays, on its own thread, with the same operations in the
+# same order as the serial run (same bits). These move the iteration state in and out of a group.
+
+GROUP_GAP = 16  # rows between groups in the written arrays (= plants.sim._tree_codegen.GROUP_GAP)
+
+
+@njit(cache=True)
+def group_gather(dofs, contacts, pieces, rhs, lam, z, rho, rhs_l, lam_l, z_l, rho_l):  # pragma: no cover
+    """Copy the state of one group (its dofs, contacts, pieces) into its local arrays."""
+    for i in range(dofs.size):
+        rhs_l[i] = rhs[dofs[i]]
+    for i in range(contacts.size):
+        c = contacts[i]
+        lam_l[i, 0] = lam[c, 0]
+        lam_l[i, 1] = lam[c, 1]
+        lam_l[i, 2] = lam[c, 2]
+        rho_l[i] = rho[c]
+    for i in range(pieces.size):
+        q = pieces[i]
+        z_l[i, 0] = z[q, 0]
+        z_l[i, 1] = z[q, 1]
+        z_l[i, 2] = z[q, 2]
+
+
+@njit(cache=True)
+def group_scatter(dofs, contacts, pieces, v_l, rhs_l, lam_l, z_l, v, rhs, lam, z):  # pragma: no cover
+    """Copy one group's iteration state (v, rhs, λ, z) back into the whole arrays."""
+    for i in range(dofs.size):
+        v[dofs[i]] = v_l[i]
+        rhs[dofs[i]] = rhs_l[i]
+    for i in range(contacts.size):
+        c = contacts[i]
+        lam[c, 0] = lam_l[i, 0]
+        lam[c, 1] = lam_l[i, 1]
+        lam[c, 2] = lam_l[i, 2]
+    for i in range(pieces.size):
+        q = pieces[i]
+        z[q, 0] = z_l[i, 0]
+        z[q, 1] = z_l[i, 1]
+        z[q, 2] = z_l[i, 2]
+
+
+@njit(cache=True)
+def island_group_layout(n_groups, tree_starts, contact_trees, piece_contact):  # pragma: no cover - compiled
+    """Assign whole islands (trees coupled through contacts; union-find over ``contact_trees``) to
+    at most ``n_groups`` groups, balancing dofs + 3 × contacts (largest island first, onto the
+    lightest group), and lay the trees, contacts, pieces and dofs out group after group.
+
+    Returns:
+        ``(n_used, tree_perm, tp, contact_perm, cp, piece_perm, pp, dof_perm, dp, contact_rank,
+        dof_rank)``: the number of non-empty groups; each ``*_perm`` lists the items of group 0,
+        then group 1, … (ascending within a group) and ``*p`` (n_used + 1,) the group pointers;
+        ``contact_rank`` / ``dof_rank``: each contact's / dof's position within its group.
+    """
+    n_t = tree_starts.size - 1
+    n_c = contact_trees.shape[0]
+    root = np.arange(n_t)
+    for i in range(n_c):
+        a, b = contact_trees[i, 0], contact_trees[i, 1]
+        if a >= 0 and b >= 0:
+            while root[a] != a:
+                a = root[a]
+            while root[b] != b:
+                b = root[b]
+            if a != b:
+                root[max(a, b)] = min(a, b)
+    for t in range(n_t):
+        r = t
+        while root[r] != r:
+            r = root[r]
+        root[t] = r
+    weight = np.zeros(n_t)
+    for t in range(n_t):
+        weight[root[t]] += tree_starts[t + 1] - tree_starts[t]
+    contact_tree = np.empty(n_c, dtype=np.int64)
+    for i in range(n_c):
+        contact_tree[i] = contact_trees[i, 0] if contact_trees[i, 0] >= 0 else contact_trees[i, 1]
+        weight[root[contact_tree[i]]] += 3.0
+    load = np.zeros(n_groups)
+    island_group = np.full(n_t, -1, dtype=np.int64)
+    for r in np.argsort(-weight, kind="mergesort"):
+        if root[r] != r:
+            continue  # not an island root
+        g = int(np.argmin(load))
+        island_group[r] = g
+        load[g] += weight[r]
+    used = np.full(n_groups, -1, dtype=np.int64)  # renumber the non-empty groups by first tree
+    n_used = 0
+    group = np.empty(n_t, dtype=np.int64)
+    for t in range(n_t):
+        g = island_group[root[t]]
+        if used[g] < 0:
+            used[g] = n_used
+            n_used += 1
+        group[t] = used[g]
+    tp = np.zeros(n_used + 1, dtype=np.int64)
+    dp = np.zeros(n_used + 1, dtype=np.int64)
+    cp = np.zeros(n_used + 1, dtype=np.int64)
+    pp = np.zeros(n_used + 1, dtype=np.int64)
+    for t in range(n_t):
+        tp[group[t] + 1] += 1
+        dp[group[t] + 1] += tree_starts[t + 1] - tree_starts[t]
+    for i in range(n_c):
+        cp[group[contact_tree[i]] + 1] += 1
+    for q in range(piece_contact.size):
+        pp[group[contact_tree[piece_contact[q]]] + 1] += 1
+    for g in range(n_used):
+        tp[g + 1] += tp[g]
+        dp[g + 1] += dp[g]
+        cp[g + 1] += cp[g]
+        pp[g + 1] += pp[g]
+    tree_perm = np.empty(n_t, dtype=np.int64)
+    dof_perm = np.empty(tree_starts[n_t], dtype=np.int64)
+    dof_rank = np.empty(tree_starts[n_t], dtype=np.int64)
+    contact_perm = np.empty(n_c, dtype=np.int64)
+    contact_rank = np.empty(n_c, dtype=np.int64)
+    piece_perm = np.empty(piece_contact.size, dtype=np.int64)
+    nt, nd, nc, npc = tp[:-1].copy(), dp[:-1].copy(), cp[:-1].copy(), pp[:-1].copy()
+    for t in range(n_t):
+        g = group[t]
+        tree_perm[nt[g]] = t
+        nt[g] += 1
+        for c in range(tree_starts[t], tree_starts[t + 1]):
+            dof_perm[nd[g]] = c
+            dof_rank[c] = nd[g] - dp[g]
+            nd[g] += 1
+    for i in range(n_c):
+        g = group[contact_tree[i]]
+        contact_perm[nc[g]] = i
+        contact_rank[i] = nc[g] - cp[g]
+        nc[g] += 1
+    for q in range(piece_contact.size):
+        g = group[contact_tree[piece_contact[q]]]
+        piece_perm[npc[g]] = q
+        npc[g] += 1
+    return n_used, tree_perm, tp, contact_perm, cp, piece_perm, pp, dof_perm, dp, contact_rank, dof_rank
+
+
+@njit(cache=True)
+def group_local_starts(tree_starts, tree_perm, tp):  # pragma: no cover - compiled
+    """The tree starts of each group from 0, group after group ((n_trees + n_groups,): group g at
+    ``tp[g] + g``)."""
+    out = np.empty(tree_perm.size + tp.size - 1, dtype=np.int64)
+    for g in range(tp.size - 1):
+        k = tp[g] + g
+        out[k] = 0
+        for q in range(tp[g], tp[g + 1]):
+            t = tree_perm[q]
+            out[k + 1] = out[k] + tree_starts[t + 1] - tree_starts[t]
+            k += 1
+    return out
+
+
+@njit(cache=True)
+def _group_common(n_groups, tree_starts, contact_trees, piece_contact, count, e, mu, b, tree_group,
+                  blocks):  # pragma: no cover - compiled
+    """What the parallel layouts of both split variants share: :func:`island_group_layout` and the
+    per-tree, per-contact and per-dof arrays gathered in it (``blocks``: the per-tree factors)."""
+    layout = island_group_layout(n_groups, tree_starts, contact_trees, piece_contact)
+    n_used, tree_perm, tp, contact_perm, cp, piece_perm, pp, dof_perm, dp, contact_rank, dof_rank = layout
+    n_t, n_c, n_v = tree_perm.size, contact_perm.size, dof_perm.size
+    F = np.empty((n_t, blocks.shape[1], blocks.shape[2]))
+    tg = np.empty(n_t, dtype=np.int64)
+    for q in range(n_t):
+        F[q] = blocks[tree_perm[q]]
+        tg[q] = tree_group[tree_perm[q]]
+    contact_l = np.empty(piece_perm.size, dtype=np.int64)
+    for q in range(piece_perm.size):
+        contact_l[q] = contact_rank[piece_contact[piece_perm[q]]]
+    count_l = np.empty(n_c)
+    e_l = np.empty((n_c, 3))
+    mu_l = np.empty(n_c)
+    for q in range(n_c):
+        i = contact_perm[q]
+        count_l[q] = count[i]
+        e_l[q] = e[i]
+        mu_l[q] = mu[i]
+    b_l = np.empty(n_v)
+    for q in range(n_v):
+        b_l[q] = b[dof_perm[q]]
+    return layout, F, tg, group_local_starts(tree_starts, tree_perm, tp), contact_l, count_l, e_l, mu_l, b_l
+
+
+@njit(cache=True)
+def group_body_arrays(n_groups, tree_starts, contact_trees, piece_contact, count, e, mu, b, K, tree_group, Fp,
+                      piece_joint, S, joint_tree, tree_joint0):  # pragma: no cover - compiled
+    """The arrays of the parallel body iteration (``iterate_body_passes_groups`` of the generated
+    modules, in the order of ``_tree_codegen.BODY_GROUP_FIELDS``), built in one pass from the serial
+    ones: the layout of :func:`island_group_layout`, the static arrays gathered in it, dofs / joints /
+    contacts renumbered from 0 in each group (joint 0 of a group: the world), the state allocated.
+
+    Returns:
+        ``(n_used, (tp, pp, cp, dp, jp), arrays + (dofs, contacts, pieces))``.
+    """
+    layout, F, tg, starts, contact_l, count_l, e_l, mu_l, b_l = _group_common(
+        n_groups, tree_starts, contact_trees, piece_contact, count, e, mu, b, tree_group, K)
+    n_used, tree_perm, tp, contact_perm, cp, piece_perm, pp, dof_perm, dp, contact_rank, dof_rank = layout
+    n_t, n_c, n_p, n_v = tree_perm.size, contact_perm.size, piece_perm.size, dof_perm.size
+    n_joints = np.zeros(n_t, dtype=np.int64)  # joints per tree
+    for j in range(1, joint_tree.size):
+        n_joints[joint_tree[j]] += 1
+    tree_rank = np.empty(n_t, dtype=np.int64)
+    j0 = np.empty(n_t, dtype=np.int64)
+    jp = np.zeros(n_used + 1, dtype=np.int64)
+    for g in range(n_used):
+        k = 1  # joint 0 of the group: the world
+        for q in range(tp[g], tp[g + 1]):
+            tree_rank[tree_perm[q]] = q
+            j0[q] = k
+            k += n_joints[tree_perm[q]]
+        jp[g + 1] = jp[g] + k
+    active = np.zeros(n_t, dtype=np.bool_)
+    Fp_l = np.empty((n_p, 4, 3))
+    pj_l = np.empty(n_p, dtype=np.int64)
+    for q in range(n_p):
+        p = piece_perm[q]
+        Fp_l[q] = Fp[p]
+        t = joint_tree[piece_joint[p]]
+        pj_l[q] = piece_joint[p] - tree_joint0[t] + j0[tree_rank[t]]
+        active[tree_rank[t]] = True
+    S_l = np.empty((n_v, S.shape[1]))
+    for q in range(n_v):
+        S_l[q] = S[dof_perm[q]]
+    gap = GROUP_GAP * n_used  # the written arrays leave GROUP_GAP rows after each group (no false sharing)
+    arrays = (F, tg, starts, Fp_l, pj_l, contact_l, count_l, np.empty(n_v + gap), np.empty((n_c + gap, 3)),
+              np.empty((n_c + gap, 3)), e_l, mu_l, np.empty(n_c + gap), b_l, np.empty(n_v + gap),
+              np.empty((n_p + gap, 3)), S_l, j0, active, np.zeros((jp[n_used] + gap, 6)),
+              np.zeros((jp[n_used] + gap, 6)), dof_perm, contact_perm, piece_perm)
+    return n_used, (tp, pp, cp, dp, jp), arrays
+
+
+@njit(cache=True)
+def group_rows_arrays(n_groups, tree_starts, contact_trees, piece_contact, count, e, mu, b, L, tree_group, blocks,
+                      cols):  # pragma: no cover - compiled
+    """The arrays of No Body's parallel row iteration (``iterate_rows_groups`` of the generated
+    Cholesky modules, in the order of ``_tree_codegen.ROWS_GROUP_FIELDS``): as
+    :func:`group_body_arrays`, with the pieces' row blocks and their columns renumbered (padding
+    column: the group's dof count)."""
+    layout, F, tg, starts, contact_l, count_l, e_l, mu_l, b_l = _group_common(
+        n_groups, tree_starts, contact_trees, piece_contact, count, e, mu, b, tree_group, L)
+    n_used, tree_perm, tp, contact_perm, cp, piece_perm, pp, dof_perm, dp, contact_rank, dof_rank = layout
+    n_c, n_p, n_v = contact_perm.size, piece_perm.size, dof_perm.size
+    blocks_l = np.empty((n_p, blocks.shape[1], blocks.shape[2]))
+    cols_l = np.empty((n_p, cols.shape[1]), dtype=np.int64)
+    for g in range(n_used):
+        for q in range(pp[g], pp[g + 1]):
+            p = piece_perm[q]
+            blocks_l[q] = blocks[p]
+            for k in range(cols.shape[1]):
+                c = cols[p, k]
+                cols_l[q, k] = dof_rank[c] if c < n_v else dp[g + 1] - dp[g]
+    gap = GROUP_GAP * n_used
+    arrays = (F, starts, tg, blocks_l, cols_l, contact_l, count_l, np.empty(n_v + gap), np.empty((n_c + gap, 3)),
+              np.empty((n_c + gap, 3)), e_l, mu_l, np.empty(n_c + gap), b_l, np.empty(n_v + gap),
+              np.empty((n_p + gap, 3)), dof_perm, contact_perm, piece_perm)
+    return n_used, (tp, pp, cp, dp, np.zeros_like(tp)), arrays
 
 
 # ----------------------------------------------------------------------------- compiled iteration loops

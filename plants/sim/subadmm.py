@@ -59,6 +59,8 @@ from ._subadmm_kernels import (
     body_velocity,
     cholesky_solve_trees,
     gather_piece_rows,
+    group_body_arrays,
+    group_rows_arrays,
     iterate_body,
     iterate_rows_cholesky,
     iterate_rows_ltdl,
@@ -139,6 +141,13 @@ class SubADMMOptions:
             Cholesky) with straight-line code generated for the scene's tree structures
             (:mod:`~plants.sim._tree_codegen`; compiled once per structure and cached on disk). Same
             bits as the generic kernels (False), faster (docs §4.4). Ignored without numba.
+        threads: run the islands (trees coupled through contacts) of ``"body"`` and ``"no_body"`` in
+            up to this many groups on parallel threads (numba ``prange``; the seed's SubADMM is
+            parallel over subsystems, §VI-VII). Islands share no contact, so each group iterates
+            independently, with the same operations as the serial run (same bits). Applies with
+            the generated solves (``generated_solves``, the body iteration ``"bodies"``) when the
+            problem has two islands or more; otherwise serial. Default 1 (serial). ``"no_sub"``
+            factors the whole system and always runs serially.
     """
 
     variant: str = "body"
@@ -158,6 +167,7 @@ class SubADMMOptions:
     blas_threads: int | None = 1
     body_iteration: str = "bodies"
     generated_solves: bool = True
+    threads: int = 1
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -189,6 +199,10 @@ class SubADMMOptions:
         for name in ("adaptive_penalty", "warm_start", "generated_solves"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if isinstance(self.threads, (bool, np.bool_)) or not isinstance(self.threads, (int, np.integer)):
+            raise TypeError(f"threads must be an int, got {self.threads!r}")
+        if self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {self.threads}")
 
 
 # ----------------------------------------------------------------------------- pieces
@@ -776,6 +790,47 @@ def _body_structure(problem, pieces, f):
     return Fp, pj, active, S, np.zeros((f.joint_parent.size, 6)), np.zeros((f.joint_parent.size, 6))
 
 
+class _GroupRun:
+    """The compiled loop of a split variant run on groups of islands in parallel
+    (``SubADMMOptions.threads``). One compiled pass
+    (:func:`~plants.sim._subadmm_kernels.group_body_arrays` / ``group_rows_arrays``) assigns whole
+    islands (trees coupled through contacts) to groups, lays trees, contacts, pieces and dofs out
+    group after group and gathers the static arrays (factor blocks, pieces, bias, …) in that order,
+    with dofs, joints and contacts renumbered from 0 in each group. The generated driver
+    (``iterate_body_passes_groups`` / ``iterate_rows_groups``) copies the iteration state in and out
+    around each group's serial loop, one group per thread."""
+
+    def __init__(self, driver, n_used: int, ptrs: tuple, arrays: tuple):
+        self.driver, self.ptrs, self.arrays, self.dmax = driver, ptrs, arrays, np.zeros(n_used)
+
+    def __call__(self, k, beta, rho, v, lam, z, rhs, alpha) -> float:
+        self.driver(k, *self.ptrs, *self.arrays, v, lam, z, rhs, rho, float(beta), float(alpha), self.dmax)
+        return float(self.dmax.max())
+
+    @classmethod
+    def body(cls, problem, factor, body_arrays, arrays, n_groups) -> "_GroupRun | None":
+        """Groups of the body iteration with generated passes (``factor.generated.tree_joint0`` set);
+        None when the problem has a single island."""
+        Fp, pj, active, S, V, W = body_arrays
+        Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z = arrays
+        g = factor.generated
+        n_used, ptrs, values = group_body_arrays(
+            int(n_groups), factor.tree_starts, np.ascontiguousarray(problem.contact_trees, np.int64), ci,
+            np.asarray(nz, float), e, np.ascontiguousarray(mu, float), b, factor.K, g.tree_group, Fp, pj, S,
+            factor.joint_tree, g.tree_joint0)
+        return cls(g.module.iterate_body_passes_groups, n_used, ptrs, values) if n_used > 1 else None
+
+    @classmethod
+    def rows(cls, problem, factor, arrays, n_groups) -> "_GroupRun | None":
+        """Groups of No Body's row iteration with generated Cholesky solves; None for a single island."""
+        Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z = arrays
+        g = factor.generated
+        n_used, ptrs, values = group_rows_arrays(
+            int(n_groups), factor.tree_starts, np.ascontiguousarray(problem.contact_trees, np.int64), ci,
+            np.asarray(nz, float), e, np.ascontiguousarray(mu, float), b, factor.L, g.tree_group, Jp, cols)
+        return cls(g.module.iterate_rows_groups, n_used, ptrs, values) if n_used > 1 else None
+
+
 class _Iteration:
     """The iteration of a variant on the arrays ``(Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha,
     z)`` (``Jp``, ``cols`` None for the body-structured iteration):
@@ -790,9 +845,10 @@ class _Iteration:
       iteration, the row blocks otherwise), numpy without numba.
     """
 
-    def __init__(self, factor, variant: str, body_iteration: str, problem, pieces, arrays):
+    def __init__(self, factor, variant: str, body_iteration: str, problem, pieces, arrays, threads: int = 1):
         self.arrays = arrays
         self.loop = None  # the compiled loop run calls (None: a Python loop over compiled steps)
+        self.groups = None  # the parallel groups of islands (threads > 1), else None
         Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z = arrays
         self.body = None
         if HAVE_NUMBA and isinstance(factor, CompiledBodySplitFactor) and body_iteration == "bodies":
@@ -808,6 +864,11 @@ class _Iteration:
                 self.run = lambda k, beta, rho: loop(k, f.K, g.tree_group, f.tree_starts, Fp, pj, ci, nz, v, lam,
                                                      lam_prev, e, mu, rho, beta, b, rhs, alpha, z, S, g.tree_joint0,
                                                      tree_active, V, W)
+                if threads > 1:
+                    self.groups = _GroupRun.body(problem, f, self.body, arrays, threads)
+                    if self.groups is not None:
+                        run_groups = self.groups
+                        self.run = lambda k, beta, rho: run_groups(k, beta, rho, v, lam, z, rhs, alpha)
                 return
             # generated: the same loop with the tree solves written out for the trees' structure
             loop, tree_arg = (g.module.iterate_body, g.tree_group) if g is not None else (iterate_body, f.dof_parent)
@@ -828,6 +889,11 @@ class _Iteration:
             self.loop = g.module.iterate_rows
             self.run = lambda k, beta, rho: g.module.iterate_rows(k, factor.L, factor.tree_starts, g.tree_group,
                                                                   *rows, rho, beta, b, rhs, alpha, z)
+            if threads > 1:
+                self.groups = _GroupRun.rows(problem, factor, arrays, threads)
+                if self.groups is not None:
+                    run_groups = self.groups
+                    self.run = lambda k, beta, rho: run_groups(k, beta, rho, v, lam, z, rhs, alpha)
         elif HAVE_NUMBA and isinstance(factor, TreeSplitFactor) and factor.compiled:
             self.loop = iterate_rows_cholesky
             self.run = lambda k, beta, rho: iterate_rows_cholesky(k, factor.L, factor.tree_starts, *rows, rho, beta,
@@ -965,7 +1031,7 @@ class SubADMMSolver(WarmStartedSolver):
         rhs = np.empty(n_v)
         z = np.empty((ci.size, 3))
         arrays = (Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z)
-        iteration = _Iteration(factor, variant, o.body_iteration, problem, pieces, arrays)
+        iteration = _Iteration(factor, variant, o.body_iteration, problem, pieces, arrays, o.threads)
         z[:] = iteration.velocity(v)  # z⁰ = J v̂⁰
         rhs[:] = b
         iteration.scatter(beta * z, rhs)  # b + Σ J_pᵀ (β z_p + λ_i)
@@ -1021,7 +1087,7 @@ class SubADMMSolver(WarmStartedSolver):
                 iteration.scatter(beta * z, rhs)
                 tf = time.perf_counter()
                 factor = self._factor(problem, A, pieces, beta, variant)
-                iteration = _Iteration(factor, variant, o.body_iteration, problem, pieces, arrays)
+                iteration = _Iteration(factor, variant, o.body_iteration, problem, pieces, arrays, o.threads)
                 run = iteration.run
                 t_factor += time.perf_counter() - tf
                 n_factor += 1
