@@ -239,6 +239,10 @@ def table3(problem, label: str, repeats: int = 21) -> dict:
     for v in ("body", "no_body"):  # the split variants with the generic (not generated) tree solves
         solvers[f"{v}_generic"] = SubADMMSolver(variant=v, max_iterations=100, tol=1e-300, warm_start=False,
                                                 metric_every=100, beta_rule="body", generated_solves=False)
+    for v in ("body", "no_body"):  # the split variants with their islands on 2 threads (the seed's SubADMM is
+        # parallel over subsystems; No Sub's whole-system factorization and solves stay serial)
+        solvers[f"{v}_2t"] = SubADMMSolver(variant=v, max_iterations=100, tol=1e-300, warm_start=False,
+                                           metric_every=100, beta_rule="body", threads=2)
     for s in solvers.values():
         s.solve(problem)  # compile / cache outside the timing
     times = {v: [] for v in solvers}
@@ -274,6 +278,13 @@ def table3(problem, label: str, repeats: int = 21) -> dict:
     out["no_body_over_sub_generic"] = out["no_body_generic"]["min_time_s"] / out["body_generic"]["min_time_s"]
     for v in ("no_sub", "no_body", "body_rows"):  # the algorithmic core: factorization + iterations
         out[f"{v}_over_sub_core"] = out[v]["min_core_s"] / out["body"]["min_core_s"]
+    # 2 threads: SubADMM and No Body with their islands in parallel against the serial No Sub
+    out["no_sub_over_sub_2t"] = out["no_sub"]["min_time_s"] / out["body_2t"]["min_time_s"]
+    out["no_body_2t_over_sub_2t"] = out["no_body_2t"]["min_time_s"] / out["body_2t"]["min_time_s"]
+    out["no_sub_over_sub_2t_core"] = out["no_sub"]["min_core_s"] / out["body_2t"]["min_core_s"]
+    out["no_body_2t_over_sub_2t_core"] = out["no_body_2t"]["min_core_s"] / out["body_2t"]["min_core_s"]
+    r = np.asarray(times["no_sub"]) / np.asarray(times["body_2t"])
+    out["no_sub_over_sub_2t_paired"] = [float(x) for x in np.percentile(r, [25, 50, 75])]
     print(f"  table III {label}: {out}", flush=True)
     return out
 
@@ -384,6 +395,21 @@ def markdown(res: dict) -> str:
                          f"{1e3 * r['no_body']['min_time_s']:.3f} / {1e3 * r['no_body_generic']['min_time_s']:.3f} | "
                          f"{r['no_sub_over_sub']:.2f} ({r['no_sub_over_sub_generic']:.2f}) | "
                          f"{r['no_body_over_sub']:.2f} ({r['no_body_over_sub_generic']:.2f}) |")
+    if all("body_2t" in r for r in res["table3"].values()):
+        lines += ["", "Islands on 2 threads (`SubADMMOptions.threads=2`, same run): SubADMM and No Body run the "
+                  "islands of trees coupled through contacts in two groups on parallel threads, with the serial "
+                  "run's bits (the seed's SubADMM is parallel over subsystems); No Sub factors and solves the "
+                  "whole system serially. Fastest solve / core [ms]:", "",
+                  "| problem | SubADMM 2 threads | No Body 2 threads | No Sub | No Sub / SubADMM 2 threads "
+                  "(core; paired) | No Body / SubADMM, both 2 threads (core) |", "|---|---:|---:|---:|---:|---:|"]
+        for k, r in res["table3"].items():
+            b2, n2, ns, pq = r["body_2t"], r["no_body_2t"], r["no_sub"], r["no_sub_over_sub_2t_paired"]
+            lines.append(f"| {k} | {1e3 * b2['min_time_s']:.3f} / {1e3 * b2['min_core_s']:.3f} | "
+                         f"{1e3 * n2['min_time_s']:.3f} / {1e3 * n2['min_core_s']:.3f} | "
+                         f"{1e3 * ns['min_time_s']:.3f} / {1e3 * ns['min_core_s']:.3f} | "
+                         f"{r['no_sub_over_sub_2t']:.2f} ({r['no_sub_over_sub_2t_core']:.2f}; {pq[1]:.2f} "
+                         f"[{pq[0]:.2f}, {pq[2]:.2f}]) | {r['no_body_2t_over_sub_2t']:.2f} "
+                         f"({r['no_body_2t_over_sub_2t_core']:.2f}) |")
     lines += ["", "Seed 000 Table III (8 Laikagos, C++): SubADMM 0.435 ms, No Sub 1.21 ms (2.78×), No Body 0.638 ms "
               "(1.46×), residuals 4.88 / 4.88 / 4.86 (−log10); 3.63× vs No Sub with 27 robots. Times: fastest "
               "(median) of 21 interleaved solves; the ratios use the fastest, which other processes on the shared "
