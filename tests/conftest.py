@@ -7,8 +7,22 @@ with fresh random draws (and more examples) when hunting for new counterexamples
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("deterministic", derandomize=True)
 settings.register_profile("explore", derandomize=False, max_examples=500)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+@pytest.fixture(scope="session")
+def a1_impact_step():
+    """The contact problem of ``a1-drop-8`` after 110 SAP steps at 1/240 s (an impact step: 8 A1s,
+    144 dofs, 67 robot–ground contacts, 8 islands), built once per test session. Solvers do not
+    modify their problem."""
+    from plants.sim import load_scene
+
+    sim = load_scene("a1-drop-8", solver="sap")
+    for _ in range(110):
+        sim.step()
+    return sim.contact_problem()[0]

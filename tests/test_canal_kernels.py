@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.linalg import LinAlgError
 
-from plants.sim import CANALSolver, load_scene
+from plants.sim import CANALSolver
 from plants.sim._canal_kernels import HAVE_NUMBA, line_derivatives, project_cone_into
 from plants.sim.accuracy import random_problem
 from plants.sim.canal import _IslandNewton, _line_derivatives_numpy
@@ -110,12 +110,9 @@ def test_an_indefinite_island_raises(monkeypatch, small):
         _IslandNewton(p, A, Jc).direction(np.zeros_like(Gb), r)
 
 
-def test_canal_with_compiled_kernels_matches_the_numpy_path(monkeypatch):
+def test_canal_with_compiled_kernels_matches_the_numpy_path(monkeypatch, a1_impact_step):
     """The whole solve on an A1 impact step: the same AL/Newton path and impulses."""
-    sim = load_scene("a1-drop-8", solver="sap")
-    for _ in range(110):
-        sim.step()
-    problem = sim.contact_problem()[0]
+    problem = a1_impact_step
     fast = CANALSolver(warm_start=False).solve(problem)
     import plants.sim.canal as canal
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import plants.sim.nsn as nsn
-from plants.sim import NSNSolver, load_scene
+from plants.sim import NSNSolver
 from plants.sim._nsn_kernels import HAVE_NUMBA, DelassusBlocks, schur_conjugate_residual, schur_matvec
 from plants.sim.accuracy import random_problem
 from plants.sim.contact_laws import rigid_contact_form
@@ -86,11 +86,8 @@ def test_compiled_conjugate_residual_follows_the_numpy_iteration():
     np.testing.assert_allclose(S @ x, b, rtol=0, atol=1e-8 * np.abs(b).max())  # converged at 200
 
 
-def test_nsn_with_the_compiled_schur_solve_matches_the_numpy_path(monkeypatch):
-    sim = load_scene("a1-drop-8", solver="sap")
-    for _ in range(110):
-        sim.step()
-    problem = sim.contact_problem()[0]
+def test_nsn_with_the_compiled_schur_solve_matches_the_numpy_path(monkeypatch, a1_impact_step):
+    problem = a1_impact_step
     fast = NSNSolver().solve(problem)
     monkeypatch.setattr(nsn, "HAVE_NUMBA", False)
     ref = NSNSolver().solve(problem)

@@ -34,9 +34,9 @@ def frozen(scene: str, steps: int, **kw) -> ContactProblem:
 
 
 @pytest.fixture(scope="module")
-def a1() -> ContactProblem:
-    """8 A1s after 110 steps at 1/240 s: ~70 foot/leg contacts with the ground."""
-    return frozen("a1-drop-8", 110)
+def a1(a1_impact_step) -> ContactProblem:
+    """8 A1s after 110 steps at 1/240 s: ~70 foot/leg contacts with the ground (conftest)."""
+    return a1_impact_step
 
 
 @pytest.fixture(scope="module")

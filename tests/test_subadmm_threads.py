@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import plants.sim.subadmm as subadmm
-from plants.sim import SubADMMSolver, load_scene
+from plants.sim import SubADMMSolver
 from plants.sim import _tree_codegen as codegen
 from plants.sim._subadmm_kernels import GROUP_GAP, HAVE_NUMBA, island_group_layout
 from plants.sim.accuracy import random_problem
@@ -21,12 +21,9 @@ pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="parallel groups need num
 
 
 @pytest.fixture(scope="module")
-def a1():
-    """An impact step of 8 A1s: 67 robot–ground contacts, 8 islands."""
-    sim = load_scene("a1-drop-8", solver="sap")
-    for _ in range(110):
-        sim.step()
-    return sim.contact_problem()[0]
+def a1(a1_impact_step):
+    """An impact step of 8 A1s: 67 robot–ground contacts, 8 islands (conftest)."""
+    return a1_impact_step
 
 
 def _spy(monkeypatch) -> list:

@@ -110,11 +110,8 @@ def test_boolean_options_reject_other_types():
 
 
 @pytest.fixture(scope="module")
-def a1():
-    sim = load_scene("a1-drop-8", solver="sap")
-    for _ in range(110):
-        sim.step()
-    return sim.contact_problem()[0]
+def a1(a1_impact_step):
+    return a1_impact_step
 
 
 @pytest.mark.parametrize("variant", ["body", "no_body"])

@@ -147,7 +147,8 @@ class SubADMMOptions:
             independently, with the same operations as the serial run (same bits). Applies with
             the generated solves (``generated_solves``, the body iteration ``"bodies"``) when the
             problem has two islands or more; otherwise serial. Default 1 (serial). ``"no_sub"``
-            factors the whole system and always runs serially.
+            factors the whole system and always runs serially. The groups run on numba's thread
+            pool (``NUMBA_NUM_THREADS``, default: the number of cores), which bounds the speed-up.
     """
 
     variant: str = "body"
