@@ -5,16 +5,19 @@ visits the contacts in order and, per contact ``i``, updates the normal impulse
 ``λ_n ← max(0, λ_n − (y_n + c λ_n)/(W_nn + c))`` and then the friction impulse
 ``λ_t ← Π_{disk(μ λ_n)}(λ_t − y_t/w_t)`` (``w_t = λ_max(W_tt)``) with ``y`` refreshed in between (the nested,
 strict-operator order of seed 000 eq. 17). It solves the rigid NCP without relaxation of the model,
-as the seed's PGS does. The sweep is sequential by nature (Gauss–Seidel), so it loops over contacts.
+as the seed's PGS does. The sweep is sequential by nature (Gauss–Seidel): :func:`pgs_sweep` runs it
+compiled (numba), :func:`pgs_sweep_reference` is the Python loop it replaced (tests compare both).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from ._sap_kernels import HAVE_NUMBA, njit
 from .accuracy import natural_map_residual
 from .canal import ALSolverResult, WarmStartedSolver
 from .contact_laws import rigid_contact_form
@@ -24,7 +27,7 @@ from .contact_problem import (
     register_contact_solver,
 )
 
-__all__ = ["PGSOptions", "PGSSolver"]
+__all__ = ["PGSOptions", "PGSSolver", "pgs_sweep", "pgs_sweep_reference"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,53 @@ class PGSOptions:
             raise ValueError(f"tol must be finite and > 0, got {self.tol}")
         if not 0 <= self.theta < 1:
             raise ValueError(f"theta must lie in [0, 1), got {self.theta}")
+
+
+@njit(cache=True)
+def pgs_sweep(W, w, lam, Wnn, c, mu, wt_inv):  # pragma: no cover - compiled
+    """One Gauss–Seidel sweep over the contacts in order, in place on ``lam`` (3 n_c,): per contact
+    the normal impulse, then the friction impulse with the velocity refreshed in between (see the
+    module docstring). ``W`` (3 n_c, 3 n_c) Delassus operator, ``w`` (3 n_c,) free velocity,
+    ``Wnn`` (n_c,) ``W_nn + c``, ``c`` compliance, ``mu`` friction, ``wt_inv`` (n_c,) ``1/λ_max(W_tt)``."""
+    n = lam.size
+    for k in range(n // 3):
+        i = 3 * k
+        y0 = w[i]
+        y1 = w[i + 1]
+        y2 = w[i + 2]
+        for j in range(n):
+            x = lam[j]
+            y0 += W[i, j] * x
+            y1 += W[i + 1, j] * x
+            y2 += W[i + 2, j] * x
+        ln = max(0.0, lam[i + 2] - (y2 + c[k] * lam[i + 2]) / Wnn[k])
+        dn = ln - lam[i + 2]
+        lam[i + 2] = ln
+        l0 = lam[i] - wt_inv[k] * (y0 + W[i, i + 2] * dn)
+        l1 = lam[i + 1] - wt_inv[k] * (y1 + W[i + 1, i + 2] * dn)
+        s = math.hypot(l0, l1)
+        rad = mu[k] * ln
+        if s > rad:
+            l0 *= rad / s
+            l1 *= rad / s
+        lam[i] = l0
+        lam[i + 1] = l1
+
+
+def pgs_sweep_reference(W, w, lam, Wnn, c, mu, wt_inv) -> None:
+    """:func:`pgs_sweep` as a Python loop over the contacts with numpy row products (the reference)."""
+    for k in range(lam.size // 3):
+        i = 3 * k
+        y = W[i : i + 3] @ lam + w[i : i + 3]
+        ln = max(0.0, lam[i + 2] - (y[2] + c[k] * lam[i + 2]) / Wnn[k])
+        dn = ln - lam[i + 2]
+        lam[i + 2] = ln
+        lt = lam[i : i + 2] - wt_inv[k] * (y[:2] + W[i : i + 2, i + 2] * dn)
+        s = np.hypot(lt[0], lt[1])
+        rad = mu[k] * ln
+        if s > rad:
+            lt = lt * (rad / s)
+        lam[i : i + 2] = lt
 
 
 @register_contact_solver("pgs")
@@ -82,6 +132,8 @@ class PGSSolver(WarmStartedSolver):
         a_, d_, b_ = W[idx, idx], W[idx + 1, idx + 1], W[idx, idx + 1]
         wt = 0.5 * (a_ + d_) + np.sqrt(0.25 * (a_ - d_) ** 2 + b_ * b_)
         wt_inv = 1.0 / np.maximum(wt, 1e-300)
+        W, w, c, mu = (np.ascontiguousarray(a, float) for a in (W, w, np.broadcast_to(c, (n_c,)), mu))
+        sweep = pgs_sweep if HAVE_NUMBA else pgs_sweep_reference
         t_setup = time.perf_counter() - t0
 
         def metric(lam):
@@ -95,19 +147,7 @@ class PGSSolver(WarmStartedSolver):
             status, message = ContactSolverStatus.SOLVED, ""
         while not status.ok and it < o.max_iterations:
             it += 1
-            for k in range(n_c):  # Gauss–Seidel: sequential over contacts
-                i = 3 * k
-                y = W[i : i + 3] @ lam + w[i : i + 3]
-                ln = max(0.0, lam[i + 2] - (y[2] + c[k] * lam[i + 2]) / Wnn[k])
-                dn = ln - lam[i + 2]
-                lam[i + 2] = ln
-                yt = y[:2] + W[i : i + 2, i + 2] * dn
-                lt = lam[i : i + 2] - wt_inv[k] * yt
-                s = np.hypot(lt[0], lt[1])
-                rad = mu[k] * ln
-                if s > rad:
-                    lt = lt * (rad / s)
-                lam[i : i + 2] = lt
+            sweep(W, w, lam, Wnn, c, mu, wt_inv)  # Gauss–Seidel: sequential over contacts
             history.append(metric(lam))
             if not np.isfinite(history[-1]):
                 status, message = ContactSolverStatus.NUMERICAL_ERROR, "non-finite impulses"
