@@ -142,7 +142,9 @@ def test_threads_option_is_checked():
     assert SubADMMSolver(threads=np.int64(2)).options.threads == 2
 
 
-def test_generated_drivers_and_kernels_agree_on_the_gap():
-    assert codegen.GROUP_GAP == GROUP_GAP
+def test_generated_drivers_use_the_gap_the_builders_allocate():
+    """The driver slices group g's written arrays at ``g × GROUP_GAP``: the builder leaves that many
+    rows after each group."""
+    assert codegen.GROUP_GAP == GROUP_GAP and f"G = {GROUP_GAP} * g" in codegen._BODY_GROUPS
     names = [n for n, kind in codegen.BODY_GROUP_FIELDS if kind is not None]
     assert names[:3] == ["F", "tree_group", "tree_starts"] and names[-2:] == ["V", "W"]

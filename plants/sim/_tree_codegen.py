@@ -277,10 +277,9 @@ _ITERATE_CHOLESKY = _loop("iterate_rows", "tree_starts, tree_group", _ROW_ARGS,
                           f"piece_step(blocks, cols, contact, count, {_STEP_ARGS})")
 
 
-GROUP_GAP = 16
+GROUP_GAP = _subadmm_kernels.GROUP_GAP
 """Rows left unused between two groups' parts of the arrays the iteration writes (upper-case
-kinds below): 16 rows ≥ 128 bytes, so no cache line holds state of two threads (false sharing
-made the 2-group body iteration on 8 A1s ≈ 30 % slower than its ideal)."""
+kinds below; the builders of :mod:`~plants.sim._subadmm_kernels` allocate them)."""
 _SLICES = {"t": "[t0:t1]", "t1": "[t0 + g:t1 + g + 1]", "p": "[p0:p1]", "c": "[c0:c1]", "d": "[d0:d1]",
            "P": "[p0 + G:p1 + G]", "C": "[c0 + G:c1 + G]", "D": "[d0 + G:d1 + G]", "J": "[j0 + G:j1 + G]",
            None: ""}

@@ -235,7 +235,7 @@ class _IslandNewton:
         pairs = island_contacts(problem)
         self.dofs = islands = [dofs for dofs, _ in pairs]
         self.rows = [contacts for _, contacts in pairs]  # each island's contacts
-        self.A, self.Jc, self.compiled = A, Jc, compiled
+        self.A, self.Jc, self.compiled = np.ascontiguousarray(A, float), np.ascontiguousarray(Jc, float), compiled
         if compiled:
             sizes = np.array([d.size for d in islands], dtype=np.int64)
             self._dofs = np.ascontiguousarray(np.concatenate(islands), np.int64)
@@ -247,15 +247,13 @@ class _IslandNewton:
             self._cols = np.empty(int(sizes.max(initial=0)), np.int64)
             self._small = np.flatnonzero(sizes <= self.SMALL_ISLAND).astype(np.int64)
             self._large = np.flatnonzero(sizes > self.SMALL_ISLAND)
-            self._Jc = np.ascontiguousarray(Jc, float)
-            self._A = np.ascontiguousarray(A, float)
 
     def direction(self, Gb: np.ndarray, r: np.ndarray) -> np.ndarray:
         """(n_v,) ``d = −H⁻¹ r`` for ``Gb`` (n_c, 3, 3) = β_i ∂Π_i; LinAlgError if a block is not SPD."""
         d = np.empty(r.size)
         if self.compiled:
             r = np.ascontiguousarray(r, float)
-            island_newton_matrices(self._A, self._Jc, np.ascontiguousarray(Gb), self._dofs, self._dof_ptr, self._rows,
+            island_newton_matrices(self.A, self.Jc, np.ascontiguousarray(Gb), self._dofs, self._dof_ptr, self._rows,
                                    self._row_ptr, self._H, self._h_ptr, self._cols)
             bad = island_cholesky_solve(self._H, self._h_ptr, self._dofs, self._dof_ptr, self._small, r, d)
             if bad:
