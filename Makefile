@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench clean
+.PHONY: demo test test-slow bench wheel wheel-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,5 +40,19 @@ bench: $(STAMP)
 	@set -e; for b in $(BENCHES); do echo "== benchmarks/bench_$$b.py"; \
 	  $(PY) benchmarks/bench_$$b.py; done
 
+# The wheel and sdist users install (`python -m build`, in an isolated build environment).
+wheel: $(STAMP)
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
+# The wheel proven, not assumed: installed into an empty venv (dependencies from the package
+# index) and smoke-tested from outside the source tree, so nothing is imported from the checkout.
+WHEEL_VENV := $(CURDIR)/build/wheel-venv
+wheel-check: wheel
+	rm -rf $(WHEEL_VENV)
+	$(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install --quiet dist/c3mpc-*.whl
+	cd "$$(mktemp -d)" && $(WHEEL_VENV)/bin/python $(CURDIR)/tools/wheel_smoke.py $(WHEEL_VENV)/bin/c3mpc
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -9,6 +9,9 @@ Public API::
     ref = solve_miqp_mpc(lcs, Q, R, N=10, x0=x0)   # eq. (15) big-M baseline, same result type
 """
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _distribution_version
+
 from .c3 import C3
 from .errors import (C3Error, C3TypeError, C3ValueError, GurobiLicenseError,
                      SolverUnavailableError)
@@ -16,6 +19,11 @@ from .options import PROJECTIONS, C3Options
 from .qp_step import LinearConstraint
 from .result import C3Result, C3Status
 from .runner import ClosedLoopLog, run_closed_loop
+
+try:
+    __version__ = _distribution_version("c3mpc")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 
 def __getattr__(name: str):
@@ -27,6 +35,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "__version__",
     "C3",
     "C3Options",
     "C3Result",

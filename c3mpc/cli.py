@@ -158,10 +158,18 @@ def _read_config(path: str) -> dict[str, Any]:
     return dict(data)
 
 
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     ap = argparse.ArgumentParser(prog="c3mpc", description="C3 model-predictive control of "
                                  "contact-rich systems.")
+    ap.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                    help="print the installed c3mpc version and exit")
     sub = ap.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="close the loop on a task with C3",
                          description="Run C3 in closed loop on one of the paper's tasks.")
