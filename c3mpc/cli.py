@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from .mcap_log import write_closed_loop
 from .option_fields import read_mapping
 from .options import PROJECTIONS, C3Options
 from .result import C3Status
@@ -77,6 +78,7 @@ def _write_report(out: Path, summary: dict[str, Any], log: ClosedLoopLog, plant:
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     np.savez(out / "trajectory.npz", t=log.t, x=log.x, u=log.u, lam=log.lam,
              solve_time=log.solve_time, status=log.status)
+    write_closed_loop(out / "run.mcap", log, plant.state_names, plant.input_names)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -147,7 +149,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.report:
         _write_report(Path(args.report), summary, log, plant)
         print(f"  report written to {args.report}/ (summary.json, trajectory.png, "
-              f"trajectory.npz)")
+              f"trajectory.npz, run.mcap)")
     return 0 if ok else 1
 
 

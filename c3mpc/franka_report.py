@@ -9,6 +9,7 @@ Files:
   against the band, the contact timeline (true end effector-ball contact in the simulator and
   the contact C3 decided at its first knot, with the heuristic phase) and the plan times;
 * ``trajectory.npz``: the logged arrays;
+* ``run.mcap``: the run for Foxglove / PlotJuggler (:func:`write_mcap`, channels below);
 * ``meshcat.html``: the standalone meshcat recording (unless disabled).
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["write_report", "plot_run"]
+__all__ = ["write_report", "plot_run", "write_mcap", "MCAP_CHANNELS"]
 
 
 def plot_run(log: Any, summary: dict[str, Any], path: Path) -> None:
@@ -132,9 +133,78 @@ def write_report(out: str | Path, log: Any, summary: dict[str, Any],
                         plan_time=log.plan_time, solve_time=log.solve_time,
                         plan_phase=log.plan_phase, plan_contact=log.plan_contact,
                         plan_ee_force=log.plan_ee_force, plan_x_d=log.plan_x_d)
+    paths["run.mcap"] = write_mcap(out / "run.mcap", log)
     paths["trajectory.png"] = out / "trajectory.png"
     plot_run(log, s, paths["trajectory.png"])
     return paths
+
+
+MCAP_CHANNELS: dict[str, str] = {
+    "/franka/ee": "foxglove.PoseInFrame: true end-effector centre [m] (orientation identity)",
+    "/franka/joints": "c3mpc.JointPositions: q {panda_joint1..7} [rad]",
+    "/ball{k}/true": "foxglove.PoseInFrame: true centre [m] and orientation of ball k (0-based)",
+    "/ball{k}/estimate": "foxglove.PoseInFrame: the vision estimate of ball k's centre [m]",
+    "/franka/tracking": "c3mpc.Tracking: error_m, ee_ball_gap_m [k], ball_target_xy [k][2] [m]",
+    "/c3mpc/plan": "c3mpc.Plan (at each plan's start time): solve_time_s, plan_time_s, status, "
+                   "phase, ee_force {x,y,z} [N], x_d {x,y,z} [m], contact [k]",
+}
+"""The channels of a Franka ball run's ``run.mcap`` (docs/franka-ball.md)."""
+
+
+def write_mcap(path: str | Path, log: Any) -> Path:
+    """Write a :class:`~c3mpc.tasks_franka.FrankaBallLog` as MCAP (:data:`MCAP_CHANNELS`).
+
+    One message per simulator step on the per-step channels and one per plan on
+    ``/c3mpc/plan``, interleaved in time order; log times are simulated seconds.
+    """
+    from .mcap_log import POSE_IN_FRAME_SCHEMA, McapLog, record_schema
+    from .result import C3Status
+
+    t, ee, q = log.t.tolist(), log.ee.tolist(), log.q_arm.tolist()
+    balls, quats, est = log.balls.tolist(), log.ball_quat.tolist(), log.balls_est.tolist()
+    err, gap, target = log.error.tolist(), log.ee_ball_gap.tolist(), log.ball_targets.tolist()
+    plans = list(zip(log.plan_t.tolist(), log.solve_time.tolist(), log.plan_time.tolist(),
+                     log.plan_status.tolist(), log.plan_phase.tolist(),
+                     log.plan_ee_force.tolist(), log.plan_x_d.tolist(),
+                     log.plan_contact.tolist()))
+    status_names = {int(s): s.name for s in C3Status}
+    k_balls = log.balls.shape[1]
+    joints = [f"panda_joint{i + 1}" for i in range(log.q_arm.shape[1])]
+    with McapLog(path) as out:
+        out.add_channel("/franka/ee", POSE_IN_FRAME_SCHEMA)
+        out.add_channel("/franka/joints", record_schema(
+            "c3mpc.JointPositions", {"q": "joint angles by joint name [rad]"}))
+        for b in range(k_balls):
+            out.add_channel(f"/ball{b}/true", POSE_IN_FRAME_SCHEMA)
+            out.add_channel(f"/ball{b}/estimate", POSE_IN_FRAME_SCHEMA)
+        out.add_channel("/franka/tracking", record_schema("c3mpc.Tracking", {
+            "error_m": "tracking error [m]", "ee_ball_gap_m": "end effector-ball gaps [m]",
+            "ball_target_xy": "desired ball (x, y) of the target generator [m]"}))
+        out.add_channel("/c3mpc/plan", record_schema("c3mpc.Plan", {
+            "solve_time_s": "wall time of C3's solve [s]",
+            "plan_time_s": "wall time of the Algorithm 3 cycle [s]",
+            "status": "C3Status name", "phase": "heuristic phase of Fig. 10",
+            "ee_force": "desired end-effector force from lambda_d [N]",
+            "x_d": "x_d's end-effector position [m]",
+            "contact": "planned end effector-ball contact at the first knot, per ball"}))
+        p = 0
+        for k, tk in enumerate(t):
+            while p < len(plans) and plans[p][0] <= tk:
+                pt, solve, cycle, status, phase, force, x_d, contact = plans[p]
+                out.write("/c3mpc/plan", max(pt, 0.0), {
+                    "solve_time_s": solve, "plan_time_s": cycle,
+                    "status": status_names.get(int(status), str(status)), "phase": phase,
+                    "ee_force": dict(zip("xyz", force)), "x_d": dict(zip("xyz", x_d)),
+                    "contact": [bool(c) for c in contact]})
+                p += 1
+            out.pose("/franka/ee", tk, ee[k])
+            out.write("/franka/joints", tk, {"q": dict(zip(joints, q[k]))})
+            for b in range(k_balls):
+                out.pose(f"/ball{b}/true", tk, balls[k][b], quats[k][b])
+                out.pose(f"/ball{b}/estimate", tk, est[k][b])
+            out.write("/franka/tracking", tk, {"error_m": err[k], "ee_ball_gap_m": gap[k],
+                                               "ball_target_xy": target[k]})
+    return Path(path)
 
 
 def _json_default(v: Any) -> Any:

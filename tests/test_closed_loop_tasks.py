@@ -52,6 +52,15 @@ def test_cli_run_writes_report(tmp_path, capsys):
     assert summary["success"] is True and summary["steps"] == 300
     assert summary["control_rate_hz"] > 0 and summary["median_solve_time_s"] > 0
     assert (tmp_path / "trajectory.png").stat().st_size > 1000
+    from c3mpc.mcap_log import read_channel
+
+    rows = read_channel(tmp_path / "run.mcap", "/c3mpc/state")   # one message per state
+    data = np.load(tmp_path / "trajectory.npz")
+    assert len(rows) == 301
+    np.testing.assert_array_equal([r["x.pole_theta"] for r in rows], data["x"][:, 1])
+    np.testing.assert_array_equal([r["u.cart_force"] for r in rows[:-1]], data["u"][:, 0])
+    assert rows[-1]["u"] is None and {r["status"] for r in rows[:-1]} <= {"SOLVED",
+                                                                           "MAX_ITERATIONS"}
 
 
 def test_cli_rejects_bad_config(tmp_path, capsys):

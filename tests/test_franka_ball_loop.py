@@ -76,6 +76,21 @@ def test_report_and_cli(tmp_path):
     assert s["solve_time_median_s"] == pytest.approx(float(np.median(data["solve_time"])))
     assert (out / "trajectory.png").stat().st_size > 10_000
     assert s["lap_completed"] is False
+    # run.mcap: the documented channels, one message per step / plan, equal to the npz arrays
+    from c3mpc.franka_report import MCAP_CHANNELS
+    from c3mpc.mcap_log import channels, read_channel
+
+    documented = {name.replace("{k}", "0") for name in MCAP_CHANNELS}
+    assert set(channels(out / "run.mcap")) == documented
+    ee = read_channel(out / "run.mcap", "/franka/ee")
+    assert len(ee) == len(data["t"])
+    np.testing.assert_allclose([[r[f"pose.position.{c}"] for c in "xyz"] for r in ee],
+                               data["ee"], rtol=0, atol=1e-15)
+    np.testing.assert_allclose([r["log_time_s"] for r in ee], data["t"], atol=1e-9)
+    tracking = read_channel(out / "run.mcap", "/franka/tracking")
+    np.testing.assert_allclose([r["error_m"] for r in tracking], data["error"], atol=1e-15)
+    plans = read_channel(out / "run.mcap", "/c3mpc/plan")
+    np.testing.assert_allclose([r["solve_time_s"] for r in plans], data["solve_time"])
 
 
 @pytest.mark.parametrize("n_balls, contact_model, projection", [(2, "stewart_trinkle", "miqp"),
