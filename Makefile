@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench wheel wheel-check clean
+.PHONY: demo test test-slow bench docs wheel wheel-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ bench: $(STAMP)
 	@set -e; for b in $(BENCHES); do echo "== benchmarks/bench_$$b.py"; \
 	  $(PY) benchmarks/bench_$$b.py; done
 
+# The documentation site: docs/*.md (the math and the guides) and the API reference from the
+# docstrings, with every warning an error (a broken internal link or anchor fails the build).
+docs: $(STAMP)
+	$(PY) -m sphinx -b html -W --keep-going -q docs docs/_build/html
+	@echo "docs: docs/_build/html/index.html"
+
 # The wheel and sdist users install (`python -m build`, in an isolated build environment).
 wheel: $(STAMP)
 	rm -rf dist
@@ -55,4 +61,4 @@ wheel-check: wheel
 	cd "$$(mktemp -d)" && $(WHEEL_VENV)/bin/python $(CURDIR)/tools/wheel_smoke.py $(WHEEL_VENV)/bin/c3mpc
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist docs/_build *.egg-info .pytest_cache

@@ -50,7 +50,7 @@ class C3Result:
         solve_time: wall time in [s].
         timings: per-phase wall times in [s], e.g. {"qp": ..., "projection": ..., "setup": ...}.
         complementarity_violation: max over knots of the natural residual
-            |min(lambda, E x + F lambda + H u + c)| of the returned plan.
+            ``|min(lambda, E x + F lambda + H u + c)|`` of the returned plan.
         cost: objective value of the returned plan (eq. 15's cost, without the ADMM terms).
         solver: which solver produced the plan ("c3/miqp", "gurobi", "scip", ...).
         fallback: True when x/u/lam are the last feasible plan, not this solve's.

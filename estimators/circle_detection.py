@@ -35,7 +35,7 @@ class CircleDetectionOptions:
     """Settings of :func:`detect_ball_circle` (defaults suit a 640x480 view of a ~3 cm ball)."""
 
     channel_weights_bgr: tuple[float, float, float] | None = (-0.5, -0.5, 1.0)
-    """Weights w of the detection channel w · [B, G, R] (None: grey image). The ball must be
+    """Weights w of the detection channel ``w · [B, G, R]`` (None: grey image). The ball must be
     brighter than its surroundings in this channel."""
 
     hough_canny_threshold: float = 60.0

@@ -43,7 +43,7 @@ class SafetyOptions(LoadableOptions):
     workspace_max: tuple[float, ...] = (0.80, 0.35, 0.45)
     """Upper corner of the workspace box [m]."""
     max_speed: float = 0.6
-    """Largest commanded target speed, |Δtarget| / Δt between commands [m/s]."""
+    """Largest commanded target speed, ``|Δtarget| / Δt`` between commands [m/s]."""
     max_step: float = 0.02
     """Largest change of the target between two commands [m]."""
     max_offset: float = 0.06
