@@ -1,0 +1,53 @@
+"""The scripts of examples/ run as a user runs them (a subprocess), shortened, and say what
+their README promises."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_example(name: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    return subprocess.run([sys.executable, str(ROOT / "examples" / name), *args], cwd=cwd or ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_examples_readme_lists_every_script():
+    readme = (ROOT / "examples" / "README.md").read_text()
+    for script in (ROOT / "examples").glob("*.py"):
+        assert f"`{script.name}`" in readme, script.name
+
+
+def test_paper_plants_reach_their_goals():
+    out = run_example("paper_plants.py")
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [line for line in out.stdout.splitlines() if "success=" in line]
+    assert [line.split()[0] for line in lines] == ["cartpole-softwalls", "finger-gaiting",
+                                                   "pivoting"]
+    assert all("success=True" in line for line in lines)
+
+
+def test_contact_solvers_table_compares_every_solver_with_sap():
+    out = run_example("contact_solvers.py", "--scene", "cube-rest-3", "--duration", "0.005",
+                      "--solvers", "sap", "nsn")
+    assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+    rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[2:]}
+    assert set(rows) == {"sap", "nsn"} and rows["sap"][1] == rows["nsn"][1] == "yes"
+    assert float(rows["sap"][-1]) == 0.0 and float(rows["nsn"][-1]) < 1e-3  # |q - q_sap|
+
+
+def test_sweep_on_a_local_dask_cluster(tmp_path):
+    study = tmp_path / "tiny.yaml"
+    study.write_text("name: tiny\ntask: cartpole-softwalls\noptions: {projection: lcp}\n"
+                     "search_space: {admm_iter: [2, 10]}\nsampler: grid\n"
+                     "objectives: accumulated_cost\nseeds: 1\nduration: 0.3\ntimeout: 120\n")
+    out = run_example("sweep_dask.py", "--study", str(study), "--out", str(tmp_path / "run"),
+                      "--workers", "2", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+    assert "2 complete, 0 failed on tcp://127.0.0.1:" in out.stdout
+    assert len((tmp_path / "run" / "trials.csv").read_text().splitlines()) == 3
