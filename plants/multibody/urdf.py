@@ -1,0 +1,99 @@
+"""URDF import: Pinocchio's parser, with the names and checks it leaves out.
+
+``pinocchio.buildGeomFromUrdf`` names every collision geometry ``<link>_<k>`` (the k-th
+``<collision>`` of the link), whatever the file says. :func:`load_urdf` renames them after the
+file: a ``<collision name="...">`` keeps its name; an unnamed one keeps ``<link>_<k>``. A name
+used twice in the file (some exporters call every element ``"collision"``) becomes
+``<link>/<name>`` for all its uses, so names stay unique and still say where they come from.
+
+Mesh collision geometry is replaced by its convex hull wherever it is used (the simulator's
+GJK/EPA, the LCS factory's coal distance queries); :func:`load_urdf` warns once per file
+(:class:`~plants.multibody.errors.ModelImportWarning`), naming them. A ``<collision>`` whose shape
+Pinocchio does not load (so it would be dropped) is an error naming the link.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import ModelImportWarning, MultibodyValueError
+
+__all__ = ["load_urdf", "urdf_collision_names"]
+
+
+def urdf_collision_names(path: str | Path) -> dict[str, str]:
+    """Map Pinocchio's generated geometry names (``<link>_<k>``) to the names in the file."""
+    root = ET.parse(path).getroot()
+    per_link: list[tuple[str, int, str | None]] = []
+    for link in root.findall("link"):
+        lname = link.get("name", "")
+        for k, col in enumerate(link.findall("collision")):
+            per_link.append((lname, k, col.get("name") or None))
+    counts = Counter(n for _, _, n in per_link if n)
+    generated = {f"{lname}_{k}" for lname, k, _ in per_link}
+    out = {}
+    for lname, k, n in per_link:
+        if n is None:
+            continue
+        # a duplicated name, or one that collides with a generated name of another geometry
+        clash = counts[n] > 1 or (n in generated and n != f"{lname}_{k}")
+        out[f"{lname}_{k}"] = f"{lname}/{n}" if clash else n
+    return out
+
+
+def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[str] | None = None,
+              root_joint_name: str = "root_joint") -> tuple[Any, Any]:
+    """(``pin.Model``, collision ``pin.GeometryModel``) of a URDF file, geometry named after the file.
+
+    Args:
+        path: the URDF file.
+        root_joint: optional Pinocchio joint model attaching the root link (a floating base).
+        package_dirs: folders where ``package://`` URIs are resolved.
+        root_joint_name: the name of that joint.
+
+    Raises:
+        FileNotFoundError: no such file. ValueError: a collision element that was not loaded.
+    """
+    import coal
+    import pinocchio as pin
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"URDF file not found: {path}")
+    if root_joint is None:
+        model = pin.buildModelFromUrdf(str(path))
+    else:
+        model = pin.buildModelFromUrdf(str(path), root_joint, root_joint_name)
+    dirs = [str(p) for p in (package_dirs or [])]
+    gm = pin.buildGeomFromUrdf(model, str(path), pin.GeometryType.COLLISION, package_dirs=dirs)
+    names = urdf_collision_names(path)
+    n_file = sum(1 for link in ET.parse(path).getroot().findall("link") for _ in link.findall("collision"))
+    if gm.ngeoms != n_file:
+        loaded = [go.name for go in gm.geometryObjects]
+        raise MultibodyValueError(f"{path.name}: {n_file} <collision> elements in the file but "
+                                  f"{gm.ngeoms} loaded ({loaded}); an unsupported shape was dropped")
+    meshes = []
+    for i, go in enumerate(gm.geometryObjects):
+        new = names.get(go.name, go.name)
+        if isinstance(go.geometry, coal.BVHModelBase):
+            meshes.append(f"{new} ({Path(go.meshPath).name})")
+        if new != go.name:
+            go.name = new
+            gm.geometryObjects[i] = go
+    if meshes:
+        warnings.warn(f"{path.name}: {len(meshes)} mesh collision geometries are replaced by their convex "
+                      f"hulls: {', '.join(meshes)}", ModelImportWarning, stacklevel=3)
+    return model, gm
+
+
+def _as_dirs(package_dirs: Sequence[str] | str | os.PathLike | None) -> list[str] | None:
+    if package_dirs is None:
+        return None
+    if isinstance(package_dirs, (str, os.PathLike)):
+        return [str(package_dirs)]
+    return [str(p) for p in package_dirs]
