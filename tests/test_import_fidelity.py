@@ -157,14 +157,23 @@ def test_mjcf_unsupported_elements_are_named(tmp_path):
         <geom type="sphere" size="0.1"/></body></worldbody></mujoco>""")
     with pytest.raises(MultibodyValueError, match="joint 'j' has ref=0.3"):
         load_mjcf(path)
-    path.write_text("""<mujoco><worldbody><body name="b"><joint name="j" damping="0.5"/>
+    path.write_text("""<mujoco><worldbody><body name="b"><joint name="j" damping="0.5" frictionloss="0.1"/>
         <geom type="sphere" size="0.1"/></body></worldbody><tendon><fixed name="t"/></tendon></mujoco>""")
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        load_mjcf(path)
+        loaded = load_mjcf(path)
     messages = [str(w.message) for w in rec if issubclass(w.category, ModelImportWarning)]
-    assert any("joint 'j' damping=0.5 is ignored" in m for m in messages)
+    assert any("joint 'j' stiffness=0.0 damping=0.5 is ignored" in m for m in messages)  # the plant
+    assert any("joint 'j' frictionloss=0.1 is ignored" in m for m in messages)
     assert any("<tendon>" in m for m in messages)
+    assert loaded.joint_springs == {"j": (0.0, 0.0, 0.5)}
+    # the simulator scene applies the joint damping (a JointSpring), without the warning
+    b = SceneBuilder()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        b.add_urdf(path, SOFT)
+    assert not any("damping" in str(w.message) for w in rec)
+    np.testing.assert_array_equal(b.build().D, [0.5])
     path.write_text("""<mujoco><worldbody><geom name="terrain" type="hfield" size="1 1 1 1"/></worldbody></mujoco>""")
     with pytest.raises(MultibodyValueError, match="geom 'terrain' of type 'hfield' is not supported"):
         load_mjcf(path)

@@ -31,8 +31,9 @@ build the model joint by joint:
   (a half-space), ``mesh`` (its convex hull, with a ``ModelImportWarning``), ``fromto``
   placements. A geom with ``contype="0" conaffinity="0"`` is visual only.
 
-Anything else that changes the dynamics (tendons, equality constraints, joint springs and
-damping, position/velocity servos, a non-zero joint ``ref``) is a warning naming the element
+Joint ``stiffness``/``damping`` are returned per joint (:attr:`MJCFModel.joint_springs`; the
+simulator scene applies them as joint springs). Anything else that changes the dynamics (tendons,
+equality constraints, ``frictionloss``, position/velocity servos, a non-zero joint ``ref``) is a warning naming the element
 (:class:`~plants.multibody.errors.ModelImportWarning`), or an error where ignoring it would give a wrong model (``ref``,
 ``coordinate="global"``, ``hfield``/``sdf`` geoms). Elements without effect on the
 dynamics (``site``, ``camera``, ``light``, ``sensor``, ``visual``, ``asset`` textures and
@@ -69,6 +70,8 @@ class MJCFModel:
         q0: (n_q,) the start configuration (MuJoCo's ``qpos0``: free bodies at their start pose).
         actuated_joints: joint names driven by ``<actuator>`` entries, in actuator order.
         excluded_body_pairs: ``<contact><exclude body1 body2>`` pairs.
+        joint_springs: hinge/slide joint name -> (stiffness [N/m or N·m/rad], springref [m or
+            rad], damping [N·s/m or N·m·s/rad]) where the file gives a stiffness or damping.
     """
 
     model: Any
@@ -76,6 +79,7 @@ class MJCFModel:
     q0: np.ndarray
     actuated_joints: list[str] = field(default_factory=list)
     excluded_body_pairs: list[tuple[str, str]] = field(default_factory=list)
+    joint_springs: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
 
 def _floats(text: str | None, n: int | None = None, what: str = "") -> np.ndarray | None:
@@ -258,7 +262,8 @@ def _geom_shape(reader: _Reader, a: dict[str, str], name: str):
                               f"(supported: sphere, box, capsule, cylinder, ellipsoid, plane, mesh)")
 
 
-def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "root_joint") -> MJCFModel:
+def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "root_joint",
+              warn_springs: bool = True) -> MJCFModel:
     """Read an MJCF file into a Pinocchio model, collision model and start configuration.
 
     Args:
@@ -266,6 +271,9 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
         root_joint: optional Pinocchio joint model that attaches every top-level body to the world
             (a floating base); ``None``: top-level bodies hang from the world as the file says.
         root_joint_name: the name of that joint.
+        warn_springs: warn that hinge/slide joint ``stiffness``/``damping`` are not part of the
+            Pinocchio model (they are returned in :attr:`MJCFModel.joint_springs`; the simulator
+            scene turns them into joint springs and passes False).
 
     Raises:
         FileNotFoundError: no such file. ValueError: an element we cannot represent (named).
@@ -300,6 +308,7 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
     armature: dict[int, float] = {}
     q0_parts: list[np.ndarray] = []
     joint_by_name: dict[str, int] = {}
+    joint_springs: dict[str, tuple[float, float, float]] = {}
     used_geom_names: set[str] = set()
     counters = {"body": 0}
     world_joint, world_frame = 0, 0
@@ -386,10 +395,18 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
             jname = a.get("name") or f"{name}_joint{k}"
             if float(a.get("ref", "0")) != 0.0:
                 raise MultibodyValueError(f"{fname}: joint {jname!r} has ref={a['ref']} (only ref=0 is supported)")
-            for attr in ("stiffness", "damping", "frictionloss"):
-                if float(a.get(attr, "0")) != 0.0:
-                    warnings.warn(f"{fname}: joint {jname!r} {attr}={a[attr]} is ignored (not represented; "
-                                  f"add a plants.sim JointSpring for stiffness/damping)", ModelImportWarning, stacklevel=3)
+            if float(a.get("frictionloss", "0")) != 0.0:
+                warnings.warn(f"{fname}: joint {jname!r} frictionloss={a['frictionloss']} is ignored (not "
+                              f"represented)", ModelImportWarning, stacklevel=3)
+            spring = (float(a.get("stiffness", "0")), float(a.get("springref", "0")), float(a.get("damping", "0")))
+            if spring[0] != 0.0 or spring[2] != 0.0:
+                if kind not in ("hinge", "slide") or warn_springs:
+                    warnings.warn(f"{fname}: joint {jname!r} stiffness={spring[0]} damping={spring[2]} is ignored "
+                                  f"(not represented{'' if kind in ('hinge', 'slide') else ' on a ' + kind + ' joint'})",
+                                  ModelImportWarning, stacklevel=3)
+                if kind in ("hinge", "slide"):
+                    rest = r.angle(spring[1]) if kind == "hinge" else spring[1]
+                    joint_springs[jname] = (spring[0], rest, spring[2])
             jpos = _floats(a.get("pos", "0 0 0"), 3, f"joint {jname} pos")
             place = (offset if k == 0 else pin.SE3(np.eye(3), -prev_pos)) * pin.SE3(np.eye(3), jpos)
             if kind == "free":
@@ -527,7 +544,7 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
                 excluded.append((el.get("body1"), el.get("body2")))
             else:
                 warnings.warn(f"{fname}: <contact><{el.tag}> is ignored", ModelImportWarning, stacklevel=2)
-    return MJCFModel(model, gm, q0, actuated, excluded)
+    return MJCFModel(model, gm, q0, actuated, excluded, joint_springs)
 
 
 def _single_joint_model(jm: Any) -> Any:

@@ -14,7 +14,6 @@ Pinocchio does not load (so it would be dropped) is an error naming the link.
 
 from __future__ import annotations
 
-import os
 import warnings
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -23,7 +22,7 @@ from typing import Any, Sequence
 
 from .errors import ModelImportWarning, MultibodyValueError
 
-__all__ = ["load_urdf", "urdf_collision_names"]
+__all__ = ["load_urdf", "urdf_collision_names", "warn_convex_hulls"]
 
 
 def urdf_collision_names(path: str | Path) -> dict[str, str]:
@@ -47,7 +46,7 @@ def urdf_collision_names(path: str | Path) -> dict[str, str]:
 
 
 def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[str] | None = None,
-              root_joint_name: str = "root_joint") -> tuple[Any, Any]:
+              root_joint_name: str = "root_joint", warn_meshes: bool = True) -> tuple[Any, Any]:
     """(``pin.Model``, collision ``pin.GeometryModel``) of a URDF file, geometry named after the file.
 
     Args:
@@ -55,11 +54,12 @@ def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[s
         root_joint: optional Pinocchio joint model attaching the root link (a floating base).
         package_dirs: folders where ``package://`` URIs are resolved.
         root_joint_name: the name of that joint.
+        warn_meshes: warn about the mesh geometries replaced by their convex hulls (callers that
+            keep only some geometries warn about those themselves: :func:`warn_convex_hulls`).
 
     Raises:
         FileNotFoundError: no such file. ValueError: a collision element that was not loaded.
     """
-    import coal
     import pinocchio as pin
 
     path = Path(path)
@@ -77,23 +77,23 @@ def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[s
         loaded = [go.name for go in gm.geometryObjects]
         raise MultibodyValueError(f"{path.name}: {n_file} <collision> elements in the file but "
                                   f"{gm.ngeoms} loaded ({loaded}); an unsupported shape was dropped")
-    meshes = []
     for i, go in enumerate(gm.geometryObjects):
         new = names.get(go.name, go.name)
-        if isinstance(go.geometry, coal.BVHModelBase):
-            meshes.append(f"{new} ({Path(go.meshPath).name})")
         if new != go.name:
             go.name = new
             gm.geometryObjects[i] = go
-    if meshes:
-        warnings.warn(f"{path.name}: {len(meshes)} mesh collision geometries are replaced by their convex "
-                      f"hulls: {', '.join(meshes)}", ModelImportWarning, stacklevel=3)
+    if warn_meshes:
+        warn_convex_hulls(path, gm.geometryObjects, stacklevel=3)
     return model, gm
 
 
-def _as_dirs(package_dirs: Sequence[str] | str | os.PathLike | None) -> list[str] | None:
-    if package_dirs is None:
-        return None
-    if isinstance(package_dirs, (str, os.PathLike)):
-        return [str(package_dirs)]
-    return [str(p) for p in package_dirs]
+def warn_convex_hulls(path: str | Path, geometry_objects: Sequence[Any], stacklevel: int = 2) -> None:
+    """One :class:`ModelImportWarning` listing the mesh geometries among ``geometry_objects``."""
+    import coal
+
+    meshes = [f"{go.name} ({Path(go.meshPath).name})" for go in geometry_objects
+              if isinstance(go.geometry, coal.BVHModelBase)]
+    if meshes:
+        warnings.warn(f"{Path(path).name}: {len(meshes)} mesh collision geometries are replaced by their "
+                      f"convex hulls: {', '.join(meshes)}", ModelImportWarning, stacklevel=stacklevel + 1)
+

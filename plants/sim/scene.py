@@ -335,14 +335,15 @@ class SceneBuilder:
         if mjcf:
             from ..multibody.mjcf import load_mjcf
 
-            loaded = load_mjcf(path, root)
+            loaded = load_mjcf(path, root, warn_springs=False)
             robot, gm, q_default = loaded.model, loaded.collision_model, loaded.q0
             file_excluded = list(loaded.excluded_body_pairs)
+            file_springs = dict(loaded.joint_springs)
         else:
             from ..multibody.urdf import load_urdf
 
-            robot, gm = load_urdf(path, root, list(package_dirs))
-            q_default, file_excluded = pin.neutral(robot), []
+            robot, gm = load_urdf(path, root, list(package_dirs), warn_meshes=False)
+            q_default, file_excluded, file_springs = pin.neutral(robot), [], {}
         base = self._base_placement(base_position, base_quaternion)
         q_robot = self._initial_configuration(robot, path, q0, floating_base, base_position, base_quaternion,
                                               q_default)
@@ -384,7 +385,6 @@ class SceneBuilder:
         self.q0.append(q_robot)
         self.v0.append(v_robot)
         n_added = 0
-        first_geom = len(self.geoms)
         kept = []  # (scene geometry index, link name, file geometry name, coal object)
         for go in gm.geometryObjects:
             if collision_links is not None and not any(go.name.startswith(s) for s in collision_links):
@@ -397,6 +397,10 @@ class SceneBuilder:
             self._add_geom(prefix + go.name, shape, joint, M.rotation, M.translation, params, group)
             kept.append((len(self.geoms) - 1, link_of_geom[go.name], go.name, go))
             n_added += 1
+        if not mjcf:  # the meshes actually kept (collision_links may keep a few of them)
+            from ..multibody.urdf import warn_convex_hulls
+
+            warn_convex_hulls(path, [go for *_, go in kept], stacklevel=2)
         if n_added == 0:
             raise SceneError(
                 f"{path.name}: no collision geometry"
@@ -406,6 +410,9 @@ class SceneBuilder:
         self._self_collision_filter(path, robot, q_robot, kept, body_parent, self_collision,
                                     list(self_collision_exclude) + file_excluded, list(self_collision_include))
         first_joint = offset + 1
+        for jname, (stiffness, rest, damping) in file_springs.items():  # MJCF joint stiffness/damping
+            dof = self.model.joints[self.model.getJointId(prefix + jname)].idx_v
+            self.add_spring(JointSpring(dof, stiffness, rest, damping))
         for j in range(1, robot.njoints):
             jm = robot.joints[j]
             if jm.nq != 1 or jm.nv != 1:
@@ -420,7 +427,6 @@ class SceneBuilder:
                 self.limits.append(JointLimit(dof, iq, lo, hi, robot.names[j]))
             if effort_limits and np.isfinite(eff) and eff > 0:
                 self.effort_limits[dof] = eff
-        del first_geom
         return first_joint
 
     @staticmethod
