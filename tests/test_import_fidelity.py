@@ -83,6 +83,9 @@ FREE_BODIES_XML = """<mujoco model="free_bodies">
         <geom name="flap_geom" type="box" size="0.1 0.01 0.01" pos="0.1 0 0" mass="0.1"/></body>
     </body>
   </worldbody>
+  <keyframe>
+    <key name="tossed" qpos="0 0 1  0 1 0 0   1 0 0.3  1 0 0 0   -1 0.5 0.4  1 0 0 0   0.2"/>
+  </keyframe>
 </mujoco>"""
 
 
@@ -112,6 +115,11 @@ def test_mjcf_keeps_every_body_joint_and_start_pose(tmp_path):
     # the hinge range is in degrees (compiler angle="degree", autolimits)
     i = model.joints[model.getJointId("flap_hinge")].idx_q
     np.testing.assert_allclose([model.lowerPositionLimit[i], model.upperPositionLimit[i]], np.radians([-45, 45]))
+    # keyframes: MuJoCo's qpos with quaternions (w x y z) converted to Pinocchio's (x y z w)
+    key = {k.key(): np.array(k.data()) for k in model.referenceConfigurations}["tossed"]
+    np.testing.assert_array_equal(key[:7], [0, 0, 1, 1, 0, 0, 0])  # ball: 180° about x
+    np.testing.assert_array_equal(key[7:14], [1, 0, 0.3, 0, 0, 0, 1])
+    assert key[21] == 0.2
     # the free-body configuration is the world pose (MuJoCo's qpos); the plant starts there too
     plant = MultibodyPlant.from_mjcf(path)
     np.testing.assert_array_equal(plant.q0, loaded.q0)
