@@ -66,6 +66,18 @@ def test_urdf_mesh_collision_warns_with_the_geometry_names():
         MultibodyPlant.from_urdf(example_robot_data_path(UR5))
 
 
+def test_urdf_unrepresented_joint_elements_are_named(tmp_path):
+    path = tmp_path / "dyn.urdf"
+    path.write_text(NAMED_URDF.replace('<origin xyz="0 0 0.2"/>', '<origin xyz="0 0 0.2"/><dynamics damping="0.5"/>')
+                    .replace('<origin xyz="0 0 0.3"/>', '<origin xyz="0 0 0.3"/><mimic joint="wrist"/>'))
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        MultibodyPlant.from_urdf(path)
+    messages = [str(w.message) for w in rec if issubclass(w.category, ModelImportWarning)]
+    assert any("damping/friction are not represented" in m and "wrist (damping=0.5" in m for m in messages)
+    assert any("<mimic> joints are simulated as independent joints: slider" in m for m in messages)
+
+
 # ---------------------------------------------------------------------------- MJCF
 FREE_BODIES_XML = """<mujoco model="free_bodies">
   <compiler angle="degree"/>

@@ -6,7 +6,8 @@ file: a ``<collision name="...">`` keeps its name; an unnamed one keeps ``<link>
 used twice in the file (some exporters call every element ``"collision"``) becomes
 ``<link>/<name>`` for all its uses, so names stay unique and still say where they come from.
 
-Mesh collision geometry is replaced by its convex hull wherever it is used (the simulator's
+Joint ``<dynamics damping friction>`` and ``<mimic>`` are not represented: a warning names the
+joints. Mesh collision geometry is replaced by its convex hull wherever it is used (the simulator's
 GJK/EPA, the LCS factory's coal distance queries); :func:`load_urdf` warns once per file
 (:class:`~plants.multibody.errors.ModelImportWarning`), naming them. A ``<collision>`` whose shape
 Pinocchio does not load (so it would be dropped) is an error naming the link.
@@ -84,7 +85,28 @@ def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[s
             gm.geometryObjects[i] = go
     if warn_meshes:
         warn_convex_hulls(path, gm.geometryObjects, stacklevel=3)
+    _warn_unrepresented(path)
     return model, gm
+
+
+def _warn_unrepresented(path: Path) -> None:
+    """Warn (one warning per kind, naming the joints) about joint elements the model ignores."""
+    root = ET.parse(path).getroot()
+    dynamics, mimic = [], []
+    for joint in root.findall("joint"):
+        name = joint.get("name", "?")
+        dyn = joint.find("dynamics")
+        if dyn is not None and any(float(dyn.get(k, "0") or 0) != 0.0 for k in ("damping", "friction")):
+            dynamics.append(f"{name} (damping={dyn.get('damping', '0')}, friction={dyn.get('friction', '0')})")
+        if joint.find("mimic") is not None:
+            mimic.append(name)
+    if dynamics:
+        warnings.warn(f"{path.name}: joint <dynamics> damping/friction are not represented and are ignored: "
+                      f"{', '.join(dynamics)} (add a plants.sim.JointSpring for a damper)",
+                      ModelImportWarning, stacklevel=4)
+    if mimic:
+        warnings.warn(f"{path.name}: <mimic> joints are simulated as independent joints: {', '.join(mimic)}",
+                      ModelImportWarning, stacklevel=4)
 
 
 def warn_convex_hulls(path: str | Path, geometry_objects: Sequence[Any], stacklevel: int = 2) -> None:
