@@ -279,8 +279,8 @@ class SceneBuilder:
                 base: (n_q,). Floating base:
                 the joints after the root, (n_q − 7,); the base pose comes from ``base_position``
                 and ``base_quaternion``.
-            collision_links: keep only geometries whose name (before ``prefix``) starts with one of
-                these (default: all).
+            collision_links: keep only the geometries of these links, and those whose name (before
+                ``prefix``) starts with one of these strings (default: all).
             group: collision group of the robot geometries.
             package_dirs: folders for ``package://`` URIs (default: the file's ancestors and the
                 example-robot-data share folder, :func:`plants.multibody.resources.default_package_dirs`).
@@ -387,7 +387,8 @@ class SceneBuilder:
         n_added = 0
         kept = []  # (scene geometry index, link name, file geometry name, coal object)
         for go in gm.geometryObjects:
-            if collision_links is not None and not any(go.name.startswith(s) for s in collision_links):
+            if collision_links is not None and link_of_geom[go.name] not in collision_links and not any(
+                    go.name.startswith(s) for s in collision_links):
                 continue
             shape = self._coal_shape(go)
             if shape is None or shape.bounding_radius < min_bounding_radius:
@@ -693,12 +694,11 @@ class Scene:
         n_g = len(geometries)
         ia, ib = np.triu_indices(n_g, 1)
         ok = (geom_tree[ia] != geom_tree[ib])  # same tree (or both world): only the robots' self pairs
-        if self_pairs or excluded_pairs:
-            index = {(int(i), int(j)): k for k, (i, j) in enumerate(zip(ia, ib))}
-            for pair in self_pairs:
-                ok[index[tuple(sorted(pair))]] = True
-            for pair in excluded_pairs:
-                ok[index[tuple(sorted(pair))]] = False
+        for pairs_, value in ((self_pairs, True), (excluded_pairs, False)):  # the robots' filters
+            if pairs_:
+                p_ = np.sort(np.array(sorted(pairs_), dtype=np.int64).reshape(-1, 2), axis=1)
+                i, j = p_[:, 0], p_[:, 1]
+                ok[i * n_g - i * (i + 1) // 2 + (j - i - 1)] = value  # row-major index in triu_indices(n_g, 1)
         if excluded:
             ex = np.array([frozenset((groups[i], groups[j])) in excluded for i, j in zip(ia[ok], ib[ok])])
             idx = np.flatnonzero(ok)
