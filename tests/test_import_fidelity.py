@@ -158,6 +158,34 @@ def test_mjcf_free_bodies_fall_freely_from_their_start_poses(tmp_path):
     np.testing.assert_allclose(traj.q[0, 7:10], [1, 0, 0.3])  # the brick at its pos
 
 
+def test_mjcf_joint_anchors_order_and_inertia_from_geoms(tmp_path):
+    """A body with a slide along x then a hinge about y anchored at pos = (0.1, 0, 0): MuJoCo
+    applies the joints in order, each about its own anchor in the body frame. Inertia from the
+    geoms (mass given, or density × volume) when there is no <inertial>."""
+    path = tmp_path / "anchor.xml"
+    path.write_text("""<mujoco><compiler angle="radian"/><worldbody>
+      <body name="b" pos="0 0 1"><joint name="s" type="slide" axis="1 0 0"/>
+        <joint name="h" type="hinge" axis="0 1 0" pos="0.1 0 0"/>
+        <geom name="g1" type="sphere" size="0.05" pos="0.1 0 0" mass="1"/>
+        <geom name="g2" type="sphere" size="0.05" pos="-0.1 0 0" mass="1"/>
+        <geom name="g3" type="box" size="0.1 0.1 0.1" density="500"/></body>
+    </worldbody></mujoco>""")
+    loaded = load_mjcf(path)
+    model = loaded.model
+    M = _world_pose(model, np.array([0.3, np.pi / 2]), "b")
+    # the body origin sits 0.1 m behind the pivot (0.1 + 0.3, 0, 1); R_y(π/2) takes (−0.1, 0, 0) to (0, 0, 0.1)
+    np.testing.assert_allclose(M.translation, [0.4, 0, 1.1], atol=1e-12)
+    np.testing.assert_allclose(M.rotation, pin.exp3(np.array([0, np.pi / 2, 0])), atol=1e-12)
+    data = model.createData()
+    pin.crba(model, data, np.zeros(2))
+    m_box = 500 * 0.2**3
+    assert data.M[0, 0] == pytest.approx(2 + m_box, rel=1e-12)  # the slide moves all the mass
+    # about the hinge axis through (0.1, 0, 0): spheres at 0 and 0.2 m, the box centre at 0.1 m
+    I_spheres = 2 * 0.4 * 0.05**2 + 0.2**2
+    I_box = m_box * (0.2**2 + 0.2**2) / 12 + m_box * 0.1**2
+    assert data.M[1, 1] == pytest.approx(I_spheres + I_box, rel=1e-12)
+
+
 def test_mjcf_multi_joint_body_gives_named_single_dof_joints():
     """The pusher's two slide joints and the box's x/z/θ are separate named joints, so
     actuated_joints=["pusher_x"] works (it failed on Pinocchio's composite joints)."""
