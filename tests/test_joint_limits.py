@@ -80,6 +80,34 @@ def test_ur5_without_limits_violates_them():
     assert np.abs(qi).max() > np.pi + 0.5
 
 
+ARM_XML = """<mujoco><worldbody><body name="arm" pos="0 0 1">
+  <joint name="hinge" type="hinge" axis="0 1 0" range="-30 30"/>
+  <geom name="rod" type="capsule" fromto="0 0 0 0.4 0 0" size="0.02" mass="0.5"/>
+  </body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("solver", ["sap", "canal", "subadmm", "nsn", "pgs"])
+def test_arm_resting_on_its_limit_carries_the_gravity_torque(tmp_path, solver):
+    """A horizontal arm whose gravity torque m g l cos θ pushes it into its upper limit (30°):
+    after 0.3 s it rests on the limit (violation ≤ 1e-5 rad) and the limit impulse per step is the
+    gravity torque (rel. 1e-3), for every solver."""
+    path = tmp_path / "arm.xml"
+    path.write_text(ARM_XML)
+    b = SceneBuilder()
+    b.add_urdf(path, SOFT, q0=[0.4])  # 0.12 rad below the limit, falling into it
+    scene = b.build()
+    sim = Simulator(scene, solver=solver, dt=1e-3)
+    traj = sim.run(0.3)
+    theta = np.radians(30)
+    assert (traj.stats["status"] == 0).all()
+    assert abs(traj.q[-1, 0] - theta) <= 1e-5 and abs(traj.v[-1, 0]) <= 1e-3
+    problem, result = sim.last_problem, sim.last_result
+    assert problem.n_limits == 1 and problem.n_geometric == 0
+    m, l_com, g = 0.5, 0.2, 9.81
+    torque = result.gamma[2] / sim.dt  # upper-limit row −e_k: γ_n ≥ 0 pushes the dof back
+    assert torque == pytest.approx(m * g * l_com * np.cos(theta), rel=1e-3)
+
+
 def test_limit_constraints_in_the_contact_problem():
     """A limit within reach is a frictionless row ±e_k after the contacts, φ₀ its gap, and a
     near-rigid stiffness k = 4π²/(δt² w) with w = (A⁻¹)_kk."""
