@@ -186,6 +186,33 @@ def test_mjcf_joint_anchors_order_and_inertia_from_geoms(tmp_path):
     assert data.M[1, 1] == pytest.approx(I_spheres + I_box, rel=1e-12)
 
 
+def test_mjcf_defaults_childclass_and_include(tmp_path):
+    """<default> classes (nested, class=, childclass=) and <include> as MuJoCo resolves them."""
+    (tmp_path / "leg.xml").write_text("""<mujocoinclude><body name="leg" pos="0 0 -0.2">
+        <joint name="knee"/><geom name="shin" type="capsule" fromto="0 0 0 0 0 -0.2"/></body></mujocoinclude>""")
+    path = tmp_path / "robot.xml"
+    path.write_text("""<mujoco><compiler angle="radian"/>
+      <default>
+        <joint type="hinge" axis="1 0 0" range="-1 1"/>
+        <geom size="0.02" mass="0.1"/>
+        <default class="wide"><joint range="-2 2"/>
+          <default class="wider"><joint axis="0 1 0" range="-3 3"/></default></default>
+      </default>
+      <worldbody><body name="hip" pos="0 0 1" childclass="wide">
+        <joint name="hip_roll"/><joint name="hip_pitch" class="wider"/>
+        <geom name="pelvis" type="sphere"/>
+        <include file="leg.xml"/>
+      </body></worldbody></mujoco>""")
+    model = load_mjcf(path).model
+    assert list(model.names) == ["universe", "hip_roll", "hip_pitch", "knee"]
+    kinds = [model.joints[j].shortname() for j in range(1, 4)]
+    assert kinds == ["JointModelRX", "JointModelRY", "JointModelRX"]  # class axes, childclass inherited
+    np.testing.assert_allclose(model.upperPositionLimit, [2, 3, 2])  # wide, wider, wide (childclass)
+    data = model.createData()
+    pin.crba(model, data, np.zeros(3))
+    assert pin.computeTotalMass(model) == pytest.approx(0.2)  # mass from the main default
+
+
 def test_mjcf_multi_joint_body_gives_named_single_dof_joints():
     """The pusher's two slide joints and the box's x/z/θ are separate named joints, so
     actuated_joints=["pusher_x"] works (it failed on Pinocchio's composite joints)."""
