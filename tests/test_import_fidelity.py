@@ -233,7 +233,7 @@ def test_mjcf_unsupported_elements_are_named(tmp_path):
     with pytest.raises(MultibodyValueError, match="joint 'j' has ref=0.3"):
         load_mjcf(path)
     path.write_text("""<mujoco><worldbody><body name="b"><joint name="j" damping="0.5" frictionloss="0.1"/>
-        <geom type="sphere" size="0.1"/></body></worldbody><tendon><fixed name="t"/></tendon></mujoco>""")
+        <geom type="sphere" size="0.1" friction="0.9"/></body></worldbody><tendon><fixed name="t"/></tendon></mujoco>""")
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         loaded = load_mjcf(path)
@@ -241,6 +241,7 @@ def test_mjcf_unsupported_elements_are_named(tmp_path):
     assert any("joint 'j' stiffness=0.0 damping=0.5 is ignored" in m for m in messages)  # the plant
     assert any("joint 'j' frictionloss=0.1 is ignored" in m for m in messages)
     assert any("<tendon>" in m for m in messages)
+    assert any("contact parameters are not used" in m and "b_geom0 (friction)" in m for m in messages)
     assert loaded.joint_springs == {"j": (0.0, 0.0, 0.5)}
     # the simulator scene applies the joint damping (a JointSpring), without the warning
     b = SceneBuilder()

@@ -330,6 +330,13 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
         upper.extend(hi)
         return jid, fid
 
+    contact_attrs: list[str] = []  # geoms whose MuJoCo contact parameters are not used
+
+    def note_contact_attributes(a: dict[str, str], name: str) -> None:
+        used = sorted(k for k in ("friction", "solref", "solimp", "condim", "priority", "margin", "gap") if k in a)
+        if used:
+            contact_attrs.append(f"{name} ({', '.join(used)})")
+
     def geom_name(given: str | None, body: str, k: int) -> str:
         name = given or f"{body}_geom{k}"
         if name in used_geom_names:
@@ -344,6 +351,7 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
         for k, g in enumerate(body_el.findall("geom")):
             a = r._attrs(g, "geom", childclass)
             name = geom_name(a.get("name"), body_name, k)
+            note_contact_attributes(a, name)
             shape, vol, unit_inertia, (R, p) = _geom_shape(r, a, name)
             M = pin.SE3(R, p)
             if "mass" in a:
@@ -381,6 +389,9 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
         childclass = body_el.get("childclass", childclass)
         if body_el.get("mocap") == "true":
             raise MultibodyValueError(f"{fname}: mocap body {name!r} is not supported")
+        if float(body_el.get("gravcomp", "0")) != 0.0:
+            warnings.warn(f"{fname}: body {name!r} gravcomp={body_el.get('gravcomp')} is ignored (not represented)",
+                          ModelImportWarning, stacklevel=3)
         pos = _floats(body_el.get("pos", "0 0 0"), 3, f"body {name} pos")
         R = r.rotation(dict(body_el.attrib), f"body {name}")
         offset = parent_in_joint * pin.SE3(R, pos)  # the body frame (all joints at 0) in the parent joint
@@ -395,6 +406,9 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
             jname = a.get("name") or f"{name}_joint{k}"
             if float(a.get("ref", "0")) != 0.0:
                 raise MultibodyValueError(f"{fname}: joint {jname!r} has ref={a['ref']} (only ref=0 is supported)")
+            if "springdamper" in a:
+                warnings.warn(f"{fname}: joint {jname!r} springdamper is ignored (give stiffness/damping)",
+                              ModelImportWarning, stacklevel=3)
             if float(a.get("frictionloss", "0")) != 0.0:
                 warnings.warn(f"{fname}: joint {jname!r} frictionloss={a['frictionloss']} is ignored (not "
                               f"represented)", ModelImportWarning, stacklevel=3)
@@ -477,6 +491,7 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
         for k, g in enumerate(wb.findall("geom")):
             a = r._attrs(g, "geom", None)
             name = geom_name(a.get("name"), "world", k)
+            note_contact_attributes(a, name)
             shape, _, _, (R, p) = _geom_shape(r, a, name)
             if a.get("contype", "1") == "0" and a.get("conaffinity", "1") == "0":
                 continue
@@ -534,6 +549,10 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
                          "keyframe qpos")
             model.referenceConfigurations[key.get("name") or f"key{i}"] = _mujoco_to_pinocchio_q(
                 model, qk, root_joint is not None)
+    if contact_attrs:
+        warnings.warn(f"{fname}: MuJoCo contact parameters are not used (contact stiffness, dissipation and "
+                      f"friction come from plants.sim.ContactParams / ContactPair.mu): {', '.join(contact_attrs)}",
+                      ModelImportWarning, stacklevel=2)
     if r.hulls:
         warnings.warn(f"{fname}: {len(r.hulls)} mesh geoms are replaced by their convex hulls: "
                       f"{', '.join(r.hulls)}", ModelImportWarning, stacklevel=2)
