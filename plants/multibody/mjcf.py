@@ -309,6 +309,8 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
     q0_parts: list[np.ndarray] = []
     joint_by_name: dict[str, int] = {}
     joint_springs: dict[str, tuple[float, float, float]] = {}
+    ignored_springs: list[str] = []
+    servos: list[str] = []
     used_geom_names: set[str] = set()
     counters = {"body": 0}
     world_joint, world_frame = 0, 0
@@ -348,9 +350,12 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
                   childclass: str | None) -> Any:
         """Collision geoms of a body; returns the body's inertia from its geoms (about the body frame)."""
         inertia = pin.Inertia.Zero()
+        has_inertial = body_el.find("inertial") is not None
         for k, g in enumerate(body_el.findall("geom")):
             a = r._attrs(g, "geom", childclass)
             name = geom_name(a.get("name"), body_name, k)
+            if has_inertial and a.get("contype", "1") == "0" and a.get("conaffinity", "1") == "0":
+                continue  # visual only, and the body's <inertial> gives its mass: nothing to load
             note_contact_attributes(a, name)
             shape, vol, unit_inertia, (R, p) = _geom_shape(r, a, name)
             M = pin.SE3(R, p)
@@ -415,9 +420,8 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
             spring = (float(a.get("stiffness", "0")), float(a.get("springref", "0")), float(a.get("damping", "0")))
             if spring[0] != 0.0 or spring[2] != 0.0:
                 if kind not in ("hinge", "slide") or warn_springs:
-                    warnings.warn(f"{fname}: joint {jname!r} stiffness={spring[0]} damping={spring[2]} is ignored "
-                                  f"(not represented{'' if kind in ('hinge', 'slide') else ' on a ' + kind + ' joint'})",
-                                  ModelImportWarning, stacklevel=3)
+                    ignored_springs.append(f"{jname} (stiffness={spring[0]:g}, damping={spring[2]:g}"
+                                           f"{'' if kind in ('hinge', 'slide') else ', ' + kind + ' joint'})")
                 if kind in ("hinge", "slide"):
                     rest = r.angle(spring[1]) if kind == "hinge" else spring[1]
                     joint_springs[jname] = (spring[0], rest, spring[2])
@@ -518,8 +522,7 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
             if jn not in joint_by_name:
                 raise MultibodyValueError(f"{fname}: actuator {a.get('name')!r} drives unknown joint {jn!r}")
             if el.tag not in ("motor", "general"):
-                warnings.warn(f"{fname}: actuator <{el.tag}> on joint {jn!r} is treated as a torque input "
-                              f"(its servo gains are not represented)", ModelImportWarning, stacklevel=2)
+                servos.append(f"{jn} (<{el.tag}>)")
             actuated.append(jn)
             gear = _floats(a.get("gear", "1"), None, "actuator gear")[0]
             iv = model.joints[joint_by_name[jn]].idx_v
@@ -549,6 +552,12 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
                          "keyframe qpos")
             model.referenceConfigurations[key.get("name") or f"key{i}"] = _mujoco_to_pinocchio_q(
                 model, qk, root_joint is not None)
+    if ignored_springs:
+        warnings.warn(f"{fname}: joint stiffness/damping are not part of this model and are ignored: "
+                      f"{', '.join(ignored_springs)}", ModelImportWarning, stacklevel=2)
+    if servos:
+        warnings.warn(f"{fname}: servo actuators are treated as torque inputs (their gains are not represented): "
+                      f"{', '.join(servos)}", ModelImportWarning, stacklevel=2)
     if contact_attrs:
         warnings.warn(f"{fname}: MuJoCo contact parameters are not used (contact stiffness, dissipation and "
                       f"friction come from plants.sim.ContactParams / ContactPair.mu): {', '.join(contact_attrs)}",
