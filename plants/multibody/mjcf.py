@@ -310,6 +310,7 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
     joint_by_name: dict[str, int] = {}
     joint_springs: dict[str, tuple[float, float, float]] = {}
     ignored_springs: list[str] = []
+    frictionloss: list[str] = []  # joint attributes with no counterpart (frictionloss, springdamper)
     servos: list[str] = []
     used_geom_names: set[str] = set()
     counters = {"body": 0}
@@ -400,10 +401,9 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
         pos = _floats(body_el.get("pos", "0 0 0"), 3, f"body {name} pos")
         R = r.rotation(dict(body_el.attrib), f"body {name}")
         offset = parent_in_joint * pin.SE3(R, pos)  # the body frame (all joints at 0) in the parent joint
-        joints = [(j, r._attrs(j, "joint", childclass)) for j in body_el if j.tag in ("joint", "freejoint")]
-        for j, a in joints:
-            if j.tag == "freejoint":
-                a["type"] = "free"
+        # <freejoint> takes no defaults (MuJoCo: it has no class and ignores <default>)
+        joints = [(j, r._attrs(j, "joint", childclass) if j.tag == "joint" else {**j.attrib, "type": "free"})
+                  for j in body_el if j.tag in ("joint", "freejoint")]
         jid, fid, body_in_joint = parent_joint, parent_frame, offset
         prev_pos = None
         for k, (j, a) in enumerate(joints):
@@ -412,11 +412,9 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
             if float(a.get("ref", "0")) != 0.0:
                 raise MultibodyValueError(f"{fname}: joint {jname!r} has ref={a['ref']} (only ref=0 is supported)")
             if "springdamper" in a:
-                warnings.warn(f"{fname}: joint {jname!r} springdamper is ignored (give stiffness/damping)",
-                              ModelImportWarning, stacklevel=3)
+                frictionloss.append(f"{jname} (springdamper: give stiffness/damping)")
             if float(a.get("frictionloss", "0")) != 0.0:
-                warnings.warn(f"{fname}: joint {jname!r} frictionloss={a['frictionloss']} is ignored (not "
-                              f"represented)", ModelImportWarning, stacklevel=3)
+                frictionloss.append(f"{jname} ({float(a['frictionloss']):g})")
             spring = (float(a.get("stiffness", "0")), float(a.get("springref", "0")), float(a.get("damping", "0")))
             if spring[0] != 0.0 or spring[2] != 0.0:
                 if kind not in ("hinge", "slide") or warn_springs:
@@ -552,6 +550,9 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
                          "keyframe qpos")
             model.referenceConfigurations[key.get("name") or f"key{i}"] = _mujoco_to_pinocchio_q(
                 model, qk, root_joint is not None)
+    if frictionloss:
+        warnings.warn(f"{fname}: joint frictionloss is not represented and is ignored: {', '.join(frictionloss)}",
+                      ModelImportWarning, stacklevel=2)
     if ignored_springs:
         warnings.warn(f"{fname}: joint stiffness/damping are not part of this model and are ignored: "
                       f"{', '.join(ignored_springs)}", ModelImportWarning, stacklevel=2)
