@@ -341,3 +341,11 @@ def test_ur5_base_position_and_orientation_are_honoured():
         poses.append(scene.geometry_poses(data))
     np.testing.assert_allclose(poses[1][1], poses[0][1] @ placement.rotation.T + placement.translation, atol=1e-12)
     np.testing.assert_allclose(poses[1][0], placement.rotation @ poses[0][0], atol=1e-12)
+    # the planning plant takes the same placement
+    plants = [MultibodyPlant.from_urdf(path, **kw) for kw in (
+        {}, {"base_position": (1.0, 2.0, 0.5), "base_quaternion": (0, 0, np.sin(np.pi / 4), np.cos(np.pi / 4))})]
+    expected = placement * _world_pose(plants[0].model, q, "ee_link")
+    np.testing.assert_allclose(_world_pose(plants[1].model, q, "ee_link").homogeneous, expected.homogeneous,
+                               atol=1e-12)
+    with pytest.raises(MultibodyValueError, match="floating root_joint"):
+        MultibodyPlant.from_urdf(path, root_joint="freeflyer", base_position=(1, 0, 0))

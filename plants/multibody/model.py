@@ -169,8 +169,12 @@ class MultibodyPlant:
     def from_urdf(cls, path: str | os.PathLike, contact_pairs: Sequence[ContactPair] = (), *,
                   root_joint: str | None = None, package_dirs: Sequence[str] | str | None = None,
                   actuated_joints: Sequence[str] | None = None,
-                  name: str | None = None) -> "MultibodyPlant":
+                  name: str | None = None, base_position: Sequence[float] = (0.0, 0.0, 0.0),
+                  base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0)) -> "MultibodyPlant":
         """A plant from a URDF file (collision geometry from its ``<collision>`` tags).
+
+        Collision geometries keep the file's ``<collision name>`` s (``<link>_<k>`` when
+        unnamed); see :func:`plants.multibody.urdf.load_urdf`.
 
         Args:
             path: the URDF file.
@@ -180,9 +184,11 @@ class MultibodyPlant:
                 folder's ancestors and the example-robot-data share folder).
             actuated_joints: joint names with an input each (``None``: all non-floating joints).
             name: label (default: the file stem).
+            base_position, base_quaternion: where a fixed base sits in the world ([m]; x, y, z, w).
 
         Raises:
-            FileNotFoundError: no such file. ValueError: bad ``root_joint`` or names.
+            FileNotFoundError: no such file. ValueError: bad ``root_joint`` or names, or a base
+            placement with a floating root (its pose is part of the state).
         """
         from .urdf import load_urdf
 
@@ -203,13 +209,15 @@ class MultibodyPlant:
         package_dirs = [str(p) for p in package_dirs]
         root = None if root_joint is None else roots[root_joint]()
         model, collision = load_urdf(path, root, package_dirs)
+        cls._place(model, collision, root_joint is None, base_position, base_quaternion)
         B = cls.actuation_for_joints(model, actuated_joints)
         return cls(model, collision, contact_pairs, actuation=B, name=name or path.stem)
 
     @classmethod
     def from_mjcf(cls, path: str | os.PathLike, contact_pairs: Sequence[ContactPair] = (), *,
                   actuated_joints: Sequence[str] | None = None,
-                  name: str | None = None) -> "MultibodyPlant":
+                  name: str | None = None, base_position: Sequence[float] = (0.0, 0.0, 0.0),
+                  base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0)) -> "MultibodyPlant":
         """A plant from an MJCF (MuJoCo XML) file; collision geometry from its ``<geom>`` s.
 
         Read by :func:`plants.multibody.mjcf.load_mjcf` (not Pinocchio's MJCF parser; see that
@@ -225,6 +233,8 @@ class MultibodyPlant:
             actuated_joints: joint names with an input each (``None``: the joints of the file's
                 ``<actuator>`` entries when it has any, else all non-floating joints).
             name: label (default: the file stem).
+            base_position, base_quaternion: a placement of the whole file in the world ([m];
+                x, y, z, w): its top-level bodies, world geoms and free bodies' start poses.
 
         Raises:
             FileNotFoundError: no such file. ValueError: an element that cannot be represented,
@@ -234,12 +244,26 @@ class MultibodyPlant:
 
         path = Path(path)
         loaded = load_mjcf(path)
+        cls._place(loaded.model, loaded.collision_model, True, base_position, base_quaternion)
         if actuated_joints is None and loaded.actuated_joints:
             actuated_joints = loaded.actuated_joints
         B = cls.actuation_for_joints(loaded.model, actuated_joints)
         plant = cls(loaded.model, loaded.collision_model, contact_pairs, actuation=B,
                     name=name or path.stem)
         return plant
+
+    @staticmethod
+    def _place(model: Any, collision: Any, fixed: bool, base_position: Sequence[float],
+               base_quaternion: Sequence[float]) -> None:
+        from .placement import base_placement, place_fixed_base
+
+        M = base_placement(base_position, base_quaternion)
+        if M.isIdentity():
+            return
+        if not fixed:
+            raise MultibodyValueError("base_position/base_quaternion place a fixed base; with a "
+                                      "floating root_joint the base pose is part of the state q")
+        place_fixed_base(model, collision, M)
 
     # ------------------------------------------------------------------ checks
     def _split(self, x: Any, name: str = "x") -> tuple[np.ndarray, np.ndarray]:

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..errors import SceneError
+from ..multibody.placement import base_placement, place_fixed_base
 from ..multibody.resources import default_package_dirs, example_robot_data_dir  # one locator for all of plants
 from .geometry import Box, CoalShape, ContactDetector, ContactParams, Geometry, HalfSpace, Sphere
 
@@ -344,11 +345,11 @@ class SceneBuilder:
 
             robot, gm = load_urdf(path, root, list(package_dirs), warn_meshes=False)
             q_default, file_excluded, file_springs = pin.neutral(robot), [], {}
-        base = self._base_placement(base_position, base_quaternion)
+        base = base_placement(base_position, base_quaternion)
         q_robot = self._initial_configuration(robot, path, q0, floating_base, base_position, base_quaternion,
                                               q_default)
         if not floating_base:
-            self._place_fixed_base(robot, gm, base)
+            place_fixed_base(robot, gm, base)
         if v0 is None:
             v_robot = np.zeros(robot.nv)
         else:
@@ -429,35 +430,6 @@ class SceneBuilder:
             if effort_limits and np.isfinite(eff) and eff > 0:
                 self.effort_limits[dof] = eff
         return first_joint
-
-    @staticmethod
-    def _base_placement(base_position, base_quaternion) -> Any:
-        pin = _pin()
-        pos = np.asarray(base_position, float).ravel()
-        quat = np.asarray(base_quaternion, float).ravel()
-        if pos.shape != (3,) or not np.isfinite(pos).all():
-            raise ValueError(f"base_position must be 3 finite coordinates [m], got {base_position}")
-        norm = np.linalg.norm(quat) if quat.shape == (4,) else 0.0
-        if not (np.isfinite(norm) and norm > 0):
-            raise ValueError(f"base_quaternion must be a non-zero (x, y, z, w), got {base_quaternion}")
-        quat = quat / norm
-        return pin.SE3(pin.Quaternion(quat[3], quat[0], quat[1], quat[2]).toRotationMatrix(), pos)
-
-    @staticmethod
-    def _place_fixed_base(robot, gm, base) -> None:
-        """Move a fixed-base robot to ``base``: its root joints, world frames and world geometry."""
-        for j in range(1, robot.njoints):
-            if robot.parents[j] == 0:
-                robot.jointPlacements[j] = base * robot.jointPlacements[j]
-        for i in range(1, len(robot.frames)):
-            f = robot.frames[i]
-            if f.parentJoint == 0:
-                f.placement = base * f.placement
-                robot.frames[i] = f
-        for i, go in enumerate(gm.geometryObjects):
-            if go.parentJoint == 0:
-                go.placement = base * go.placement
-                gm.geometryObjects[i] = go
 
     @staticmethod
     def _body_parents(robot) -> dict[str, str | None]:
