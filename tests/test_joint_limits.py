@@ -219,3 +219,19 @@ def test_self_collision_filter_is_configurable():
     assert fewer == default - {("link_3.0_tip_0", "link_7.0_tip_0")}
     with pytest.raises(ValueError, match="not links or collision geometries"):
         allegro_cube(self_collision_include=[("palm_link", "no_such_link")])
+
+
+def test_overlap_rule_never_separates_the_bodies_of_a_file(tmp_path):
+    """A cube resting (0.1 mm overlap) on a welded table of the same MJCF file keeps its contact
+    pair: the start-overlap rule is for the links of one articulated robot only."""
+    path = tmp_path / "table.xml"
+    path.write_text("""<mujoco><worldbody><geom name="floor" type="plane" size="1 1 0.1"/>
+      <body name="table" pos="0 0 0.4"><geom name="top" type="box" size="0.3 0.3 0.02" mass="5"/></body>
+      <body name="cube" pos="0 0 0.4499"><freejoint/><geom name="cube_geom" type="box" size="0.03 0.03 0.03"
+        mass="0.1"/></body></worldbody></mujoco>""")
+    b = SceneBuilder()
+    b.add_urdf(path, SOFT)
+    scene = b.build()
+    assert {("cube_geom", "top"), ("cube_geom", "floor")} <= robot_pairs(scene)
+    traj = Simulator(scene, dt=1e-3).run(0.2)
+    assert abs(traj.q[-1, 2] - 0.45) < 1e-3  # resting on the table, not fallen through

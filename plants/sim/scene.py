@@ -253,8 +253,9 @@ class SceneBuilder:
         by fixed joints), (b) geometries of adjacent bodies (a body and its parent body, welded
         links counting as one body as in Drake's filter; geometry the file attaches to the world
         itself, such as an MJCF ``<worldbody>`` plane, is never adjacent, as MuJoCo's
-        ``filterparent``), (c) pairs that overlap (φ < 0) at the start configuration (q0 and the
-        base pose), and (d) the pairs in ``self_collision_exclude``. ``self_collision_include``
+        ``filterparent``), (c) pairs of one articulated robot (links below the same top link) that
+        overlap (φ < 0) at the start configuration (q0 and the base pose), and (d) the pairs in
+        ``self_collision_exclude``. ``self_collision_include``
         re-enables pairs that (b) or (c) excluded. ``self_collision=False``: none of the robot's
         pairs collide. The pairs are given by link or geometry names (without ``prefix``).
 
@@ -466,6 +467,13 @@ class SceneBuilder:
             return (x in (la, ga) and y in (lb, gb)) or (y in (la, ga) and x in (lb, gb))
 
         parents = list(robot.parents)
+
+        def top(link: str) -> str:
+            """The link at the top of ``link``'s chain of parent links."""
+            while body_parent.get(link) is not None:
+                link = body_parent[link]
+            return link
+
         data = robot.createData()
         pin.forwardKinematics(robot, data, q_robot)
         poses = {}
@@ -484,8 +492,10 @@ class SceneBuilder:
                 # child rigid body (welded links count as one body, as Drake's filter); a world
                 # geometry of the file itself (MJCF <worldbody><geom>, link "universe") never is
                 world_side = (ja == 0 and a[1] == "universe") or (jb == 0 and b[1] == "universe")
+                # (joint 0 is every link welded to the world: adjacent only within one robot)
                 adjacent = (body_parent.get(a[1]) == b[1] or body_parent.get(b[1]) == a[1]
-                            or (not world_side and (parents[ja] == jb or parents[jb] == ja)))
+                            or (not world_side and (parents[ja] == jb or parents[jb] == ja)
+                                and (0 not in (ja, jb) or top(a[1]) == top(b[1]))))
                 key = (a[0], b[0])
                 if not enabled or same_body:
                     self.excluded_pairs.add(key)
@@ -496,7 +506,9 @@ class SceneBuilder:
                     continue
                 forced = any(match(p, ta, tb) for p in include)
                 overlap = False
-                if not (adjacent or forced):
+                # the overlap rule is for one articulated robot (links below one top link), never
+                # between separate bodies of a file (a cube resting on a table or on the floor)
+                if not (adjacent or forced) and top(a[1]) == top(b[1]):
                     res = coal.DistanceResult()
                     d = coal.distance(ga.shape.coal(), poses[a[0]], gb.shape.coal(), poses[b[0]], req, res)
                     overlap = d < 0
