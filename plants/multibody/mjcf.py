@@ -126,6 +126,7 @@ class _Reader:
         self.degree = comp.get("angle", "degree") == "degree"
         self.eulerseq = comp.get("eulerseq", "xyz")
         self.autolimits = comp.get("autolimits", "true") == "true"
+        self.inertiafromgeom = comp.get("inertiafromgeom", "auto")  # "auto": geoms only without <inertial>
         self.meshdir = path.parent / comp.get("meshdir", comp.get("assetdir", ""))
         self.defaults: dict[str, dict[str, dict[str, str]]] = {}
         for d in self.root.findall("default"):
@@ -351,7 +352,7 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
                   childclass: str | None) -> Any:
         """Collision geoms of a body; returns the body's inertia from its geoms (about the body frame)."""
         inertia = pin.Inertia.Zero()
-        has_inertial = body_el.find("inertial") is not None
+        has_inertial = body_el.find("inertial") is not None and r.inertiafromgeom != "true"
         for k, g in enumerate(body_el.findall("geom")):
             a = r._attrs(g, "geom", childclass)
             name = geom_name(a.get("name"), body_name, k)
@@ -375,8 +376,8 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
 
     def body_inertia(body_el: ET.Element, geom_inertia: Any, name: str) -> Any:
         inert = body_el.find("inertial")
-        if inert is None:
-            return geom_inertia
+        if inert is None or r.inertiafromgeom == "true":
+            return geom_inertia if r.inertiafromgeom != "false" else pin.Inertia.Zero()
         a = dict(inert.attrib)
         mass = float(a.get("mass", "0"))
         p = _floats(a.get("pos", "0 0 0"), 3, f"body {name} inertial pos")
@@ -428,7 +429,8 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
             if kind == "free":
                 if not (top_level and parent_joint == world_joint and root_joint is None) or len(joints) > 1:
                     raise MultibodyValueError(f"{fname}: free joint {jname!r} must be the only joint of a "
-                                              f"top-level body")
+                                              f"top-level body, and the file cannot take a root joint "
+                                              f"(floating_base=True) as well")
                 jm = pin.JointModelFreeFlyer()
                 jid, fid = add_joint(parent_joint, jm, pin.SE3.Identity(), jname, [-np.inf] * 7, [np.inf] * 7,
                                      parent_frame)

@@ -387,13 +387,15 @@ class SceneBuilder:
         self.q0.append(q_robot)
         self.v0.append(v_robot)
         n_added = 0
-        kept = []  # (scene geometry index, link name, file geometry name, coal object)
+        kept = []  # (scene geometry index, link name, file geometry name, pin.GeometryObject)
         for go in gm.geometryObjects:
             if collision_links is not None and link_of_geom[go.name] not in collision_links and not any(
                     go.name.startswith(s) for s in collision_links):
                 continue
             shape = self._coal_shape(go)
-            if shape is None or shape.bounding_radius < min_bounding_radius:
+            if shape is None:
+                raise SceneError(f"{path.name}: collision geometry {go.name!r} is an empty mesh")
+            if shape.bounding_radius < min_bounding_radius:
                 continue
             M = go.placement
             joint = go.parentJoint + offset if go.parentJoint > 0 else 0
