@@ -86,7 +86,7 @@ ARM_XML = """<mujoco><worldbody><body name="arm" pos="0 0 1">
   </body></worldbody></mujoco>"""
 
 
-@pytest.mark.parametrize("solver", ["sap", "canal", "subadmm", "nsn", "pgs"])
+@pytest.mark.parametrize("solver", ["sap", "canal", "subadmm", "nsn", "pgs", "pin-admm", "pin-pgs"])
 def test_arm_resting_on_its_limit_carries_the_gravity_torque(tmp_path, solver):
     """A horizontal arm whose gravity torque m g l cos θ pushes it into its upper limit (30°):
     after 0.3 s it rests on the limit (violation ≤ 1e-5 rad) and the limit impulse per step is the
