@@ -240,7 +240,7 @@ def test_mjcf_unsupported_elements_are_named(tmp_path):
     messages = [str(w.message) for w in rec if issubclass(w.category, ModelImportWarning)]
     assert any("stiffness/damping are not part of this model and are ignored: j (stiffness=0, damping=0.5)" in m
                for m in messages)  # the plant's LCS has no joint damping
-    assert any("joint frictionloss is not represented and is ignored: j (0.1)" in m for m in messages)
+    assert any("joint attributes are not represented and are ignored: j frictionloss=0.1" in m for m in messages)
     assert any("<tendon>" in m for m in messages)
     assert any("contact parameters are not used" in m and "b_geom0 (friction)" in m for m in messages)
     assert loaded.joint_springs == {"j": (0.0, 0.0, 0.5)}

@@ -279,102 +279,222 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
     Raises:
         FileNotFoundError: no such file. ValueError: an element we cannot represent (named).
     """
-    import pinocchio as pin
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"MJCF file not found: {path}")
-    r = _Reader(path)
-    fname = path.name
-    model = pin.Model()
-    model.name = r.root.get("model", path.stem)
-    gm = pin.GeometryModel()
-    for opt in r.root.findall("option"):
-        if "gravity" in opt.attrib:
-            model.gravity.linear = _floats(opt.get("gravity"), 3, "option gravity")
-        for child in opt:
-            if child.tag != "flag":
-                warnings.warn(f"{fname}: <option><{child.tag}> is ignored", ModelImportWarning, stacklevel=2)
-    for el in r.root:
-        if el.tag in ("tendon", "equality"):
-            warnings.warn(f"{fname}: <{el.tag}> ({len(list(el))} entries) is not represented and is ignored",
-                          ModelImportWarning, stacklevel=2)
-        elif el.tag not in ("compiler", "option", "default", "asset", "worldbody", "actuator", "keyframe",
-                            "contact") and el.tag not in _IGNORED_TOP:
-            warnings.warn(f"{fname}: unknown element <{el.tag}> is ignored", ModelImportWarning, stacklevel=2)
+    assembler = _Assembler(_Reader(path), root_joint, root_joint_name, warn_springs)
+    loaded = assembler.build()
+    for message in assembler.messages:  # raised here: they point at the caller's line
+        warnings.warn(f"{path.name}: {message}", ModelImportWarning, stacklevel=2)
+    return loaded
 
-    lower: list[float] = []
-    upper: list[float] = []
-    effort: dict[int, float] = {}  # idx_v -> effort limit
-    armature: dict[int, float] = {}
-    q0_parts: list[np.ndarray] = []
-    joint_by_name: dict[str, int] = {}
-    joint_springs: dict[str, tuple[float, float, float]] = {}
-    ignored_springs: list[str] = []
-    frictionloss: list[str] = []  # joint attributes with no counterpart (frictionloss, springdamper)
-    servos: list[str] = []
-    used_geom_names: set[str] = set()
-    counters = {"body": 0}
-    world_joint, world_frame = 0, 0
-    if root_joint is not None:
-        world_joint = model.addJoint(0, root_joint, pin.SE3.Identity(), root_joint_name)
-        world_frame = model.addJointFrame(world_joint, 0)
-        lower += [-np.inf] * root_joint.nq
-        upper += [np.inf] * root_joint.nq
-        q0_parts.append(pin.neutral(_single_joint_model(root_joint)))
 
-    def add_joint(parent: int, jm: Any, placement: Any, name: str, lo: np.ndarray, hi: np.ndarray,
+_CONTACT_ATTRIBUTES = ("friction", "solref", "solimp", "condim", "priority", "margin", "gap")
+_KNOWN_TOP = {"compiler", "option", "default", "asset", "worldbody", "actuator", "keyframe", "contact"}
+
+
+def _visual_only(a: dict[str, str]) -> bool:
+    return a.get("contype", "1") == "0" and a.get("conaffinity", "1") == "0"
+
+
+class _Assembler:
+    """Builds the Pinocchio model of a parsed file, body by body (one use)."""
+
+    def __init__(self, reader: _Reader, root_joint: Any, root_joint_name: str, warn_springs: bool):
+        import pinocchio as pin
+
+        self.pin = pin
+        self.r = reader
+        self.fname = reader.path.name
+        self.root_joint = root_joint
+        self.warn_springs = warn_springs
+        self.model = pin.Model()
+        self.model.name = reader.root.get("model", reader.path.stem)
+        self.gm = pin.GeometryModel()
+        self.lower: list[float] = []
+        self.upper: list[float] = []
+        self.effort: dict[int, float] = {}  # idx_v -> effort limit from the joint
+        self.armature: dict[int, float] = {}  # idx_v -> armature
+        self.q0_parts: list[np.ndarray] = []
+        self.joint_by_name: dict[str, int] = {}
+        self.joint_springs: dict[str, tuple[float, float, float]] = {}
+        self.geom_names: set[str] = set()
+        self.n_bodies = 0
+        # what is not represented, one warning per kind at the end
+        self.notes: dict[str, list[str]] = {"springs": [], "joint": [], "servos": [], "contact": []}
+        self.messages: list[str] = []  # the warnings, emitted by load_mjcf
+        self.world_joint, self.world_frame = 0, 0
+        if root_joint is not None:
+            self.world_joint = self.model.addJoint(0, root_joint, pin.SE3.Identity(), root_joint_name)
+            self.world_frame = self.model.addJointFrame(self.world_joint, 0)
+            self.lower += [-np.inf] * root_joint.nq
+            self.upper += [np.inf] * root_joint.nq
+            self.q0_parts.append(pin.neutral(_single_joint_model(root_joint)))
+
+    def warn(self, message: str) -> None:
+        self.messages.append(message)
+
+    # ------------------------------------------------------------------ the whole file
+    def build(self) -> MJCFModel:
+        pin, r, model = self.pin, self.r, self.model
+        for opt in r.root.findall("option"):
+            if "gravity" in opt.attrib:
+                model.gravity.linear = _floats(opt.get("gravity"), 3, "option gravity")
+            for child in opt:
+                if child.tag != "flag":
+                    self.warn(f"<option><{child.tag}> is ignored")
+        for el in r.root:
+            if el.tag in ("tendon", "equality"):
+                self.warn(f"<{el.tag}> ({len(list(el))} entries) is not represented and is ignored")
+            elif el.tag not in _KNOWN_TOP and el.tag not in _IGNORED_TOP:
+                self.warn(f"unknown element <{el.tag}> is ignored")
+        for wb in r.root.findall("worldbody"):
+            for k, g in enumerate(wb.findall("geom")):
+                a = r._attrs(g, "geom", None)
+                name = self.geom_name(a.get("name"), "world", k)
+                if _visual_only(a):
+                    continue
+                self.note_contact_attributes(a, name)
+                shape, _, _, (R, p) = _geom_shape(r, a, name)
+                self.gm.addGeometryObject(pin.GeometryObject(name, 0, 0, pin.SE3(R, p), shape))
+            for child in wb:
+                if child.tag == "body":
+                    self.visit(child, self.world_joint, self.world_frame, pin.SE3.Identity(),
+                               child.get("childclass"), True)
+                elif child.tag != "geom" and child.tag not in _NO_DYNAMICS:
+                    self.warn(f"<worldbody><{child.tag}> is ignored")
+        model.lowerPositionLimit = np.array(self.lower, dtype=float)
+        model.upperPositionLimit = np.array(self.upper, dtype=float)
+        actuated = self.actuators()
+        if self.armature:
+            arm = np.zeros(model.nv)
+            for iv, val in self.armature.items():
+                arm[iv] = val
+            model.armature = arm
+        q0 = np.concatenate(self.q0_parts) if self.q0_parts else np.zeros(0)
+        if q0.shape != (model.nq,):  # pragma: no cover - internal consistency
+            raise MultibodyValueError(f"{self.fname}: internal error, q0 has {q0.size} entries for n_q = "
+                                      f"{model.nq}")
+        model.referenceConfigurations["qpos0"] = q0.copy()
+        self.keyframes()
+        excluded = []
+        for c in r.root.findall("contact"):
+            for el in c:
+                if el.tag == "exclude":
+                    excluded.append((el.get("body1"), el.get("body2")))
+                else:
+                    self.warn(f"<contact><{el.tag}> is ignored")
+        self.warn_summary()
+        return MJCFModel(model, self.gm, q0, actuated, excluded, self.joint_springs)
+
+    def warn_summary(self) -> None:
+        n = self.notes
+        if n["joint"]:
+            self.warn(f"joint attributes are not represented and are ignored: {', '.join(n['joint'])}")
+        if n["springs"]:
+            self.warn(f"joint stiffness/damping are not part of this model and are ignored: "
+                      f"{', '.join(n['springs'])}")
+        if n["servos"]:
+            self.warn(f"servo actuators are treated as torque inputs (their gains are not represented): "
+                      f"{', '.join(n['servos'])}")
+        if n["contact"]:
+            self.warn(f"MuJoCo contact parameters are not used (contact stiffness, dissipation and friction "
+                      f"come from plants.sim.ContactParams / ContactPair.mu): {', '.join(n['contact'])}")
+        if self.r.hulls:
+            self.warn(f"{len(self.r.hulls)} mesh geoms are replaced by their convex hulls: "
+                      f"{', '.join(self.r.hulls)}")
+
+    def actuators(self) -> list[str]:
+        """Actuated joint names (actuator order); sets ``model.effortLimit``."""
+        model, r = self.model, self.r
+        actuated: list[str] = []
+        eff = np.full(model.nv, np.inf)
+        for act in r.root.findall("actuator"):
+            for el in act:
+                a = r._attrs(el, el.tag, None)
+                jn = a.get("joint")
+                if jn is None:
+                    self.warn(f"actuator <{el.tag} name={a.get('name')!r}> without a joint (tendon/site "
+                              f"transmission) is ignored")
+                    continue
+                if jn not in self.joint_by_name:
+                    raise MultibodyValueError(f"{self.fname}: actuator {a.get('name')!r} drives unknown joint "
+                                              f"{jn!r}")
+                if el.tag not in ("motor", "general"):
+                    self.notes["servos"].append(f"{jn} (<{el.tag}>)")
+                actuated.append(jn)
+                gear = _floats(a.get("gear", "1"), None, "actuator gear")[0]
+                iv = model.joints[self.joint_by_name[jn]].idx_v
+                limit = np.inf
+                if a.get("forcerange") and a.get("forcelimited", "auto") != "false":
+                    limit = float(np.abs(_floats(a["forcerange"], 2, "actuator forcerange")).max())
+                elif a.get("ctrlrange") and a.get("ctrllimited", "auto") != "false":
+                    limit = abs(gear) * float(np.abs(_floats(a["ctrlrange"], 2, "actuator ctrlrange")).max())
+                eff[iv] = min(eff[iv], limit)
+        for iv, f in self.effort.items():
+            eff[iv] = min(eff[iv], f)
+        model.effortLimit = eff
+        return actuated
+
+    def keyframes(self) -> None:
+        """``<key qpos>`` into ``model.referenceConfigurations`` (quaternions reordered)."""
+        model, root = self.model, self.root_joint
+        for kf in self.r.root.findall("keyframe"):
+            for i, key in enumerate(kf.findall("key")):
+                if key.get("qpos") is None:
+                    continue
+                qk = _floats(key.get("qpos"), model.nq - (root.nq if root is not None else 0), "keyframe qpos")
+                model.referenceConfigurations[key.get("name") or f"key{i}"] = _mujoco_to_pinocchio_q(
+                    model, qk, root is not None)
+
+    # ------------------------------------------------------------------ bodies
+    def add_joint(self, parent: int, jm: Any, placement: Any, name: str, lo: list[float], hi: list[float],
                   frame_parent: int) -> tuple[int, int]:
-        if name in joint_by_name:
-            raise MultibodyValueError(f"{fname}: two joints are named {name!r}")
-        jid = model.addJoint(parent, jm, placement, name)
-        fid = model.addJointFrame(jid, frame_parent)
-        joint_by_name[name] = jid
-        lower.extend(lo)
-        upper.extend(hi)
+        if name in self.joint_by_name:
+            raise MultibodyValueError(f"{self.fname}: two joints are named {name!r}")
+        jid = self.model.addJoint(parent, jm, placement, name)
+        fid = self.model.addJointFrame(jid, frame_parent)
+        self.joint_by_name[name] = jid
+        self.lower.extend(lo)
+        self.upper.extend(hi)
         return jid, fid
 
-    contact_attrs: list[str] = []  # geoms whose MuJoCo contact parameters are not used
-
-    def note_contact_attributes(a: dict[str, str], name: str) -> None:
-        used = sorted(k for k in ("friction", "solref", "solimp", "condim", "priority", "margin", "gap") if k in a)
-        if used:
-            contact_attrs.append(f"{name} ({', '.join(used)})")
-
-    def geom_name(given: str | None, body: str, k: int) -> str:
+    def geom_name(self, given: str | None, body: str, k: int) -> str:
         name = given or f"{body}_geom{k}"
-        if name in used_geom_names:
-            raise MultibodyValueError(f"{fname}: two geoms are named {name!r}")
-        used_geom_names.add(name)
+        if name in self.geom_names:
+            raise MultibodyValueError(f"{self.fname}: two geoms are named {name!r}")
+        self.geom_names.add(name)
         return name
 
-    def add_geoms(body_el: ET.Element, body_name: str, jid: int, fid: int, body_in_joint: Any,
+    def note_contact_attributes(self, a: dict[str, str], name: str) -> None:
+        used = sorted(k for k in _CONTACT_ATTRIBUTES if k in a)
+        if used:
+            self.notes["contact"].append(f"{name} ({', '.join(used)})")
+
+    def add_geoms(self, body_el: ET.Element, body_name: str, jid: int, fid: int, body_in_joint: Any,
                   childclass: str | None) -> Any:
         """Collision geoms of a body; returns the body's inertia from its geoms (about the body frame)."""
+        pin, r = self.pin, self.r
         inertia = pin.Inertia.Zero()
         has_inertial = body_el.find("inertial") is not None and r.inertiafromgeom != "true"
         for k, g in enumerate(body_el.findall("geom")):
             a = r._attrs(g, "geom", childclass)
-            name = geom_name(a.get("name"), body_name, k)
-            if has_inertial and a.get("contype", "1") == "0" and a.get("conaffinity", "1") == "0":
+            name = self.geom_name(a.get("name"), body_name, k)
+            if has_inertial and _visual_only(a):
                 continue  # visual only, and the body's <inertial> gives its mass: nothing to load
-            note_contact_attributes(a, name)
             shape, vol, unit_inertia, (R, p) = _geom_shape(r, a, name)
             M = pin.SE3(R, p)
-            if "mass" in a:
-                mass = float(a["mass"])
-            else:
-                mass = float(a.get("density", "1000")) * vol
+            mass = float(a["mass"]) if "mass" in a else float(a.get("density", "1000")) * vol
             if mass > 0:
                 inertia += M.act(pin.Inertia(mass, unit_inertia.lever, unit_inertia.inertia * mass))
-            visual_only = a.get("contype", "1") == "0" and a.get("conaffinity", "1") == "0"
-            if visual_only:
+            if _visual_only(a):
                 continue
-            go = pin.GeometryObject(name, jid, fid, body_in_joint * M, shape)
-            gm.addGeometryObject(go)
+            self.note_contact_attributes(a, name)
+            self.gm.addGeometryObject(pin.GeometryObject(name, jid, fid, body_in_joint * M, shape))
         return inertia
 
-    def body_inertia(body_el: ET.Element, geom_inertia: Any, name: str) -> Any:
+    def body_inertia(self, body_el: ET.Element, geom_inertia: Any, name: str) -> Any:
+        pin, r = self.pin, self.r
         inert = body_el.find("inertial")
         if inert is None or r.inertiafromgeom == "true":
             return geom_inertia if r.inertiafromgeom != "false" else pin.Inertia.Zero()
@@ -389,193 +509,115 @@ def load_mjcf(path: str | Path, root_joint: Any = None, root_joint_name: str = "
             I = np.diag(_floats(a.get("diaginertia", "0 0 0"), 3, f"body {name} diaginertia"))
         return pin.Inertia(mass, p, R @ I @ R.T)
 
-    def visit(body_el: ET.Element, parent_joint: int, parent_frame: int, parent_in_joint: Any,
+    def visit(self, body_el: ET.Element, parent_joint: int, parent_frame: int, parent_in_joint: Any,
               childclass: str | None, top_level: bool) -> None:
-        counters["body"] += 1
-        name = body_el.get("name") or f"body{counters['body']}"
+        """Add a body, its joints (a chain of single-dof joints), geoms and inertia; then its children."""
+        pin, r, model = self.pin, self.r, self.model
+        self.n_bodies += 1
+        name = body_el.get("name") or f"body{self.n_bodies}"
         childclass = body_el.get("childclass", childclass)
         if body_el.get("mocap") == "true":
-            raise MultibodyValueError(f"{fname}: mocap body {name!r} is not supported")
+            raise MultibodyValueError(f"{self.fname}: mocap body {name!r} is not supported")
         if float(body_el.get("gravcomp", "0")) != 0.0:
-            warnings.warn(f"{fname}: body {name!r} gravcomp={body_el.get('gravcomp')} is ignored (not represented)",
-                          ModelImportWarning, stacklevel=3)
+            self.warn(f"body {name!r} gravcomp={body_el.get('gravcomp')} is ignored (not represented)")
         pos = _floats(body_el.get("pos", "0 0 0"), 3, f"body {name} pos")
-        R = r.rotation(dict(body_el.attrib), f"body {name}")
-        offset = parent_in_joint * pin.SE3(R, pos)  # the body frame (all joints at 0) in the parent joint
+        offset = parent_in_joint * pin.SE3(r.rotation(dict(body_el.attrib), f"body {name}"), pos)
         # <freejoint> takes no defaults (MuJoCo: it has no class and ignores <default>)
-        joints = [(j, r._attrs(j, "joint", childclass) if j.tag == "joint" else {**j.attrib, "type": "free"})
+        joints = [r._attrs(j, "joint", childclass) if j.tag == "joint" else {**j.attrib, "type": "free"}
                   for j in body_el if j.tag in ("joint", "freejoint")]
         jid, fid, body_in_joint = parent_joint, parent_frame, offset
-        prev_pos = None
-        for k, (j, a) in enumerate(joints):
+        prev_pos = np.zeros(3)
+        for k, a in enumerate(joints):
             kind = a.get("type", "hinge")
             jname = a.get("name") or f"{name}_joint{k}"
-            if float(a.get("ref", "0")) != 0.0:
-                raise MultibodyValueError(f"{fname}: joint {jname!r} has ref={a['ref']} (only ref=0 is supported)")
-            if "springdamper" in a:
-                frictionloss.append(f"{jname} (springdamper: give stiffness/damping)")
-            if float(a.get("frictionloss", "0")) != 0.0:
-                frictionloss.append(f"{jname} ({float(a['frictionloss']):g})")
-            spring = (float(a.get("stiffness", "0")), float(a.get("springref", "0")), float(a.get("damping", "0")))
-            if spring[0] != 0.0 or spring[2] != 0.0:
-                if kind not in ("hinge", "slide") or warn_springs:
-                    ignored_springs.append(f"{jname} (stiffness={spring[0]:g}, damping={spring[2]:g}"
-                                           f"{'' if kind in ('hinge', 'slide') else ', ' + kind + ' joint'})")
-                if kind in ("hinge", "slide"):
-                    rest = r.angle(spring[1]) if kind == "hinge" else spring[1]
-                    joint_springs[jname] = (spring[0], rest, spring[2])
+            self.joint_attributes(a, kind, jname)
             jpos = _floats(a.get("pos", "0 0 0"), 3, f"joint {jname} pos")
+            # joint k acts about its anchor in the body frame, after joints 0..k-1 (MuJoCo's order)
             place = (offset if k == 0 else pin.SE3(np.eye(3), -prev_pos)) * pin.SE3(np.eye(3), jpos)
             if kind == "free":
-                if not (top_level and parent_joint == world_joint and root_joint is None) or len(joints) > 1:
-                    raise MultibodyValueError(f"{fname}: free joint {jname!r} must be the only joint of a "
+                if not (top_level and parent_joint == self.world_joint and self.root_joint is None) or len(joints) > 1:
+                    raise MultibodyValueError(f"{self.fname}: free joint {jname!r} must be the only joint of a "
                                               f"top-level body, and the file cannot take a root joint "
                                               f"(floating_base=True) as well")
-                jm = pin.JointModelFreeFlyer()
-                jid, fid = add_joint(parent_joint, jm, pin.SE3.Identity(), jname, [-np.inf] * 7, [np.inf] * 7,
-                                     parent_frame)
+                jid, fid = self.add_joint(parent_joint, pin.JointModelFreeFlyer(), pin.SE3.Identity(), jname,
+                                          [-np.inf] * 7, [np.inf] * 7, parent_frame)
                 quat = pin.Quaternion(offset.rotation).coeffs()  # (x, y, z, w)
-                q0_parts.append(np.concatenate([offset.translation, quat]))
+                self.q0_parts.append(np.concatenate([offset.translation, quat]))  # the world pose (qpos)
                 body_in_joint = pin.SE3.Identity()
-                prev_pos = np.zeros(3)
                 continue
-            if kind == "ball":
-                jm = pin.JointModelSpherical()
-                lo, hi = [-np.inf] * 4, [np.inf] * 4
-                q0_parts.append(np.array([0.0, 0.0, 0.0, 1.0]))
-            elif kind in ("hinge", "slide"):
-                axis = _floats(a.get("axis", "0 0 1"), 3, f"joint {jname} axis")
-                axis = axis / np.linalg.norm(axis)
-                ax = int(np.argmax(np.abs(axis)))
-                aligned = abs(axis[ax] - 1.0) < 1e-12
-                if kind == "hinge":
-                    jm = ([pin.JointModelRX, pin.JointModelRY, pin.JointModelRZ][ax]() if aligned
-                          else pin.JointModelRevoluteUnaligned(axis))
-                else:
-                    jm = ([pin.JointModelPX, pin.JointModelPY, pin.JointModelPZ][ax]() if aligned
-                          else pin.JointModelPrismaticUnaligned(axis))
-                limited = a.get("limited", "auto")
-                rng = _floats(a.get("range"), 2, f"joint {jname} range")
-                on = limited == "true" or (limited == "auto" and r.autolimits and rng is not None)
-                if on and rng is None:
-                    raise MultibodyValueError(f"{fname}: joint {jname!r} is limited but has no range")
-                if on:
-                    lo_v, hi_v = (r.angle(rng[0]), r.angle(rng[1])) if kind == "hinge" else (rng[0], rng[1])
-                    lo, hi = [lo_v], [hi_v]
-                else:
-                    lo, hi = [-np.inf], [np.inf]
-                q0_parts.append(np.zeros(1))
-            else:
-                raise MultibodyValueError(f"{fname}: joint {jname!r} of type {kind!r} is not supported")
-            jid, fid = add_joint(jid, jm, place, jname, lo, hi, fid)
+            jm, lo, hi = self.joint_model(a, kind, jname)
+            jid, fid = self.add_joint(jid, jm, place, jname, lo, hi, fid)
+            iv = model.joints[jid].idx_v
             frc = a.get("actuatorfrcrange")
             if frc is not None and a.get("actuatorfrclimited", "auto") != "false":
-                f = _floats(frc, 2, f"joint {jname} actuatorfrcrange")
-                effort[model.joints[jid].idx_v] = float(np.abs(f).max())
+                self.effort[iv] = float(np.abs(_floats(frc, 2, f"joint {jname} actuatorfrcrange")).max())
             if float(a.get("armature", "0")) != 0.0:
-                armature[model.joints[jid].idx_v] = float(a["armature"])
+                self.armature[iv] = float(a["armature"])
             prev_pos = jpos
             body_in_joint = pin.SE3(np.eye(3), -jpos)
         if joints:
             bfid = model.addBodyFrame(name, jid, body_in_joint, fid)
-        else:
+        else:  # welded to its parent
             bfid = model.addFrame(pin.Frame(name, jid, fid, body_in_joint, pin.FrameType.BODY))
-        geom_inertia = add_geoms(body_el, name, jid, bfid, body_in_joint, childclass)
-        inertia = body_inertia(body_el, geom_inertia, name)
+        geom_inertia = self.add_geoms(body_el, name, jid, bfid, body_in_joint, childclass)
+        inertia = self.body_inertia(body_el, geom_inertia, name)
         if inertia.mass > 0 or np.abs(inertia.inertia).max() > 0:
             model.appendBodyToJoint(jid, inertia, body_in_joint)
         for child in body_el:
             if child.tag == "body":
-                visit(child, jid, bfid, body_in_joint, childclass, False)
+                self.visit(child, jid, bfid, body_in_joint, childclass, False)
             elif child.tag not in ("joint", "freejoint", "geom", "inertial") and child.tag not in _NO_DYNAMICS:
-                warnings.warn(f"{fname}: <{child.tag}> in body {name!r} is ignored", ModelImportWarning, stacklevel=3)
+                self.warn(f"<{child.tag}> in body {name!r} is ignored")
 
-    worldbody = r.root.findall("worldbody")
-    for wb in worldbody:
-        for k, g in enumerate(wb.findall("geom")):
-            a = r._attrs(g, "geom", None)
-            name = geom_name(a.get("name"), "world", k)
-            note_contact_attributes(a, name)
-            shape, _, _, (R, p) = _geom_shape(r, a, name)
-            if a.get("contype", "1") == "0" and a.get("conaffinity", "1") == "0":
-                continue
-            gm.addGeometryObject(pin.GeometryObject(name, 0, 0, pin.SE3(R, p), shape))
-        for child in wb:
-            if child.tag == "body":
-                visit(child, world_joint, world_frame, pin.SE3.Identity(), child.get("childclass"), True)
-            elif child.tag not in ("geom",) and child.tag not in _NO_DYNAMICS:
-                warnings.warn(f"{fname}: <worldbody><{child.tag}> is ignored", ModelImportWarning, stacklevel=2)
+    def joint_attributes(self, a: dict[str, str], kind: str, jname: str) -> None:
+        """Check or record a joint's attributes beyond its kinematics (ref, springs, friction)."""
+        if float(a.get("ref", "0")) != 0.0:
+            raise MultibodyValueError(f"{self.fname}: joint {jname!r} has ref={a['ref']} (only ref=0 is supported)")
+        if "springdamper" in a:
+            self.notes["joint"].append(f"{jname} springdamper (give stiffness/damping)")
+        if float(a.get("frictionloss", "0")) != 0.0:
+            self.notes["joint"].append(f"{jname} frictionloss={float(a['frictionloss']):g}")
+        if kind == "ball" and "range" in a and a.get("limited", "auto") != "false":
+            self.notes["joint"].append(f"{jname} range (a ball joint's cone limit)")
+        stiffness, springref, damping = (float(a.get(k, "0")) for k in ("stiffness", "springref", "damping"))
+        if stiffness != 0.0 or damping != 0.0:
+            scalar = kind in ("hinge", "slide")
+            if not scalar or self.warn_springs:
+                self.notes["springs"].append(f"{jname} (stiffness={stiffness:g}, damping={damping:g}"
+                                             f"{'' if scalar else ', ' + kind + ' joint'})")
+            if scalar:
+                rest = self.r.angle(springref) if kind == "hinge" else springref
+                self.joint_springs[jname] = (stiffness, rest, damping)
 
-    # limits, effort limits, armature
-    model.lowerPositionLimit = np.array(lower, dtype=float)
-    model.upperPositionLimit = np.array(upper, dtype=float)
-    actuated: list[str] = []
-    eff = np.full(model.nv, np.inf)
-    for act in r.root.findall("actuator"):
-        for el in act:
-            a = r._attrs(el, el.tag, None)
-            jn = a.get("joint")
-            if jn is None:
-                warnings.warn(f"{fname}: actuator <{el.tag} name={a.get('name')!r}> without a joint "
-                              f"(tendon/site transmission) is ignored", ModelImportWarning, stacklevel=2)
-                continue
-            if jn not in joint_by_name:
-                raise MultibodyValueError(f"{fname}: actuator {a.get('name')!r} drives unknown joint {jn!r}")
-            if el.tag not in ("motor", "general"):
-                servos.append(f"{jn} (<{el.tag}>)")
-            actuated.append(jn)
-            gear = _floats(a.get("gear", "1"), None, "actuator gear")[0]
-            iv = model.joints[joint_by_name[jn]].idx_v
-            limit = np.inf
-            if a.get("forcerange") and a.get("forcelimited", "auto") != "false":
-                limit = float(np.abs(_floats(a["forcerange"], 2, "actuator forcerange")).max())
-            elif a.get("ctrlrange") and a.get("ctrllimited", "auto") != "false":
-                limit = abs(gear) * float(np.abs(_floats(a["ctrlrange"], 2, "actuator ctrlrange")).max())
-            eff[iv] = min(eff[iv], limit)
-    for iv, f in effort.items():
-        eff[iv] = min(eff[iv], f)
-    model.effortLimit = eff
-    if armature:
-        arm = np.zeros(model.nv)
-        for iv, val in armature.items():
-            arm[iv] = val
-        model.armature = arm
-    q0 = np.concatenate(q0_parts) if q0_parts else np.zeros(0)
-    if q0.shape != (model.nq,):  # pragma: no cover - internal consistency
-        raise MultibodyValueError(f"{fname}: internal error, q0 has {q0.size} entries for n_q = {model.nq}")
-    model.referenceConfigurations["qpos0"] = q0.copy()
-    for kf in r.root.findall("keyframe"):
-        for i, key in enumerate(kf.findall("key")):
-            if key.get("qpos") is None:
-                continue
-            qk = _floats(key.get("qpos"), model.nq - (root_joint.nq if root_joint is not None else 0),
-                         "keyframe qpos")
-            model.referenceConfigurations[key.get("name") or f"key{i}"] = _mujoco_to_pinocchio_q(
-                model, qk, root_joint is not None)
-    if frictionloss:
-        warnings.warn(f"{fname}: joint frictionloss is not represented and is ignored: {', '.join(frictionloss)}",
-                      ModelImportWarning, stacklevel=2)
-    if ignored_springs:
-        warnings.warn(f"{fname}: joint stiffness/damping are not part of this model and are ignored: "
-                      f"{', '.join(ignored_springs)}", ModelImportWarning, stacklevel=2)
-    if servos:
-        warnings.warn(f"{fname}: servo actuators are treated as torque inputs (their gains are not represented): "
-                      f"{', '.join(servos)}", ModelImportWarning, stacklevel=2)
-    if contact_attrs:
-        warnings.warn(f"{fname}: MuJoCo contact parameters are not used (contact stiffness, dissipation and "
-                      f"friction come from plants.sim.ContactParams / ContactPair.mu): {', '.join(contact_attrs)}",
-                      ModelImportWarning, stacklevel=2)
-    if r.hulls:
-        warnings.warn(f"{fname}: {len(r.hulls)} mesh geoms are replaced by their convex hulls: "
-                      f"{', '.join(r.hulls)}", ModelImportWarning, stacklevel=2)
-    excluded = []
-    for c in r.root.findall("contact"):
-        for el in c:
-            if el.tag == "exclude":
-                excluded.append((el.get("body1"), el.get("body2")))
-            else:
-                warnings.warn(f"{fname}: <contact><{el.tag}> is ignored", ModelImportWarning, stacklevel=2)
-    return MJCFModel(model, gm, q0, actuated, excluded, joint_springs)
+    def joint_model(self, a: dict[str, str], kind: str, jname: str) -> tuple[Any, list[float], list[float]]:
+        """(Pinocchio joint model, lower, upper) of a hinge, slide or ball joint; records q0."""
+        pin, r = self.pin, self.r
+        if kind == "ball":
+            self.q0_parts.append(np.array([0.0, 0.0, 0.0, 1.0]))
+            return pin.JointModelSpherical(), [-np.inf] * 4, [np.inf] * 4
+        if kind not in ("hinge", "slide"):
+            raise MultibodyValueError(f"{self.fname}: joint {jname!r} of type {kind!r} is not supported")
+        axis = _floats(a.get("axis", "0 0 1"), 3, f"joint {jname} axis")
+        axis = axis / np.linalg.norm(axis)
+        ax = int(np.argmax(np.abs(axis)))
+        aligned = abs(axis[ax] - 1.0) < 1e-12
+        if kind == "hinge":
+            jm = ([pin.JointModelRX, pin.JointModelRY, pin.JointModelRZ][ax]() if aligned
+                  else pin.JointModelRevoluteUnaligned(axis))
+        else:
+            jm = ([pin.JointModelPX, pin.JointModelPY, pin.JointModelPZ][ax]() if aligned
+                  else pin.JointModelPrismaticUnaligned(axis))
+        limited = a.get("limited", "auto")
+        rng = _floats(a.get("range"), 2, f"joint {jname} range")
+        on = limited == "true" or (limited == "auto" and r.autolimits and rng is not None)
+        if on and rng is None:
+            raise MultibodyValueError(f"{self.fname}: joint {jname!r} is limited but has no range")
+        self.q0_parts.append(np.zeros(1))
+        if not on:
+            return jm, [-np.inf], [np.inf]
+        if kind == "hinge":
+            return jm, [r.angle(rng[0])], [r.angle(rng[1])]
+        return jm, [float(rng[0])], [float(rng[1])]
 
 
 def _single_joint_model(jm: Any) -> Any:
