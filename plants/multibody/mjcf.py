@@ -32,11 +32,13 @@ build the model joint by joint:
   placements. A geom with ``contype="0" conaffinity="0"`` is visual only.
 
 Joint ``stiffness``/``damping`` are returned per joint (:attr:`MJCFModel.joint_springs`; the
-simulator scene applies them as joint springs). Anything else that changes the dynamics (tendons,
-equality constraints, ``frictionloss``, position/velocity servos, a non-zero joint ``ref``) is a warning naming the element
-(:class:`~plants.multibody.errors.ModelImportWarning`), or an error where ignoring it would give a wrong model (``ref``,
-``coordinate="global"``, ``hfield``/``sdf`` geoms). Elements without effect on the
-dynamics (``site``, ``camera``, ``light``, ``sensor``, ``visual``, ``asset`` textures and
+simulator scene applies them as joint springs). Anything else that changes the dynamics
+(tendons, equality constraints, ``frictionloss``, position/velocity servos, geom contact
+parameters, ``gravcomp``) is a warning naming the elements
+(:class:`~plants.multibody.errors.ModelImportWarning`, one per kind and file), or an error where
+ignoring it would give a wrong model (a joint ``ref`` ≠ 0, ``coordinate="global"``,
+``hfield``/``sdf`` geoms, mocap bodies, a free joint below the top level). Elements without
+effect on the dynamics (``site``, ``camera``, ``light``, ``sensor``, ``visual``, ``asset`` textures and
 materials, ``statistic``, ``size``) are ignored.
 """
 
