@@ -184,10 +184,12 @@ def two_a1(ground_last: bool, up_height: float = 0.31, side_height: float = 0.12
     b = SceneBuilder(margin=margin)
     if not ground_last:
         b.add_ground(RIGID)
+    # robot-ground contacts only: the self-collision filter (on by default) would add speculative
+    # trunk-thigh contacts within the margin as the legs fold (tests/test_import_fidelity.py)
     b.add_urdf(a1_urdf(), ROBOT, q0=A1_STAND, floating_base=True, prefix="up/", base_position=(0, 0, up_height),
-               min_bounding_radius=2e-3)
+               min_bounding_radius=2e-3, self_collision=False)
     b.add_urdf(a1_urdf(), ROBOT, q0=A1_STAND, floating_base=True, prefix="side/", base_position=(1, 0, side_height),
-               base_quaternion=quat_x(1.3), min_bounding_radius=2e-3)
+               base_quaternion=quat_x(1.3), min_bounding_radius=2e-3, self_collision=False)
     if ground_last:
         b.add_ground(RIGID)
     return b.build()

@@ -4,6 +4,8 @@ Public API::
 
     from plants.multibody import MultibodyPlant, ContactPair, ModelBuilder, Sphere, Box, HalfSpace
     plant = MultibodyPlant.from_urdf(path, [ContactPair("ee", "table", mu=0.4)])
+    plant = MultibodyPlant.from_mjcf(path_xml, [...])            # all bodies, one joint per MJCF
+                                                               # joint, start pose in plant.q0
     plant.n_q, plant.n_v, plant.n_x, plant.n_u
     xdot = plant.forward_dynamics(x, u)                        # smooth, no contact
     lcs = plant.lcs(x, u, contact_model="stewart_trinkle", dt=0.01)   # or "anitescu",
@@ -18,6 +20,7 @@ from .builder import JOINT_TYPES, Box, Cylinder, HalfSpace, ModelBuilder, Plane,
 from .contacts import ContactDescription, ContactGeometry, ContactKinematics, ContactPair
 from .errors import (
     MissingCollisionGeometryError,
+    ModelImportWarning,
     MultibodyError,
     MultibodyTypeError,
     MultibodyValueError,
@@ -25,7 +28,9 @@ from .errors import (
     UnknownJointError,
 )
 from .model import FLOATING_JOINTS, LCP_REGULARIZATIONS, MultibodyPlant, solve_contact_lcp
+from .mjcf import MJCFModel, load_mjcf
 from .resources import example_robot_data_dir, example_robot_data_path
+from .urdf import load_urdf
 
 __all__ = [
     "MultibodyPlant",
@@ -50,6 +55,10 @@ __all__ = [
     "UnknownGeometryError",
     "UnknownJointError",
     "MissingCollisionGeometryError",
+    "ModelImportWarning",
+    "load_urdf",
+    "load_mjcf",
+    "MJCFModel",
     "example_robot_data_dir",
     "example_robot_data_path",
 ]

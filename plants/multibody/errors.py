@@ -14,6 +14,7 @@ from ..errors import (  # noqa: F401
 )
 
 __all__ = [
+    "ModelImportWarning",
     "MultibodyError",
     "MultibodyValueError",
     "MultibodyTypeError",
@@ -21,3 +22,8 @@ __all__ = [
     "UnknownJointError",
     "MissingCollisionGeometryError",
 ]
+
+
+class ModelImportWarning(UserWarning):
+    """A model file holds something the importer approximates or cannot represent (a mesh
+    replaced by its convex hull, an ignored MJCF element); the message names the element."""

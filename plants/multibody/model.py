@@ -72,6 +72,8 @@ class MultibodyPlant:
 
     Attributes:
         n_q, n_v, n_x, n_u: dimensions; ``n_x = n_q + n_v``.
+        q0: (n_q,) the model's start configuration (read-only): ``"qpos0"`` of an MJCF file (free
+            bodies at their start pose), else ``pinocchio.neutral``.
         model, collision_model: the Pinocchio models (do not mutate).
         contact_pairs: the configured pairs (tuple).
         B: (n_v, n_u) actuation matrix (read-only).
@@ -124,6 +126,12 @@ class MultibodyPlant:
                 np.abs(G - np.diag(np.diag(G))).max() <= 1e-12 * np.abs(G).max())
         self._lower = np.tril_indices(self.n_v, -1)
         self._eye_v.setflags(write=False)
+        q0 = pin.neutral(model)
+        for key in model.referenceConfigurations:  # "qpos0" of an MJCF file: free bodies placed
+            if key.key() == "qpos0" and np.shape(key.data()) == (self.n_q,):
+                q0 = np.array(key.data(), dtype=float)
+        q0.setflags(write=False)
+        self.q0 = q0
 
     # ------------------------------------------------------------------ constructors
     @staticmethod
@@ -161,8 +169,12 @@ class MultibodyPlant:
     def from_urdf(cls, path: str | os.PathLike, contact_pairs: Sequence[ContactPair] = (), *,
                   root_joint: str | None = None, package_dirs: Sequence[str] | str | None = None,
                   actuated_joints: Sequence[str] | None = None,
-                  name: str | None = None) -> "MultibodyPlant":
+                  name: str | None = None, base_position: Sequence[float] = (0.0, 0.0, 0.0),
+                  base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0)) -> "MultibodyPlant":
         """A plant from a URDF file (collision geometry from its ``<collision>`` tags).
+
+        Collision geometries keep the file's ``<collision name>`` s (``<link>_<k>`` when
+        unnamed); see :func:`plants.multibody.urdf.load_urdf`.
 
         Args:
             path: the URDF file.
@@ -172,10 +184,14 @@ class MultibodyPlant:
                 folder's ancestors and the example-robot-data share folder).
             actuated_joints: joint names with an input each (``None``: all non-floating joints).
             name: label (default: the file stem).
+            base_position, base_quaternion: where a fixed base sits in the world ([m]; x, y, z, w).
 
         Raises:
-            FileNotFoundError: no such file. ValueError: bad ``root_joint`` or names.
+            FileNotFoundError: no such file. ValueError: bad ``root_joint`` or names, or a base
+            placement with a floating root (its pose is part of the state).
         """
+        from .urdf import load_urdf
+
         pin = _pin()
         path = Path(path)
         if not path.is_file():
@@ -191,57 +207,63 @@ class MultibodyPlant:
         elif isinstance(package_dirs, (str, os.PathLike)):
             package_dirs = [str(package_dirs)]
         package_dirs = [str(p) for p in package_dirs]
-        args: list[Any] = [str(path)]
-        if root_joint is not None:
-            args.append(roots[root_joint]())
-        model = pin.buildModelFromUrdf(*args)
-        collision = pin.buildGeomFromUrdf(model, str(path), pin.GeometryType.COLLISION,
-                                          package_dirs=package_dirs)
+        root = None if root_joint is None else roots[root_joint]()
+        model, collision = load_urdf(path, root, package_dirs)
+        cls._place(model, collision, root_joint is None, base_position, base_quaternion)
         B = cls.actuation_for_joints(model, actuated_joints)
         return cls(model, collision, contact_pairs, actuation=B, name=name or path.stem)
 
     @classmethod
     def from_mjcf(cls, path: str | os.PathLike, contact_pairs: Sequence[ContactPair] = (), *,
                   actuated_joints: Sequence[str] | None = None,
-                  name: str | None = None) -> "MultibodyPlant":
+                  name: str | None = None, base_position: Sequence[float] = (0.0, 0.0, 0.0),
+                  base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0)) -> "MultibodyPlant":
         """A plant from an MJCF (MuJoCo XML) file; collision geometry from its ``<geom>`` s.
 
-        Pinocchio's MJCF parser keeps only the first body under ``<worldbody>``; when there
-        are several, they are parsed from a copy of the file in which they are nested under
-        one joint-less (welded) root body ``"mjcf_world_root"``. A body that still does not
-        make it into the model raises instead of being dropped silently.
+        Read by :func:`plants.multibody.mjcf.load_mjcf` (not Pinocchio's MJCF parser; see that
+        module for why and for what is supported): every body and joint of the file, one
+        single-dof Pinocchio joint per MJCF joint (a body with several joints becomes a chain
+        with massless intermediate links), free bodies whose configuration is their world pose.
+        The start configuration (MuJoCo's ``qpos0``: free bodies at their start pose) is
+        :attr:`q0`; keyframes are in ``model.referenceConfigurations``.
 
         Args:
             path: the MJCF file.
             contact_pairs: the configured pairs.
-            actuated_joints: joint names with an input each (``None``: all non-floating joints).
+            actuated_joints: joint names with an input each (``None``: the joints of the file's
+                ``<actuator>`` entries when it has any, else all non-floating joints).
             name: label (default: the file stem).
+            base_position, base_quaternion: a placement of the whole file in the world ([m];
+                x, y, z, w): its top-level bodies, world geoms and free bodies' start poses.
 
         Raises:
-            FileNotFoundError: no such file. ValueError: bodies missing after parsing, or bad
-            names.
+            FileNotFoundError: no such file. ValueError: an element that cannot be represented,
+            or bad names.
         """
-        pin = _pin()
+        from .mjcf import load_mjcf
+
         path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"MJCF file not found: {path}")
-        parse_path, body_names, tmp = _mjcf_single_root(path)
-        try:
-            parsed = pin.buildModelsFromMJCF(str(parse_path),
-                                             geometry_types=[pin.GeometryType.COLLISION])
-        finally:
-            if tmp:
-                os.unlink(parse_path)
-        # Pinocchio versions differ in whether constraint models come back: pick by type
-        model = next(m for m in parsed if isinstance(m, pin.Model))
-        collision = next(m for m in parsed if isinstance(m, pin.GeometryModel))
-        frames = {f.name for f in model.frames}
-        missing = [b for b in body_names if b not in frames]
-        if missing:
-            raise MultibodyValueError(f"{path.name}: the MJCF parser dropped the bodies "
-                                      f"{missing}; parsed bodies: {sorted(frames)}")
-        B = cls.actuation_for_joints(model, actuated_joints)
-        return cls(model, collision, contact_pairs, actuation=B, name=name or path.stem)
+        loaded = load_mjcf(path)
+        cls._place(loaded.model, loaded.collision_model, True, base_position, base_quaternion)
+        if actuated_joints is None and loaded.actuated_joints:
+            actuated_joints = loaded.actuated_joints
+        B = cls.actuation_for_joints(loaded.model, actuated_joints)
+        plant = cls(loaded.model, loaded.collision_model, contact_pairs, actuation=B,
+                    name=name or path.stem)
+        return plant
+
+    @staticmethod
+    def _place(model: Any, collision: Any, fixed: bool, base_position: Sequence[float],
+               base_quaternion: Sequence[float]) -> None:
+        from .placement import base_placement, place_fixed_base
+
+        M = base_placement(base_position, base_quaternion)
+        if M.isIdentity():
+            return
+        if not fixed:
+            raise MultibodyValueError("base_position/base_quaternion place a fixed base; with a "
+                                      "floating root_joint the base pose is part of the state q")
+        place_fixed_base(model, collision, M)
 
     # ------------------------------------------------------------------ checks
     def _split(self, x: Any, name: str = "x") -> tuple[np.ndarray, np.ndarray]:
@@ -569,38 +591,3 @@ def solve_contact_lcp(F: np.ndarray, q: np.ndarray, where: str = "contact LCP") 
 
     raise LCPSolveError(f"{where}: the contact LCP was not solved, also with regularization "
                         f"up to {LCP_REGULARIZATIONS[-1]:g} ({sol.status.name})", sol)
-
-
-def _mjcf_single_root(path: Path) -> tuple[Path, list[str], bool]:
-    """``(file to parse, named bodies, is_temporary)`` with all top-level bodies under one root.
-
-    The copy is written next to the original (relative mesh paths keep working), or in the
-    temporary directory with an absolute ``meshdir`` when that folder is not writable.
-    """
-    import tempfile
-    import xml.etree.ElementTree as ET
-
-    tree = ET.parse(path)
-    root = tree.getroot()
-    names = [b.get("name") for b in root.iter("body") if b.get("name")]
-    worldbody = root.find("worldbody")
-    bodies = [] if worldbody is None else [b for b in worldbody if b.tag == "body"]
-    if len(bodies) <= 1:
-        return path, names, False
-    holder = ET.Element("body", {"name": "mjcf_world_root", "pos": "0 0 0"})
-    for b in bodies:
-        worldbody.remove(b)
-        holder.append(b)
-    worldbody.append(holder)
-    try:
-        fd, out = tempfile.mkstemp(suffix=".xml", prefix=f".{path.stem}_", dir=path.parent)
-    except OSError:
-        compiler = root.find("compiler")
-        if compiler is None:
-            compiler = ET.SubElement(root, "compiler")
-        for key in ("meshdir", "texturedir"):
-            compiler.set(key, str((path.parent / compiler.get(key, "")).resolve()))
-        fd, out = tempfile.mkstemp(suffix=".xml", prefix=f"{path.stem}_")
-    os.close(fd)
-    tree.write(out)
-    return Path(out), names, True

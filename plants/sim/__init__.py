@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 from .geometry import Box, ContactParams, HalfSpace, Sphere  # noqa: E402
-from .scene import JointSpring, Scene, SceneBuilder  # noqa: E402
+from .scene import JointLimit, JointSpring, Scene, SceneBuilder  # noqa: E402
 from .scenes import available_scenes, load_scene, register_scene  # noqa: E402
 from .stepper import SCHEMES, Simulator, Trajectory  # noqa: E402
 
@@ -43,6 +43,7 @@ __all__ += [
     "ContactParams",
     "HalfSpace",
     "Sphere",
+    "JointLimit",
     "JointSpring",
     "Scene",
     "SceneBuilder",

@@ -71,8 +71,10 @@ def _a1_drop(n_robots: int):
             layer, idx = divmod(k, side * side) if n_robots > 9 else (0, k)
             x, y = (idx % side - (side - 1) / 2) * spacing, (idx // side - (side - 1) / 2) * spacing
             z = height + 0.5 * layer
+            # the seed-000 benchmark scene as published: no self-collision, no joint limits
             b.add_urdf(urdf, params, q0=A1_STAND, floating_base=True, prefix=f"a1_{k}/",
-                       base_position=(x + 0.05 * layer, y + 0.03 * layer, z), min_bounding_radius=A1_MIN_GEOMETRY)
+                       base_position=(x + 0.05 * layer, y + 0.03 * layer, z), min_bounding_radius=A1_MIN_GEOMETRY,
+                       self_collision=False, joint_limits=False)
         return SceneSpec(b.build(), 1.0 / 240 if dt is None else dt, info={"n_robots": n_robots})
 
     return factory

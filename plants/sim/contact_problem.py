@@ -160,7 +160,13 @@ class ContactProblem:
             ``D = diag(M)^-1/2`` (seed 001 eq. 25); defaults to ``diag(A)``.
         bodies: optional :class:`ContactBodies` (bodies, points and frames of the contacts, the
             model and configuration) for body-level splitting (SubADMM); ``None`` when the problem
-            was built by hand or loaded from a file (``save`` does not store it).
+            was built by hand or loaded from a file (``save`` does not store it). It describes the
+            first ``n_c − n_limits`` (geometric) contacts.
+        n_limits: the last ``n_limits`` constraints are joint-limit constraints (seed 001 §VII:
+            limits as constraints of the same convex problem): frictionless (μ = 0), tangent rows
+            zero, normal row ``±e_k`` (k the limited dof: + for a lower limit, − for an upper
+            one), φ₀ the distance to the limit in the joint's unit ([rad] or [m]), rigid (k = inf,
+            τ_d = 0). Every solver sees them as frictionless rigid contacts.
     """
 
     A: np.ndarray
@@ -176,6 +182,7 @@ class ContactProblem:
     v0: np.ndarray | None = None
     M_diag: np.ndarray | None = None
     bodies: ContactBodies | None = None
+    n_limits: int = 0
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -260,11 +267,19 @@ class ContactProblem:
         if M_diag.shape != (n_v,) or not (M_diag > 0).all():
             raise ValueError(f"M_diag must be positive with shape ({n_v},)")
         M_diag.setflags(write=False)
+        n_limits = self.n_limits
+        if isinstance(n_limits, (bool, np.bool_)) or not isinstance(n_limits, (int, np.integer)):
+            raise TypeError(f"n_limits must be an int, got {type(n_limits).__name__}")
+        if not 0 <= n_limits <= n_c:
+            raise ValueError(f"n_limits must lie in [0, n_c={n_c}], got {n_limits}")
+        if n_limits and (vecs["mu"][n_c - n_limits:] != 0).any():
+            raise ValueError("joint-limit constraints (the last n_limits) must have mu = 0")
+        set_(self, "n_limits", int(n_limits))
         if self.bodies is not None:
             if not isinstance(self.bodies, ContactBodies):
                 raise TypeError(f"bodies must be ContactBodies or None, got {type(self.bodies).__name__}")
-            if self.bodies.n_c != n_c or self.bodies.world_jacobian.shape[1] != n_v:
-                raise ValueError(f"bodies must describe {n_c} contacts and {n_v} dofs, got "
+            if self.bodies.n_c != n_c - n_limits or self.bodies.world_jacobian.shape[1] != n_v:
+                raise ValueError(f"bodies must describe {n_c - n_limits} contacts and {n_v} dofs, got "
                                  f"{self.bodies.n_c} and {self.bodies.world_jacobian.shape[1]}")
 
         set_(self, "A", A)
@@ -294,6 +309,7 @@ class ContactProblem:
         v0: np.ndarray,
         M_diag: np.ndarray | None = None,
         bodies: ContactBodies | None = None,
+        n_limits: int = 0,
     ) -> "ContactProblem":
         """A problem from arrays already in canonical form, **without validation**.
 
@@ -314,6 +330,7 @@ class ContactProblem:
             set_(self, name, arr)
         set_(self, "dt", float(dt))
         set_(self, "bodies", bodies)
+        set_(self, "n_limits", int(n_limits))
         return self
 
     @staticmethod
@@ -344,6 +361,11 @@ class ContactProblem:
     def n_c(self) -> int:
         """Number of contacts."""
         return self.J.shape[0] // 3
+
+    @property
+    def n_geometric(self) -> int:
+        """Number of geometric contacts (the constraints before the joint limits)."""
+        return self.n_c - self.n_limits
 
     @property
     def n_trees(self) -> int:
@@ -409,6 +431,7 @@ class ContactProblem:
             contact_trees=self.contact_trees,
             v0=self.v0,
             M_diag=self.M_diag,
+            n_limits=np.array(self.n_limits),
         )
         return path
 
@@ -418,6 +441,7 @@ class ContactProblem:
         with np.load(Path(path)) as data:
             kw = {k: data[k] for k in data.files}
         kw["dt"] = float(kw["dt"])
+        kw["n_limits"] = int(kw.get("n_limits", 0))
         return cls(**kw)
 
 

@@ -16,10 +16,11 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..errors import SceneError
+from ..multibody.placement import base_placement, place_fixed_base
 from ..multibody.resources import default_package_dirs, example_robot_data_dir  # one locator for all of plants
 from .geometry import Box, CoalShape, ContactDetector, ContactParams, Geometry, HalfSpace, Sphere
 
-__all__ = ["SceneBuilder", "Scene", "JointSpring", "example_robot_data_dir"]
+__all__ = ["SceneBuilder", "Scene", "JointSpring", "JointLimit", "example_robot_data_dir"]
 
 
 def _pin():
@@ -45,14 +46,19 @@ class JointSpring:
             raise ValueError("JointSpring stiffness and damping must be finite and >= 0 (K, D ⪰ 0)")
 
 
-def _mjcf_model(path: Path, root: Any) -> Any:
-    """Pinocchio model of an MJCF file under the root joint ``root`` (named "root_joint")."""
-    import warnings
+@dataclass(frozen=True)
+class JointLimit:
+    """Position limits of one scalar joint: ``lower ≤ q[q_index] ≤ upper`` (±inf: none).
 
-    with warnings.catch_warnings():  # pin 4.1 deprecates the overload for a constraint-aware one
-        warnings.simplefilter("ignore", DeprecationWarning)
-        out = _pin().buildModelFromMJCF(str(path), root, "root_joint")
-    return out[0] if isinstance(out, tuple) else out  # (model, constraints) in pin >= 3.4
+    ``dof`` is the joint's velocity index, ``q_index`` its configuration index; limits are in the
+    joint's unit ([rad] or [m]). The simulator enforces them as unilateral constraints.
+    """
+
+    dof: int
+    q_index: int
+    lower: float
+    upper: float
+    name: str = ""
 
 
 def _rot(rotation: Any) -> np.ndarray:
@@ -99,6 +105,10 @@ class SceneBuilder:
         self.v0: list[np.ndarray] = []
         self.springs: list[JointSpring] = []
         self.bodies: dict[str, int] = {}  # name -> joint id of its root joint
+        self.limits: list[JointLimit] = []  # joint position limits (add_urdf)
+        self.effort_limits: dict[int, float] = {}  # dof -> effort limit [N or N·m] (add_urdf)
+        self.self_pairs: set[tuple[int, int]] = set()  # same-tree geometry pairs that collide
+        self.excluded_pairs: set[tuple[int, int]] = set()  # geometry pairs that never collide
 
     # ------------------------------------------------------------------ content
     def add_world_geometry(self, name: str, shape: Any, params: ContactParams, rotation=None, translation=(0, 0, 0), group: str = "world") -> None:
@@ -221,11 +231,39 @@ class SceneBuilder:
         base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0),
         v0: Sequence[float] | None = None,
         min_bounding_radius: float = 0.0,
+        self_collision: bool = True,
+        self_collision_exclude: Iterable[tuple[str, str]] = (),
+        self_collision_include: Iterable[tuple[str, str]] = (),
+        joint_limits: bool = True,
+        effort_limits: bool = True,
     ) -> int:
         """A robot from URDF (or MJCF with a ``.xml`` suffix), with its collision geometry.
 
         Collision meshes become their convex hulls, cylinders and other primitives coal shapes
         (signed distances by GJK/EPA).
+
+        Names come from the file: joint names, link (body) names and collision-geometry names
+        (URDF ``<collision name>``, MJCF ``<geom name>``; generated only where the file has none:
+        ``<link>_<k>``), each with ``prefix`` prepended. An MJCF file is read by
+        :func:`plants.multibody.mjcf.load_mjcf` (every body, one Pinocchio joint per MJCF joint,
+        free bodies at their start pose), a URDF by :func:`plants.multibody.urdf.load_urdf`.
+
+        Self-collision filter (``self_collision=True``, the default): pairs of the robot's own
+        geometries collide except (a) geometries of the same rigid body (one link, or links welded
+        by fixed joints), (b) geometries of adjacent bodies (a body and its parent body, welded
+        links counting as one body as in Drake's filter; geometry the file attaches to the world
+        itself, such as an MJCF ``<worldbody>`` plane, is never adjacent, as MuJoCo's
+        ``filterparent``), (c) pairs of one articulated robot (links below the same top link) that
+        overlap (φ < 0) at the start configuration (q0 and the base pose), and (d) the pairs in
+        ``self_collision_exclude``. ``self_collision_include``
+        re-enables pairs that (b) or (c) excluded. ``self_collision=False``: none of the robot's
+        pairs collide. The pairs are given by link or geometry names (without ``prefix``).
+
+        Joint limits (``joint_limits=True``): the finite position limits of the robot's scalar
+        joints (URDF ``<limit lower upper>``, MJCF ``range``) become unilateral constraints of the
+        contact problem (see :class:`plants.sim.stepper.Simulator`). Effort limits
+        (``effort_limits=True``): the actuation the simulator applies to a dof is clamped to the
+        file's effort limit (URDF ``<limit effort>``, MJCF ``actuatorfrcrange``/actuator range).
 
         With ``floating_base=True`` the robot's root link is attached to the world by a free
         6-dof root that has the same layout as :meth:`add_free_body`. It is one Pinocchio composite
@@ -238,11 +276,13 @@ class SceneBuilder:
         Args:
             path: URDF/MJCF file.
             params: contact parameters of every robot geometry.
-            q0: initial joint configuration (default: neutral). Fixed base: (n_q,). Floating base:
+            q0: initial joint configuration (default: the file's start configuration, i.e.
+                ``pinocchio.neutral`` or MJCF ``qpos0``, clipped into the joint limits). Fixed
+                base: (n_q,). Floating base:
                 the joints after the root, (n_q − 7,); the base pose comes from ``base_position``
                 and ``base_quaternion``.
-            collision_links: keep only geometries whose name (before ``prefix``) starts with one of
-                these (default: all).
+            collision_links: keep only the geometries of these links, and those whose name (before
+                ``prefix``) starts with one of these strings (default: all).
             group: collision group of the robot geometries.
             package_dirs: folders for ``package://`` URIs (default: the file's ancestors and the
                 example-robot-data share folder, :func:`plants.multibody.resources.default_package_dirs`).
@@ -250,12 +290,19 @@ class SceneBuilder:
                 the world at the identity).
             prefix: prepended to the robot's joint, frame and geometry names, so that one file
                 can be added several times (e.g. ``"a1_0/"``, ``"a1_1/"``).
-            base_position: (3,) initial base position [m] (floating base only).
-            base_quaternion: (4,) initial base orientation (x, y, z, w) (floating base only;
-                normalized).
+            base_position: (3,) base position [m]: the initial base position with a floating base,
+                the fixed placement of the robot's root in the world with a fixed base.
+            base_quaternion: (4,) base orientation (x, y, z, w), normalized; initial (floating
+                base) or fixed (fixed base) like ``base_position``.
             v0: initial velocity (n_v,) of the robot (default: zero); floating base: v as above.
             min_bounding_radius: drop collision geometries whose bounding radius [m] is below this
                 (placeholders such as the A1's 1 mm IMU box). Default 0: keep all.
+            self_collision: enable the robot's self-collision pairs (filtered as described above).
+            self_collision_exclude: more (link or geometry name, link or geometry name) pairs that
+                never collide.
+            self_collision_include: pairs that collide although the default filter excludes them.
+            joint_limits: enforce the file's joint position limits in the simulator.
+            effort_limits: clamp the simulator's actuation to the file's effort limits.
 
         Returns:
             The scene-model index of the robot's first joint (the free root with a floating base).
@@ -272,30 +319,46 @@ class SceneBuilder:
             raise FileNotFoundError(path)
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
+        for flag, value in (("self_collision", self_collision), ("joint_limits", joint_limits),
+                            ("effort_limits", effort_limits), ("floating_base", floating_base)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{flag} must be a bool, got {type(value).__name__}")
         min_bounding_radius = float(min_bounding_radius)
         if not (np.isfinite(min_bounding_radius) and min_bounding_radius >= 0):
             raise ValueError(f"min_bounding_radius must be a finite radius >= 0 [m], got {min_bounding_radius}")
         if package_dirs is None:
             package_dirs = default_package_dirs(path)
         mjcf = path.suffix == ".xml"
+        root = None
         if floating_base:
             root = pin.JointModelComposite()
             root.addJoint(pin.JointModelTranslation())
             root.addJoint(pin.JointModelSpherical())
-            robot = _mjcf_model(path, root) if mjcf else pin.buildModelFromUrdf(str(path), root)
-        else:
-            robot = pin.buildModelFromMJCF(str(path)) if mjcf else pin.buildModelFromUrdf(str(path))
         if mjcf:
-            gm = pin.buildGeomFromMJCF(robot, str(path), pin.GeometryType.COLLISION)
+            from ..multibody.mjcf import load_mjcf
+
+            loaded = load_mjcf(path, root, warn_springs=False)
+            robot, gm, q_default = loaded.model, loaded.collision_model, loaded.q0
+            file_excluded = list(loaded.excluded_body_pairs)
+            file_springs = dict(loaded.joint_springs)
         else:
-            gm = pin.buildGeomFromUrdf(robot, str(path), pin.GeometryType.COLLISION, package_dirs=list(package_dirs))
-        q_robot = self._initial_configuration(robot, path, q0, floating_base, base_position, base_quaternion)
+            from ..multibody.urdf import load_urdf
+
+            robot, gm = load_urdf(path, root, list(package_dirs), warn_meshes=False)
+            q_default, file_excluded, file_springs = pin.neutral(robot), [], {}
+        base = base_placement(base_position, base_quaternion)
+        q_robot = self._initial_configuration(robot, path, q0, floating_base, base_position, base_quaternion,
+                                              q_default)
+        if not floating_base:
+            place_fixed_base(robot, gm, base)
         if v0 is None:
             v_robot = np.zeros(robot.nv)
         else:
             v_robot = np.asarray(v0, float).ravel()
             if v_robot.shape != (robot.nv,) or not np.isfinite(v_robot).all():
                 raise ValueError(f"v0 of {path.name} must be {robot.nv} finite velocities, got shape {v_robot.shape}")
+        link_of_geom = {go.name: robot.frames[go.parentFrame].name for go in gm.geometryObjects}
+        body_parent = self._body_parents(robot)
         if prefix:
             for i in range(1, robot.njoints):
                 robot.names[i] = prefix + robot.names[i]
@@ -324,28 +387,150 @@ class SceneBuilder:
         self.q0.append(q_robot)
         self.v0.append(v_robot)
         n_added = 0
+        kept = []  # (scene geometry index, link name, file geometry name, pin.GeometryObject)
         for go in gm.geometryObjects:
-            if collision_links is not None and not any(go.name.startswith(s) for s in collision_links):
+            if collision_links is not None and link_of_geom[go.name] not in collision_links and not any(
+                    go.name.startswith(s) for s in collision_links):
                 continue
             shape = self._coal_shape(go)
-            if shape is None or shape.bounding_radius < min_bounding_radius:
+            if shape is None:
+                raise SceneError(f"{path.name}: collision geometry {go.name!r} is an empty mesh")
+            if shape.bounding_radius < min_bounding_radius:
                 continue
             M = go.placement
-            self._add_geom(prefix + go.name, shape, go.parentJoint + offset, M.rotation, M.translation, params, group)
+            joint = go.parentJoint + offset if go.parentJoint > 0 else 0
+            self._add_geom(prefix + go.name, shape, joint, M.rotation, M.translation, params, group)
+            kept.append((len(self.geoms) - 1, link_of_geom[go.name], go.name, go))
             n_added += 1
+        if not mjcf:  # the meshes actually kept (collision_links may keep a few of them)
+            from ..multibody.urdf import warn_convex_hulls
+
+            warn_convex_hulls(path, [go for *_, go in kept], stacklevel=2)
         if n_added == 0:
             raise SceneError(
                 f"{path.name}: no collision geometry"
                 + (f" on links {list(collision_links)}" if collision_links else "")
                 + " (a mesh-only visual model cannot make contact)"
             )
-        return offset + 1
+        self._self_collision_filter(path, robot, q_robot, kept, body_parent, self_collision,
+                                    list(self_collision_exclude) + file_excluded, list(self_collision_include))
+        first_joint = offset + 1
+        for jname, (stiffness, rest, damping) in file_springs.items():  # MJCF joint stiffness/damping
+            dof = self.model.joints[self.model.getJointId(prefix + jname)].idx_v
+            self.add_spring(JointSpring(dof, stiffness, rest, damping))
+        for j in range(1, robot.njoints):
+            jm = robot.joints[j]
+            if jm.nq != 1 or jm.nv != 1:
+                continue
+            lo, hi = float(robot.lowerPositionLimit[jm.idx_q]), float(robot.upperPositionLimit[jm.idx_q])
+            eff = float(robot.effortLimit[jm.idx_v]) if robot.effortLimit.size == robot.nv else np.inf
+            dof = self.model.joints[j + offset].idx_v
+            iq = self.model.joints[j + offset].idx_q
+            if joint_limits and (np.isfinite(lo) or np.isfinite(hi)):
+                if lo > hi:
+                    raise SceneError(f"{path.name}: joint {robot.names[j]!r} has lower limit {lo} > upper {hi}")
+                self.limits.append(JointLimit(dof, iq, lo, hi, robot.names[j]))
+            if effort_limits and np.isfinite(eff) and eff > 0:
+                self.effort_limits[dof] = eff
+        return first_joint
 
     @staticmethod
-    def _initial_configuration(robot, path: Path, q0, floating_base: bool, base_position, base_quaternion) -> np.ndarray:
-        """(n_q,) initial configuration of a robot being added (see :meth:`add_urdf`)."""
+    def _body_parents(robot) -> dict[str, str | None]:
+        """Link name -> parent link name (None: the world), through joint and fixed-joint frames."""
         pin = _pin()
-        q = pin.neutral(robot)
+        frames = robot.frames
+        out: dict[str, str | None] = {}
+        for f in frames:
+            if f.type != pin.FrameType.BODY:
+                continue
+            k = f.parentFrame
+            while k > 0 and frames[k].type != pin.FrameType.BODY:
+                k = frames[k].parentFrame
+            out[f.name] = frames[k].name if k > 0 else None
+        return out
+
+    def _self_collision_filter(self, path, robot, q_robot, kept, body_parent, enabled, exclude, include) -> None:
+        """Record which pairs of the robot's geometries collide (see :meth:`add_urdf`)."""
+        import coal
+
+        pin = _pin()
+        names = {gname for _, _, gname, _ in kept} | {link for _, link, _, _ in kept}
+        for what, pairs in (("self_collision_exclude", exclude), ("self_collision_include", include)):
+            for pair in pairs:
+                if len(pair) != 2:
+                    raise ValueError(f"{what} entries must be (name, name) pairs, got {pair!r}")
+                unknown = [n for n in pair if n not in names]
+                if unknown and what == "self_collision_include":
+                    raise ValueError(f"{path.name}: {what} names {unknown} are not links or collision geometries "
+                                     f"of the robot; known: {sorted(names)}")
+        def match(pair, a, b) -> bool:
+            (ia, la, ga), (ib, lb, gb) = a, b
+            x, y = pair
+            return (x in (la, ga) and y in (lb, gb)) or (y in (la, ga) and x in (lb, gb))
+
+        parents = list(robot.parents)
+
+        def top(link: str) -> str:
+            """The link at the top of ``link``'s chain of parent links."""
+            while body_parent.get(link) is not None:
+                link = body_parent[link]
+            return link
+
+        data = robot.createData()
+        pin.forwardKinematics(robot, data, q_robot)
+        poses = {}
+        for idx, link, gname, go in kept:
+            M = data.oMi[go.parentJoint] * go.placement
+            poses[idx] = coal.Transform3s(M.rotation, M.translation)
+        req = coal.DistanceRequest()
+        req.enable_signed_distance = True
+        for i in range(len(kept)):
+            for k in range(i + 1, len(kept)):
+                a, b = kept[i], kept[k]
+                ga, gb = self.geoms[a[0]], self.geoms[b[0]]
+                ja, jb = a[3].parentJoint, b[3].parentJoint
+                same_body = a[1] == b[1] or ja == jb  # one link, or links welded together
+                # adjacent: parent and child link (through the MJCF joint chains), or parent and
+                # child rigid body (welded links count as one body, as Drake's filter); a world
+                # geometry of the file itself (MJCF <worldbody><geom>, link "universe") never is
+                world_side = (ja == 0 and a[1] == "universe") or (jb == 0 and b[1] == "universe")
+                # (joint 0 is every link welded to the world: adjacent only within one robot)
+                adjacent = (body_parent.get(a[1]) == b[1] or body_parent.get(b[1]) == a[1]
+                            or (not world_side and (parents[ja] == jb or parents[jb] == ja)
+                                and (0 not in (ja, jb) or top(a[1]) == top(b[1]))))
+                key = (a[0], b[0])
+                if not enabled or same_body:
+                    self.excluded_pairs.add(key)
+                    continue
+                ta, tb = (a[0], a[1], a[2]), (b[0], b[1], b[2])
+                if any(match(p, ta, tb) for p in exclude):
+                    self.excluded_pairs.add(key)
+                    continue
+                forced = any(match(p, ta, tb) for p in include)
+                overlap = False
+                # the overlap rule is for one articulated robot (links below one top link), never
+                # between separate bodies of a file (a cube resting on a table or on the floor)
+                if not (adjacent or forced) and top(a[1]) == top(b[1]):
+                    res = coal.DistanceResult()
+                    d = coal.distance(ga.shape.coal(), poses[a[0]], gb.shape.coal(), poses[b[0]], req, res)
+                    overlap = d < 0
+                if (adjacent or overlap) and not forced:
+                    self.excluded_pairs.add(key)
+                else:
+                    self.self_pairs.add(key)
+
+    @staticmethod
+    def _initial_configuration(robot, path: Path, q0, floating_base: bool, base_position, base_quaternion,
+                               q_default) -> np.ndarray:
+        """(n_q,) initial configuration of a robot being added (see :meth:`add_urdf`)."""
+        q = np.array(q_default, dtype=float)
+        # the default start (neutral, or MJCF qpos0) inside the joint limits: some files' neutral
+        # (q = 0) lies outside them (Allegro's thumb joint_12.0 has lower = 0.263 rad)
+        for j in range(1, robot.njoints):
+            jm = robot.joints[j]
+            if jm.nq == 1 and jm.nv == 1:
+                i = jm.idx_q
+                q[i] = min(max(q[i], robot.lowerPositionLimit[i]), robot.upperPositionLimit[i])
         n_joint_q = robot.nq - 7 if floating_base else robot.nq
         if q0 is not None:
             qj = np.asarray(q0, float).ravel()
@@ -372,6 +557,10 @@ class SceneBuilder:
         geom = go.geometry
         if isinstance(geom, coal.Sphere):
             return Sphere(geom.radius)
+        if isinstance(geom, coal.Halfspace):  # MJCF plane: z <= 0 of its frame
+            if np.allclose(np.asarray(geom.n, float), (0.0, 0.0, 1.0)) and geom.d == 0.0:
+                return HalfSpace()
+            raise SceneError(f"geometry {go.name!r}: only the half-space z <= 0 of its frame is supported")
         if isinstance(geom, coal.Box):
             return Box(tuple(np.asarray(geom.halfSide, float)))
         if isinstance(geom, coal.BVHModelBase):
@@ -397,7 +586,9 @@ class SceneBuilder:
         """The finished scene (validates trees, geometry and springs)."""
         if not self.geoms:
             raise SceneError("the scene has no collision geometry")
-        return Scene(self.model, self.geoms, np.concatenate(self.q0), np.concatenate(self.v0), self.springs, self.margin, self.excluded)
+        return Scene(self.model, self.geoms, np.concatenate(self.q0), np.concatenate(self.v0), self.springs, self.margin,
+                     self.excluded, limits=self.limits, effort_limits=self.effort_limits,
+                     self_pairs=self.self_pairs, excluded_pairs=self.excluded_pairs)
 
 
 class Scene:
@@ -408,11 +599,15 @@ class Scene:
         geometries: list of :class:`Geometry`.
         q0, v0: initial state.
         tree_starts: (n_trees + 1,) velocity offsets of the trees.
+        limits: the :class:`JointLimit` s enforced by the simulator; ``limit_dof``,
+            ``limit_q_index``, ``limit_lower``, ``limit_upper`` the same as arrays (n_l,).
+        effort_limit: (n_v,) largest |actuation| per dof the simulator applies (inf: none).
         tree_of_joint: (n_joints,) tree index of each joint (−1 for the world joint 0).
         K, D, q_rest: (n_v,) diagonal joint stiffness/damping and spring rest positions.
     """
 
-    def __init__(self, model, geometries, q0, v0, springs, margin, excluded):
+    def __init__(self, model, geometries, q0, v0, springs, margin, excluded, *, limits=(), effort_limits=None,
+                 self_pairs=(), excluded_pairs=()):
         pin = _pin()
         self.model = model
         self._data = None  # created on first use: pinocchio.Data holds n_v³ tensors (~3.7 GB at n_v = 486)
@@ -484,7 +679,12 @@ class Scene:
         groups = [g.group for g in geometries]
         n_g = len(geometries)
         ia, ib = np.triu_indices(n_g, 1)
-        ok = (geom_tree[ia] != geom_tree[ib])  # same tree (or both world): never
+        ok = (geom_tree[ia] != geom_tree[ib])  # same tree (or both world): only the robots' self pairs
+        for pairs_, value in ((self_pairs, True), (excluded_pairs, False)):  # the robots' filters
+            if pairs_:
+                p_ = np.sort(np.array(sorted(pairs_), dtype=np.int64).reshape(-1, 2), axis=1)
+                i, j = p_[:, 0], p_[:, 1]
+                ok[i * n_g - i * (i + 1) // 2 + (j - i - 1)] = value  # row-major index in triu_indices(n_g, 1)
         if excluded:
             ex = np.array([frozenset((groups[i], groups[j])) in excluded for i, j in zip(ia[ok], ib[ok])])
             idx = np.flatnonzero(ok)
@@ -493,6 +693,17 @@ class Scene:
         self.detector = ContactDetector(self.geometries, pairs, margin)
         self.margin = margin
         self.n_pairs = len(pairs)
+        self.self_pairs = frozenset(tuple(sorted(p)) for p in self_pairs)  # same-tree pairs that collide
+        self.excluded_pairs = frozenset(tuple(sorted(p)) for p in excluded_pairs)  # filtered out
+        # joint limits and effort limits (seed 001 §VII: limits as constraints of the contact problem)
+        self.limits = tuple(limits)
+        self.limit_dof = np.array([lim.dof for lim in self.limits], dtype=np.int64)
+        self.limit_q_index = np.array([lim.q_index for lim in self.limits], dtype=np.int64)
+        self.limit_lower = np.array([lim.lower for lim in self.limits], dtype=float)
+        self.limit_upper = np.array([lim.upper for lim in self.limits], dtype=float)
+        self.effort_limit = np.full(model.nv, np.inf)
+        for dof, value in (effort_limits or {}).items():
+            self.effort_limit[dof] = value
         _ = pin
 
     # ------------------------------------------------------------------ sizes

@@ -6,7 +6,9 @@ Per step (Algorithm 1), from (q₀, v₀) at time t:
    for θ = 0 (one mass-matrix solve), else by Newton iterations with the SPD approximation
    A = M + δt² θ θ_vq K + δt θ D of ∂m/∂v (eq. 15);
 2. contact: detect contacts at q₀ (coal + closed forms), build the solver-neutral
-   :class:`ContactProblem` (A, v*, J(q₀), φ₀, k, τ_d, μ, trees) and solve it (SAP by default);
+   :class:`ContactProblem` (A, v*, J(q₀), φ₀, k, τ_d, μ, trees) and solve it (SAP by default).
+   The scene's joint position limits near their bound are appended as rigid frictionless
+   unilateral constraints (``ContactProblem.n_limits``; seed 001 §VII);
 3. positions: q = q₀ ⊕ δt v^{θ_vq}, v^{θ_vq} = θ_vq v + (1 − θ_vq) v₀ (eq. 12; ⊕ is
    ``pinocchio.integrate``, exact on the free-flyer Lie group).
 
@@ -94,7 +96,9 @@ class Simulator:
         dt: time step δt [s] > 0.
         scheme: one of :data:`SCHEMES` ("symplectic_euler" by default, as Drake's discrete SAP).
         controller: optional ``controller(t, q, v) -> tau`` returning generalized forces (n_v,)
-            applied during the step (zero on unactuated dofs).
+            applied during the step (zero on unactuated dofs). Each entry is clamped to the
+            scene's effort limit of its dof (``Scene.effort_limit``: the robot file's effort
+            limits; opt out with ``SceneBuilder.add_urdf(effort_limits=False)``).
         solver_options: keyword options for the solver when ``solver`` is a name.
         free_motion_tol: relative tolerance of the implicit free-motion Newton solve.
         blas_threads: BLAS threads while stepping (1: the matrices are small; None: leave as is).
@@ -103,6 +107,10 @@ class Simulator:
             (None: no check). A solver can report convergence on a step whose velocities are
             finite but absurd (a badly conditioned impact); without this bound such a run went
             on with bodies 1e14 m away.
+        limit_stiffness: how the scene's joint-limit constraints enter the contact problem:
+            ``"near_rigid"`` (default: a stiffness whose period is one step on the dof's effective
+            inertia, SAP's own regularization of a rigid constraint, seed 001 eq. 29; the other
+            solvers converge much better with it) or ``"rigid"`` (k = inf).
     """
 
     def __init__(
@@ -117,6 +125,7 @@ class Simulator:
         free_motion_max_iterations: int = 30,
         blas_threads: int | None = 1,
         max_speed: float | None = 1e3,
+        limit_stiffness: str = "near_rigid",
     ):
         import pinocchio as pin
 
@@ -147,6 +156,9 @@ class Simulator:
         if max_speed is not None and not (np.isfinite(max_speed) and max_speed > 0):
             raise ValueError(f"max_speed must be a finite speed > 0 [m/s] or None, got {max_speed!r}")
         self.max_speed = None if max_speed is None else float(max_speed)
+        if limit_stiffness not in ("near_rigid", "rigid"):
+            raise ValueError(f"limit_stiffness must be 'near_rigid' or 'rigid', got {limit_stiffness!r}")
+        self.limit_stiffness = limit_stiffness
         self.model = scene.model
         self.data = scene.model.createData()
         self._precompute()
@@ -186,6 +198,14 @@ class Simulator:
         self._pair_mu = scene.pair_mu.reshape(-1)
         self._tree_starts = np.array(scene.tree_starts, dtype=np.int64)
         self._tree_starts.flags.writeable = False
+        # joint limits (the scene's scalar joints with a finite limit) and effort limits
+        self._limit_dof = np.asarray(getattr(scene, "limit_dof", np.zeros(0, np.int64)), dtype=np.int64)
+        self._limit_q = np.asarray(getattr(scene, "limit_q_index", np.zeros(0, np.int64)), dtype=np.int64)
+        self._limit_lower = np.asarray(getattr(scene, "limit_lower", np.zeros(0)), dtype=float)
+        self._limit_upper = np.asarray(getattr(scene, "limit_upper", np.zeros(0)), dtype=float)
+        self._dof_tree = np.repeat(np.arange(self._tree_starts.size - 1), np.diff(self._tree_starts))
+        effort = np.asarray(getattr(scene, "effort_limit", np.full(nv, np.inf)), dtype=float)
+        self._effort = effort if np.isfinite(effort).any() else None
 
     # ------------------------------------------------------------------ dynamics pieces
     def _mass(self, q: np.ndarray) -> np.ndarray:
@@ -202,6 +222,8 @@ class Simulator:
         tau = np.asarray(self.controller(t, q.copy(), v.copy()), dtype=float).reshape(-1)
         if tau.shape != (self.model.nv,) or not np.isfinite(tau).all():
             raise ValueError(f"controller must return finite generalized forces of shape ({self.model.nv},), got {tau.shape}")
+        if self._effort is not None:  # the file's effort limits (SceneBuilder.add_urdf(effort_limits=...))
+            tau = np.clip(tau, -self._effort, self._effort)
         return tau
 
     def free_motion(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -283,11 +305,67 @@ class Simulator:
             world_jacobian=np.array(np.reshape(data.J, (6, model.nv))), joint_support=scene.joint_support,
             mass_q=self._mass_q, mass_diagonal=self._mass_diagonal,
         )
+        phi0 = c.phi.copy()
+        n_limits = 0
+        if self._limit_dof.size:
+            rows, gap, dof = self._limit_rows(q0, v0, v_star)
+            n_limits = gap.size
+            if n_limits:
+                lim_J = np.zeros((3 * n_limits, model.nv))
+                lim_J[3 * np.arange(n_limits) + 2, dof] = rows
+                J = np.concatenate([J, lim_J])
+                phi0 = np.concatenate([phi0, gap])
+                mu = np.concatenate([mu, np.zeros(n_limits)])
+                k = np.concatenate([k, self._limit_stiffness(A, dof)])
+                tau_d = np.concatenate([tau_d, np.zeros(n_limits)])
+                lim_trees = np.full((n_limits, 2), -1, dtype=np.int64)
+                lim_trees[:, 0] = self._dof_tree[dof]
+                trees = np.concatenate([trees, lim_trees])
         problem = ContactProblem.trusted(
-            A=A, v_star=v_star, J=J, phi0=c.phi.copy(), mu=mu, stiffness=k, dissipation=tau_d, dt=self.dt,
-            tree_starts=self._tree_starts, contact_trees=trees, v0=v0.copy(), bodies=bodies,
+            A=A, v_star=v_star, J=J, phi0=phi0, mu=mu, stiffness=k, dissipation=tau_d, dt=self.dt,
+            tree_starts=self._tree_starts, contact_trees=trees, v0=v0.copy(), bodies=bodies, n_limits=n_limits,
         )
         return problem, {"contacts": c, "tau": tau}
+
+    def _limit_stiffness(self, A: np.ndarray, dof: np.ndarray) -> np.ndarray:
+        """Near-rigid stiffness of joint-limit constraints on ``dof``: k = 4π²/(β² δt² w), β = 1.
+
+        w = (A⁻¹)_kk is the constraint's Delassus value, so the constraint behaves as a spring
+        whose period is one time step on the dof's effective inertia 1/w: exactly the near-rigid
+        regularization SAP applies to a rigid constraint (seed 001 eq. 29, R = β²w/(4π²)), given
+        to every solver as a compliance (better conditioned for the AL/ADMM solvers than k = inf).
+        """
+        import math
+
+        if self.limit_stiffness == "rigid":
+            return np.full(dof.size, np.inf)
+        w = np.empty(dof.size)
+        ts = self._tree_starts
+        for t in np.unique(self._dof_tree[dof]):  # one tree block inverse per tree with limits
+            sl = slice(int(ts[t]), int(ts[t + 1]))
+            Ainv = np.linalg.inv(A[sl, sl])
+            sel = self._dof_tree[dof] == t
+            w[sel] = Ainv[dof[sel] - ts[t], dof[sel] - ts[t]]
+        return 4.0 * math.pi**2 / (self.dt**2 * w)
+
+    def _limit_rows(self, q0: np.ndarray, v0: np.ndarray, v_star: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The joint-limit constraints of the step: (sign (n_l,), gap φ₀ (n_l,), dof (n_l,)).
+
+        A limit enters the step when its gap is below the scene's margin plus the distance the
+        dof could travel in the step at max(|v₀|, |v*|) (twice, for safety): the same
+        speculative-constraint idea as the contact margin. Lower limit: g = q − lower, row +e_k;
+        upper limit: g = upper − q, row −e_k (ġ = row · v, > 0 separating).
+        """
+        q = q0[self._limit_q]
+        reach = self.scene.margin + 2.0 * self.dt * np.maximum(np.abs(v0[self._limit_dof]), np.abs(v_star[self._limit_dof]))
+        g_lo = q - self._limit_lower
+        g_hi = self._limit_upper - q
+        lo = g_lo < reach
+        hi = g_hi < reach
+        sign = np.concatenate([np.ones(int(lo.sum())), -np.ones(int(hi.sum()))])
+        gap = np.concatenate([g_lo[lo], g_hi[hi]])
+        dof = np.concatenate([self._limit_dof[lo], self._limit_dof[hi]])
+        return sign, gap, dof
 
     def _contact_jacobian_numpy(self, F: np.ndarray, point: np.ndarray, Jw: np.ndarray, sa: np.ndarray,
                                 sb: np.ndarray) -> np.ndarray:
