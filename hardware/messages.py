@@ -28,11 +28,53 @@ __all__ = [
     "parse_point_stamped",
     "franka_state",
     "parse_franka_state",
+    "parse_robot_mode",
+    "ROBOT_MODES",
+    "COMMANDABLE_MODES",
+    "ERROR_FIELDS",
     "transform_from_pose",
     "pose_from_transform",
 ]
 
 _QUAT_TOL = 0.05  # accepted |‖q‖ - 1| before normalising; beyond it the message is rejected
+
+#: ``franka_msgs/FrankaState.robot_mode`` constants (franka_ros, = libfranka's ``RobotMode``).
+ROBOT_MODES = {0: "OTHER", 1: "IDLE", 2: "MOVE", 3: "GUIDING", 4: "REFLEX", 5: "USER_STOPPED",
+               6: "AUTOMATIC_ERROR_RECOVERY"}
+
+#: The modes in which the deploy loop may command the robot (IDLE, MOVE); any other mode is a
+#: fault that stops commanding.
+COMMANDABLE_MODES = (1, 2)
+
+#: The boolean fields of ``franka_msgs/Errors`` (``current_errors``, ``last_motion_errors``),
+#: in the message's order (franka_ros 0.10).
+ERROR_FIELDS = (
+    "joint_position_limits_violation", "cartesian_position_limits_violation",
+    "self_collision_avoidance_violation", "joint_velocity_violation",
+    "cartesian_velocity_violation", "force_control_safety_violation", "joint_reflex",
+    "cartesian_reflex", "max_goal_pose_deviation_violation",
+    "max_path_pose_deviation_violation", "cartesian_velocity_profile_safety_violation",
+    "joint_position_motion_generator_start_pose_invalid",
+    "joint_motion_generator_position_limits_violation",
+    "joint_motion_generator_velocity_limits_violation",
+    "joint_motion_generator_velocity_discontinuity",
+    "joint_motion_generator_acceleration_discontinuity",
+    "cartesian_position_motion_generator_start_pose_invalid",
+    "cartesian_motion_generator_elbow_limit_violation",
+    "cartesian_motion_generator_velocity_limits_violation",
+    "cartesian_motion_generator_velocity_discontinuity",
+    "cartesian_motion_generator_acceleration_discontinuity",
+    "cartesian_motion_generator_elbow_sign_inconsistent",
+    "cartesian_motion_generator_start_elbow_invalid",
+    "cartesian_motion_generator_joint_position_limits_violation",
+    "cartesian_motion_generator_joint_velocity_limits_violation",
+    "cartesian_motion_generator_joint_velocity_discontinuity",
+    "cartesian_motion_generator_joint_acceleration_discontinuity",
+    "cartesian_position_motion_generator_invalid_frame",
+    "force_controller_desired_force_tolerance_violation", "controller_torque_discontinuity",
+    "start_elbow_sign_inconsistent", "communication_constraints_violation",
+    "power_limit_violation",
+)
 
 
 def header(t: float, frame_id: str, seq: int = 0) -> dict[str, Any]:
@@ -43,13 +85,24 @@ def header(t: float, frame_id: str, seq: int = 0) -> dict[str, Any]:
 
 
 def stamp_to_seconds(stamp: Any, topic: str = "") -> float:
-    """``{"secs", "nsecs"}`` (ROS 1) or ``{"sec", "nanosec"}`` (ROS 2) to seconds."""
+    """``{"secs", "nsecs"}`` (ROS 1) or ``{"sec", "nanosec"}`` (ROS 2) to seconds.
+
+    Raises:
+        MessageError: missing fields, non-numbers (strings and booleans included, as rosbridge
+            rejects them) or a non-finite result (NaN/inf, or JSON ``null``).
+    """
     try:
         secs = stamp["secs"] if "secs" in stamp else stamp["sec"]
         nsecs = stamp["nsecs"] if "nsecs" in stamp else stamp["nanosec"]
-        return float(secs) + 1e-9 * float(nsecs)
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError) as e:
         raise MessageError(topic, f"bad header stamp {stamp!r}") from e
+    for v in (secs, nsecs):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise MessageError(topic, f"bad header stamp {stamp!r}: not numbers")
+    t = float(secs) + 1e-9 * float(nsecs)
+    if not math.isfinite(t):
+        raise MessageError(topic, f"non-finite header stamp {stamp!r}")
+    return t
 
 
 def _vec(msg: Any, keys: tuple[str, ...], topic: str, what: str) -> np.ndarray:
@@ -150,16 +203,24 @@ def pose_from_transform(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def franka_state(T_base_ee: np.ndarray, t: float, seq: int = 0, *,
                  T_base_ee_desired: np.ndarray | None = None,
                  external_wrench: np.ndarray | None = None,
-                 robot_mode: int = 2) -> dict[str, Any]:
+                 robot_mode: int = 2,
+                 current_errors: Any = ()) -> dict[str, Any]:
     """The fields of ``franka_msgs/FrankaState`` the adapter reads (others are omitted).
 
     ``O_T_EE`` is the measured end-effector pose, column-major as in libfranka;
     ``O_T_EE_d`` the last commanded (equilibrium) pose; ``O_F_ext_hat_K`` the estimated
-    external wrench [N, N m]; ``robot_mode`` 2 is ``ROBOT_MODE_MOVE``.
+    external wrench [N, N m]; ``robot_mode`` one of :data:`ROBOT_MODES` (2 is
+    ``ROBOT_MODE_MOVE``); ``current_errors`` the names of the :data:`ERROR_FIELDS` that are
+    true (the message carries all of them, the others false).
     """
+    active = set(current_errors)
+    unknown = active - set(ERROR_FIELDS)
+    if unknown:
+        raise ValueError(f"current_errors: unknown franka_msgs/Errors fields {sorted(unknown)}")
     msg: dict[str, Any] = {"header": header(t, "", seq),
                            "O_T_EE": T_base_ee.flatten(order="F").tolist(),
-                           "robot_mode": int(robot_mode)}
+                           "robot_mode": int(robot_mode),
+                           "current_errors": {k: k in active for k in ERROR_FIELDS}}
     if T_base_ee_desired is not None:
         msg["O_T_EE_d"] = T_base_ee_desired.flatten(order="F").tolist()
     if external_wrench is not None:
@@ -184,3 +245,27 @@ def parse_franka_state(msg: Any, topic: str = "") -> tuple[np.ndarray, float]:
             or np.abs(T[3] - [0, 0, 0, 1]).max() > 1e-9):
         raise MessageError(topic, "O_T_EE is not a rigid transform", msg)
     return T, t
+
+
+def parse_robot_mode(msg: Any, topic: str = "") -> tuple[int, tuple[str, ...]]:
+    """``(robot_mode, names of the true current_errors flags)`` of a FrankaState.
+
+    ``robot_mode`` must be an integer of :data:`ROBOT_MODES`; ``current_errors`` (optional:
+    absent means no error reported) a mapping of booleans. Unknown error names are kept (a
+    newer franka_msgs may add flags): any true flag counts.
+
+    Raises:
+        MessageError: missing/non-integer/unknown robot_mode, or non-boolean error flags.
+    """
+    if not isinstance(msg, dict):
+        raise MessageError(topic, "robot state is not a mapping", msg)
+    mode = msg.get("robot_mode")
+    if isinstance(mode, bool) or not isinstance(mode, int) or mode not in ROBOT_MODES:
+        raise MessageError(topic, f"robot_mode must be one of {sorted(ROBOT_MODES)}, got "
+                           f"{mode!r}", msg)
+    errs = msg.get("current_errors")
+    if errs is None:
+        return mode, ()
+    if not isinstance(errs, dict) or not all(isinstance(v, bool) for v in errs.values()):
+        raise MessageError(topic, "current_errors must be a mapping of booleans", msg)
+    return mode, tuple(sorted(k for k, v in errs.items() if v))

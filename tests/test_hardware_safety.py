@@ -296,17 +296,19 @@ def test_adapters_reject_malformed_state_and_detections_over_the_bridge():
         while srv.client_stats() == [] or len(sth.call(srv.client_stats)[0].subscriptions) < 2:
             assert time.monotonic() < deadline
             time.sleep(0.01)
+        t0 = time.time() - 1.0  # stamps must be near the local clock
         T = messages.transform_from_pose(np.array([0.5, 0.0, 0.2]), Q_DOWN)
         bad_T = T.copy()
         bad_T[0, 3] = np.nan
-        states = [messages.franka_state(T, 1.0), messages.franka_state(bad_T, 1.01),
-                  {"header": messages.header(1.02, "")}, messages.franka_state(T, 0.5)]
+        states = [messages.franka_state(T, t0 + 1.0), messages.franka_state(bad_T, t0 + 1.01),
+                  {"header": messages.header(t0 + 1.02, "")},
+                  messages.franka_state(T, t0 + 0.5)]
         ball = np.array([0.55, 0.0, 0.05])
-        dets = [messages.point_stamped(ball, "panda_link0", 1.0),
-                messages.point_stamped(ball, "camera_link", 1.01),
-                messages.point_stamped(ball + [0.2, 0, 0], "panda_link0", 1.02),
-                {"header": messages.header(1.03, "panda_link0"), "point": {"x": 1.0}},
-                messages.point_stamped(ball + [0.001, 0, 0], "panda_link0", 1.04)]
+        dets = [messages.point_stamped(ball, "panda_link0", t0 + 1.0),
+                messages.point_stamped(ball, "camera_link", t0 + 1.01),
+                messages.point_stamped(ball + [0.2, 0, 0], "panda_link0", t0 + 1.02),
+                {"header": messages.header(t0 + 1.03, "panda_link0"), "point": {"x": 1.0}},
+                messages.point_stamped(ball + [0.001, 0, 0], "panda_link0", t0 + 1.04)]
         for m in states:
             sth.call(lambda m=m: srv.publish("/franka_state_controller/franka_states", m))
         for m in dets:
