@@ -28,6 +28,9 @@ Security and robustness (:class:`ServerOptions`):
 * ``advertise`` needs a type, ``publish`` needs a topic whose type is known (advertised by
   someone, or an in-process endpoint), as rosbridge, which cannot infer an unknown type;
 * non-finite floats are sent as JSON ``null`` (as rosbridge does; ``NaN`` is not JSON);
+* ``subscribe`` honours ``throttle_rate`` [ms] and ``queue_length`` as rosbridge does (see
+  :class:`_Delivery`), ``advertise``/``publish`` honour ``latch`` (a new subscriber gets the
+  last message of a latched topic);
 * an in-process publish handler that raises :class:`~hardware.errors.MessageError` makes
   the server answer the publishing client with a ``status`` error (the robot-side guard's
   rejections are not silent).
@@ -158,7 +161,9 @@ class _Client:
         self.ready = asyncio.Event()
         self.drained = asyncio.Event()
         self.drained.set()
-        self.subs: dict[str, set[Any]] = {}  # topic -> subscription ids
+        self.subs: dict[str, dict[Any, tuple[int, int]]] = {}  # topic -> id -> (throttle
+        # [ms], queue_length) of each subscription
+        self.delivery: dict[str, _Delivery] = {}
         self.advertised: set[str] = set()
         self.authenticated = authenticated
         self.auth_failures = 0
@@ -181,6 +186,58 @@ class _Client:
 
     def n_topics(self) -> int:
         return len(self.subs) + len(self.advertised - set(self.subs))
+
+
+class _Delivery:
+    """rosbridge's per-topic delivery to one client: with ``throttle`` [s] > 0, at most one
+    message per ``throttle``; ``queue_length`` 0 drops the messages inside the interval
+    (rosbridge's ThrottleMessageHandler), > 0 keeps the newest ``queue_length`` and sends them
+    one per interval (its QueueMessageHandler). Of several subscriptions of one client to a
+    topic, the smallest throttle and the largest queue apply, as in rosbridge."""
+
+    def __init__(self) -> None:
+        self.throttle = 0.0
+        self.queue_length = 0
+        self.pending: collections.deque[str] = collections.deque(maxlen=1)
+        self.last = -math.inf
+        self.timer: asyncio.TimerHandle | None = None
+
+    def configure(self, subs: dict[Any, tuple[int, int]]) -> None:
+        self.throttle = min(t for t, _ in subs.values()) / 1000.0
+        q = max(n for _, n in subs.values())
+        if q != self.pending.maxlen:
+            self.pending = collections.deque(self.pending, maxlen=max(q, 1))
+        self.queue_length = q
+
+    def offer(self, c: _Client, text: str, loop: asyncio.AbstractEventLoop | None) -> None:
+        now = time.monotonic()
+        if self.throttle <= 0 or (now - self.last >= self.throttle and not self.pending):
+            self.last = now
+            c.enqueue(text)
+            return
+        if self.queue_length == 0 or loop is None:
+            c.dropped += 1  # inside the throttle interval: rosbridge drops it
+            return
+        if len(self.pending) == self.pending.maxlen:
+            c.dropped += 1
+        self.pending.append(text)
+        if self.timer is None:
+            self.timer = loop.call_at(loop.time() + max(0.0, self.last + self.throttle - now),
+                                      self._flush, c, loop)
+
+    def _flush(self, c: _Client, loop: asyncio.AbstractEventLoop) -> None:
+        self.timer = None
+        if not self.pending:
+            return
+        self.last = time.monotonic()
+        c.enqueue(self.pending.popleft())
+        if self.pending:
+            self.timer = loop.call_at(loop.time() + self.throttle, self._flush, c, loop)
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
 
 
 class RosBridgeServer:
@@ -217,6 +274,8 @@ class RosBridgeServer:
         self._clients: set[_Client] = set()
         self._types: dict[str, str] = {}
         self._inprocess: set[str] = set()  # topics advertised or handled in-process
+        self._latch_topics: set[str] = set()  # advertised with latch: true
+        self._latched: dict[str, str] = {}  # topic -> last message (encoded), latched topics
         self._handlers: dict[str, list[PublishHandler]] = collections.defaultdict(list)
         self._services: dict[str, ServiceHandler] = {}
         self._reading = asyncio.Event()
@@ -340,11 +399,18 @@ class RosBridgeServer:
                                  f"{type(e).__name__}", op_id)
         n = 0
         text = None
+        if topic in self._latch_topics:
+            text = encode({"op": "publish", "topic": topic, "msg": msg})
+            self._latched[topic] = text
         for c in self._clients:
             if c.authenticated and c.subs.get(topic):
                 if text is None:
                     text = encode({"op": "publish", "topic": topic, "msg": msg})
-                c.enqueue(text)
+                d = c.delivery.get(topic)
+                if d is None:
+                    c.enqueue(text)
+                else:
+                    d.offer(c, text, self.loop)
                 n += 1
         return n
 
@@ -406,6 +472,8 @@ class RosBridgeServer:
             return
         self._types.pop(topic, None)
         self.received_by_topic.pop(topic, None)
+        self._latch_topics.discard(topic)
+        self._latched.pop(topic, None)
 
     def _dispatch(self, c: _Client, text: str | bytes) -> None:
         try:
@@ -461,17 +529,41 @@ class RosBridgeServer:
             if not self._register_type(c, topic, m.get("type"), op, op_id):
                 return
             if op == "advertise":
+                latch = m.get("latch", False)
+                if not isinstance(latch, bool):
+                    self._status(c, "error", f"advertise {topic}: 'latch' must be a boolean",
+                                 op_id)
+                    return
                 c.advertised.add(topic)
+                if latch:
+                    self._latch_topics.add(topic)
             else:
+                qos = {}
+                for key in ("throttle_rate", "queue_length"):
+                    v = m.get(key, 0)
+                    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 3_600_000:
+                        self._status(c, "error", f"subscribe {topic}: {key!r} must be an "
+                                     "integer >= 0", op_id)
+                        return
+                    qos[key] = v
+                if qos["queue_length"] > 1000:
+                    self._status(c, "error", f"subscribe {topic}: queue_length above 1000",
+                                 op_id)
+                    return
                 if topic not in self._types:
                     self._status(c, "warning", f"subscribe {topic}: unknown topic without a "
                                  "type; waiting for it to be advertised", op_id)
-                ids = c.subs.setdefault(topic, set())
-                if len(ids) >= o.max_topics_per_client:
+                ids = c.subs.setdefault(topic, {})
+                key = op_id if op_id is not None else topic
+                if key not in ids and len(ids) >= o.max_topics_per_client:
                     self._status(c, "error", f"subscribe {topic}: too many subscriptions",
                                  op_id)
                     return
-                ids.add(op_id if op_id is not None else topic)
+                ids[key] = (qos["throttle_rate"], qos["queue_length"])
+                self._configure_delivery(c, topic)
+                latched = self._latched.get(topic)
+                if latched is not None and new:
+                    c.enqueue(latched)
         elif op == "unadvertise":
             topic = self._topic(c, m, op, op_id)
             if topic is not None:
@@ -481,11 +573,14 @@ class RosBridgeServer:
             topic = self._topic(c, m, op, op_id)
             if topic is None:
                 return
-            ids = c.subs.get(topic, set())
-            ids.discard(op_id if op_id is not None else topic)
+            ids = c.subs.get(topic, {})
+            ids.pop(op_id if op_id is not None else topic, None)
             if not ids or op_id is None:
                 c.subs.pop(topic, None)
+                self._configure_delivery(c, topic)
                 self._release(topic)
+            else:
+                self._configure_delivery(c, topic)
         elif op == "publish":
             topic = self._topic(c, m, op, op_id)
             if topic is None:
@@ -497,6 +592,8 @@ class RosBridgeServer:
                 self._status(c, "error", f"publish {topic}: unknown topic (cannot infer its "
                              "type: advertise it first)", op_id)
                 return
+            if m.get("latch") is True:  # rosbridge: the publish op may latch its publisher
+                self._latch_topics.add(topic)
             self._route(topic, m["msg"], time.monotonic(), c, op_id)
         elif op == "call_service":
             self._call_service(c, m, op_id)
@@ -506,6 +603,19 @@ class RosBridgeServer:
                              op_id)
         else:
             self._status(c, "error", f"unsupported op {op[:40]!r}", op_id)
+
+    @staticmethod
+    def _configure_delivery(c: _Client, topic: str) -> None:
+        subs = c.subs.get(topic)
+        d = c.delivery.get(topic)
+        if not subs or all(t == 0 for t, _ in subs.values()):
+            if d is not None:
+                d.cancel()
+                del c.delivery[topic]
+            return
+        if d is None:
+            d = c.delivery[topic] = _Delivery()
+        d.configure(subs)
 
     def _authenticate(self, c: _Client, m: dict[str, Any], op_id: Any) -> None:
         assert self._secret is not None
@@ -592,6 +702,8 @@ class RosBridgeServer:
                 await ws.close(1008, "authentication failed")
         finally:
             writer.cancel()
+            for d in c.delivery.values():
+                d.cancel()
             self._clients.discard(c)
             for topic in set(c.subs) | c.advertised:
                 self._release(topic)
