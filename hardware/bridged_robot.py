@@ -5,8 +5,10 @@ end-effector physics) and :class:`~hardware.twin.FrankaBallTwin` (the full Panda
 simulator) share: the franka_ros command endpoints with a robot-side guard, the records the
 tests read, and the state publisher (``robot_mode`` and ``current_errors`` included).
 
-The guard (:class:`RobotGuardOptions`, ``options.guard``) rejects a command with a missing
-field, a wrong frame or a non-finite number, an equilibrium outside the workspace box or
+The guard (:class:`RobotGuardOptions`, ``options.guard``) validates commands as rosbridge and
+the stock franka_ros controller do (a missing header or an empty ``frame_id`` is accepted;
+unknown fields and numbers sent as strings are refused) and rejects a command with a missing
+field, another frame or a non-finite number, an equilibrium outside the workspace box or
 farther than ``options.max_command_jump`` from the end effector, a feed-forward force or
 torque above its limit, and any command while the robot is in a fault mode (as a Franka in
 REFLEX ignores commands until error recovery). Each rejection is recorded, logged, and
@@ -171,7 +173,7 @@ class BridgedFranka:
         f, g = self.options.franka, self.guard
         topic = f.equilibrium_topic
         try:
-            p, q, _ = messages.parse_pose_stamped(msg, topic, f.base_frame)
+            p, q, _ = messages.parse_pose_stamped(msg, topic, f.base_frame, command=True)
         except MessageError as e:
             self._reject(str(e), topic)
         self._check_mode(topic)
@@ -191,7 +193,8 @@ class BridgedFranka:
         f, g = self.options.franka, self.guard
         topic = f.wrench_topic
         try:
-            force, torque, _ = messages.parse_wrench_stamped(msg, topic, f.base_frame)
+            force, torque, _ = messages.parse_wrench_stamped(msg, topic, f.base_frame,
+                                                             command=True)
         except MessageError as e:
             self._reject(str(e), topic)
         self._check_mode(topic)

@@ -174,6 +174,8 @@ class DeploySummary:
     """The fault that ended the run (robot_mode and error flags), "" if none."""
     refused_commands: int = 0
     """Commands the adapter refused to publish because a robot fault was latched."""
+    state_rejections: list[str] = field(default_factory=list)
+    """Reasons of the last 20 rejected robot states."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
@@ -484,6 +486,7 @@ def run_deploy(task: str, options: DeployOptions | None = None, *,
         robot_fault=(franka.fault.describe() if franka is not None and franka.fault is not None
                      else ""),
         refused_commands=franka.refused_commands if franka is not None else 0,
+        state_rejections=list(franka.rejections) if franka is not None else [],
     )
     LOGGER.info("deploy ended: %s (%s)", reason.value, run.message)
     if report_dir is not None:

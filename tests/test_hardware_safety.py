@@ -231,13 +231,43 @@ def test_pose_and_franka_state_round_trip():
     (lambda m: m["header"].update(frame_id="world"), "frame_id"),
     (lambda m: m["pose"]["orientation"].update(w=3.0), "norm"),
     (lambda m: m.pop("header"), "header"),
-    (lambda m: m["pose"].update(position="here"), "missing or non-numeric"),
+    (lambda m: m["pose"].update(position="here"), "position: missing or not an object"),
+    (lambda m: m["pose"]["position"].update(x="0.5"), "non-numeric field 'x'"),
+    (lambda m: m["pose"]["position"].update(x=True), "non-numeric field 'x'"),
+    (lambda m: m["pose"]["position"].update(extra=1.0), r"unknown field\(s\) \['extra'\]"),
+    (lambda m: m.update(note="hi"), "PoseStamped: unknown field"),
+    (lambda m: m["header"]["stamp"].update(secs="12"), "not numbers"),
 ])
 def test_malformed_poses_are_rejected(mutate, reason):
     msg = messages.pose_stamped(np.zeros(3), Q_DOWN, "panda_link0", 1.0)
     mutate(msg)
     with pytest.raises(MessageError, match=reason):
         messages.parse_pose_stamped(msg, "/eq", "panda_link0")
+
+
+def test_commands_are_validated_as_rosbridge_and_the_stock_controller_do():
+    """Robot commands (``command=True``): no header and an empty frame_id are accepted (rosbridge
+    fills a default header, the stock controller ignores it); another frame, strings for
+    numbers and unknown fields are refused."""
+    msg = messages.pose_stamped([0.5, 0, 0.2], Q_DOWN, "panda_link0", 1.0)
+    no_header = {"pose": msg["pose"]}
+    p, q, t = messages.parse_pose_stamped(no_header, "/eq", "panda_link0", command=True)
+    assert t is None and p.tolist() == [0.5, 0, 0.2]
+    empty = messages.pose_stamped([0.5, 0, 0.2], Q_DOWN, "", 1.0)
+    assert messages.parse_pose_stamped(empty, "/eq", "panda_link0", command=True)[2] == 1.0
+    with pytest.raises(MessageError, match="frame_id"):
+        messages.parse_pose_stamped(empty, "/eq", "panda_link0")  # states: strict
+    with pytest.raises(MessageError, match="header"):
+        messages.parse_pose_stamped(no_header, "/eq", "panda_link0")
+    other = messages.pose_stamped([0.5, 0, 0.2], Q_DOWN, "world", 1.0)
+    with pytest.raises(MessageError, match="frame_id 'world'"):
+        messages.parse_pose_stamped(other, "/eq", "panda_link0", command=True)
+    w = {"wrench": {"force": {"x": 1, "y": 0, "z": 0}, "torque": {"x": 0, "y": 0, "z": "0"}}}
+    with pytest.raises(MessageError, match="non-numeric field 'z'"):
+        messages.parse_wrench_stamped(w, "/w", "panda_link0", command=True)
+    w["wrench"]["torque"]["z"] = 0
+    f, m, t = messages.parse_wrench_stamped(w, "/w", "panda_link0", command=True)
+    assert f.tolist() == [1, 0, 0] and t is None
 
 
 def test_non_rigid_or_short_o_t_ee_is_rejected():
@@ -320,7 +350,8 @@ def test_adapters_reject_malformed_state_and_detections_over_the_bridge():
             time.sleep(0.01)
         assert franka.rejected == 3 and franka.state().count == 1
         np.testing.assert_array_equal(franka.state().position, [0.5, 0.0, 0.2])
-        assert any("non-finite" in r for r in franka.rejections)
+        # the NaN reaches the client as JSON null (as from rosbridge): not a number
+        assert any("O_T_EE must be 16 numbers" in r for r in franka.rejections)
         assert any("not after" in r for r in franka.rejections)  # stamp went backwards
         assert camera.rejected == 3
         assert any("jump" in r for r in camera.rejections)
