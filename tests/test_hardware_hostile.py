@@ -446,3 +446,27 @@ def test_robot_validates_commands_like_rosbridge_and_answers_every_rejection():
         assert wait_until(lambda: len(robot.commands) == 2, 2)
     finally:
         st.stop()
+
+
+def test_c3mpc_deploy_cli_authenticates_with_a_secret_file(tmp_path):
+    """``c3mpc deploy --auth-secret-file F`` against a bridge that requires authentication."""
+    import subprocess
+    import sys
+
+    from _loopback import REPO, repo_env
+
+    st, robot = _auth_server()
+    try:
+        secret_file = tmp_path / "secret"
+        secret_file.write_text(SECRET + "\n")
+        env = repo_env()
+        env.pop("C3MPC_BRIDGE_SECRET", None)
+        proc = subprocess.run([sys.executable, "-m", "c3mpc.cli", "deploy", "franka-ball",
+                               "--bridge", st.server.url, "--duration", "1", "--quiet",
+                               "--auth-secret-file", str(secret_file)],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "authenticated" in proc.stdout and "NOT authenticated" not in proc.stdout
+        assert len(robot.commands) >= 50
+    finally:
+        st.stop()
