@@ -269,3 +269,40 @@ def test_subscribe_throttle_rate_queue_length_and_latch_as_rosbridge(server):
         with connect(srv.url, proxy=None) as late:
             late.send(json.dumps({"op": "subscribe", "topic": "/map"}))
             assert json.loads(late.recv(timeout=2))["msg"] == {"data": "v2"}
+
+
+def test_transport_authenticates_on_every_connection_reconnects_included(tmp_path):
+    """With a secret file the transport's first message is the auth op, again after the
+    server restarts: the subscription resumes on the new, authenticating server."""
+    secret = "fedcba9876543210"
+    f = tmp_path / "secret"
+    f.write_text(secret)
+    st = ServerThread(RosBridgeServer(auth_secret=secret)).start()
+    port = st.server.port
+    tr = _transport(st.server.url, reconnect_initial_delay=0.1, reconnect_max_delay=0.5,
+                    auth_secret_file=str(f), auth_secret_env="")
+    try:
+        st.call(lambda: st.server.advertise("/state", "std_msgs/Int32"))
+        sub = tr.subscribe("/state", "std_msgs/Int32")
+
+        def delivered(server_thread, value):
+            server_thread.call(lambda: server_thread.server.publish("/state", {"data": value}))
+            return sub.latest() is not None and sub.latest().msg == {"data": value}
+
+        assert wait_until(lambda: delivered(st, 1), 5, dt=0.05)
+        assert st.call(lambda: st.server.status_count) == 0  # nothing was refused
+        st.stop()
+        assert wait_until(lambda: not tr.is_connected, 5)
+        st2 = ServerThread(RosBridgeServer(port=port, auth_secret=secret)).start()
+        try:
+            st2.call(lambda: st2.server.advertise("/state", "std_msgs/Int32"))
+            assert tr.wait_connected(10)
+            assert wait_until(lambda: delivered(st2, 2), 10, dt=0.05)
+            assert st2.call(lambda: st2.server.status_count) == 0
+            assert all(c.authenticated for c in st2.call(st2.server.client_stats))
+        finally:
+            tr.close()
+            st2.stop()
+    finally:
+        tr.close()
+        st.stop()
