@@ -218,11 +218,42 @@ def test_unauthenticated_clients_read_nothing_and_command_nothing():
             with pytest.raises(ConnectionClosed) as ei:
                 ws.recv(timeout=1)
             assert ei.value.rcvd is not None and ei.value.rcvd.code == 1008
-        # the deploy side authenticates (secret from a file) and commands
-        assert mac(SECRET, "c", "d", "r", 10.9, "admin", 20.2) == mac(
-            SECRET, "c", "d", "r", 10, "admin", 20)  # rosauth hashes whole seconds
     finally:
         st.stop()
+
+
+def test_rosauth_mac_formula_and_secret_loading(tmp_path, monkeypatch):
+    """The MAC is rosauth's: SHA-512 hex of secret + client + dest + rand + whole seconds of
+    t + level + whole seconds of end (computed here independently); the secret comes from a
+    file's first line or the environment, at least 16 characters."""
+    import hashlib
+
+    from hardware.errors import HardwareValueError
+    from hardware.rosbridge.auth import check_auth, load_secret
+
+    expected = hashlib.sha512((SECRET + "ws-client" + "robot-pc" + "r4nd" + "1700000000"
+                               + "admin" + "1700086400").encode()).hexdigest()
+    assert mac(SECRET, "ws-client", "robot-pc", "r4nd", 1700000000.7, "admin",
+               1700086400.2) == expected
+    m = auth_message(SECRET, "robot-pc", client="ws-client", now=1700000000.7)
+    assert m["t"] == 1700000000 and len(m["rand"]) == 32
+    assert check_auth(SECRET, m, 1700000002.0, 5.0) is None
+    assert "from the server clock" in check_auth(SECRET, m, 1700000010.0, 5.0)
+    assert "MAC" in check_auth("x" * 16, m, 1700000002.0, 5.0)
+    assert "'t'" in check_auth(SECRET, dict(m, t="1700000000"), 1700000002.0, 5.0)
+    f = tmp_path / "secret"
+    f.write_text(SECRET + "\nignored\n")
+    monkeypatch.setenv("C3MPC_BRIDGE_SECRET", "e" * 20)
+    assert load_secret(f) == SECRET and load_secret() == "e" * 20
+    monkeypatch.delenv("C3MPC_BRIDGE_SECRET")
+    assert load_secret() is None
+    f.write_text("short")
+    with pytest.raises(HardwareValueError, match="at least 16"):
+        load_secret(f)
+    with pytest.raises(HardwareValueError, match="cannot read"):
+        load_secret(tmp_path / "missing")
+    with pytest.raises(HardwareValueError, match="auth_secret"):
+        RosBridgeServer(auth_secret="short")
 
 
 def test_deploy_authenticates_from_a_secret_file_and_fails_clearly_without_it(tmp_path):
