@@ -48,12 +48,14 @@ class CameraOptions(LoadableOptions):
     velocity_filter: float = 0.3
     """Weight of the newest finite-difference velocity in the exponential filter, in (0, 1]."""
 
-    max_clock_offset: float = 1.0
-    """Largest |stamp − local wall clock| of an accepted detection [s] (``.inf``: no check)."""
+    max_stamp_lag: float = 1.0
+    """Largest age [s] of an accepted stamp against the local wall clock (delivery delay +
+    clock offset; ``.inf`` disables the check)."""
 
     max_stamp_lead: float = 0.25
-    """Largest amount [s] a stamp may run ahead of the previous one advanced by the local time
-    between the receptions."""
+    """Largest lead [s] of an accepted stamp over the local wall clock: nothing comes from
+    the future, so this only absorbs the residual offset of the synchronised clocks (the
+    robot PC's and the workstation's)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.topic, str) or not self.topic.startswith("/"):
@@ -107,8 +109,7 @@ class BallDetectionAdapter(LatestValidState[BallState]):
             v = np.zeros(3)
             fresh = prev is not None and t_receive - prev.t_receive < o.reacquire_after
             why = check_stamp(stamp, time.time(), prev.stamp if fresh else None,
-                              prev.t_receive if fresh else None, t_receive,
-                              o.max_clock_offset, o.max_stamp_lead)
+                              o.max_stamp_lag, o.max_stamp_lead)
             if why is not None:
                 self._reject_locked(f"{o.topic}: {why}")
                 return

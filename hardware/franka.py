@@ -12,7 +12,8 @@ controller that adds one (as the C3 authors' custom impedance controller did), o
 
 Incoming states are validated (see :mod:`hardware.messages`); a malformed state (NaN, not a
 rigid transform, missing fields, wrong frame, a stamp that is non-finite, far from the local
-clock or from the future: :func:`~hardware.latest_state.check_stamp`) is rejected, counted and
+clock, from the future or not after the previous one:
+:func:`~hardware.latest_state.check_stamp`) is rejected, counted and
 logged, never used.
 
 Faults: a ``FrankaState`` whose ``robot_mode`` is not IDLE/MOVE or with any true
@@ -72,13 +73,14 @@ class FrankaOptions(LoadableOptions):
     command_queue_size: int = 2
     """Outgoing queue of each command topic (drop-oldest: only the newest target matters)."""
 
-    max_clock_offset: float = 1.0
-    """Largest |stamp − local wall clock| of an accepted state [s] (the robot PC's clock must
-    be synchronised with the workstation's, e.g. chrony; ``.inf`` disables the check)."""
+    max_stamp_lag: float = 1.0
+    """Largest age [s] of an accepted stamp against the local wall clock (delivery delay +
+    clock offset; ``.inf`` disables the check)."""
 
     max_stamp_lead: float = 0.25
-    """Largest amount [s] a stamp may run ahead of the previous stamp advanced by the local
-    time between the two receptions (delivery jitter; bounds what a future stamp can do)."""
+    """Largest lead [s] of an accepted stamp over the local wall clock: nothing comes from
+    the future, so this only absorbs the residual offset of the synchronised clocks (the
+    robot PC's and the workstation's)."""
 
     def __post_init__(self) -> None:
         if self.state_type not in STATE_TYPES:
@@ -197,8 +199,7 @@ class FrankaAdapter(LatestValidState[RobotState]):
         with self._lock:
             prev = self._state
             why = check_stamp(stamp, time.time(), None if prev is None else prev.stamp,
-                              None if prev is None else prev.t_receive, t_receive,
-                              o.max_clock_offset, o.max_stamp_lead)
+                              o.max_stamp_lag, o.max_stamp_lead)
             if why is not None:
                 self._reject_locked(f"{o.state_topic}: {why}")
                 return

@@ -58,44 +58,44 @@ class LatestValidState(Generic[S]):
 
 
 def check_stamp_tolerances(o: Any, cls: str) -> None:
-    """Validate the ``max_clock_offset`` (> 0, inf allowed) and ``max_stamp_lead`` (finite,
-    > 0) fields of an options dataclass named ``cls``; raises HardwareValueError."""
-    for name in ("max_clock_offset", "max_stamp_lead"):
-        v = getattr(o, name)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or v <= 0:
-            raise HardwareValueError(f"{cls}.{name} must be a positive number of seconds, got "
-                                     f"{v!r}")
-    if not math.isfinite(o.max_stamp_lead):
-        raise HardwareValueError(f"{cls}.max_stamp_lead must be finite, got "
-                                 f"{o.max_stamp_lead!r}")
+    """Validate the ``max_stamp_lag`` (> 0, inf allowed) and ``max_stamp_lead`` (finite,
+    >= 0) fields of an options dataclass named ``cls``; raises HardwareValueError."""
+    lag, lead = o.max_stamp_lag, o.max_stamp_lead
+    if isinstance(lag, bool) or not isinstance(lag, (int, float)) or math.isnan(lag) or lag <= 0:
+        raise HardwareValueError(f"{cls}.max_stamp_lag must be a positive number of seconds "
+                                 f"(.inf: no check), got {lag!r}")
+    if isinstance(lead, bool) or not isinstance(lead, (int, float)) or not (
+            math.isfinite(lead) and lead >= 0):
+        raise HardwareValueError(f"{cls}.max_stamp_lead must be a finite number of seconds "
+                                 f">= 0, got {lead!r}")
 
 
-def check_stamp(stamp: float, wall_now: float, prev_stamp: float | None,
-                prev_t_receive: float | None, t_receive: float, max_clock_offset: float,
+def check_stamp(stamp: float, wall_now: float, prev_stamp: float | None, max_stamp_lag: float,
                 max_stamp_lead: float) -> str | None:
     """Why a header stamp is unacceptable, or None if it is fine.
 
-    A stamp must be finite, within ``max_clock_offset`` [s] of the local wall clock
-    ``wall_now`` (the robot and workstation clocks are assumed synchronised, e.g. by chrony;
-    ``math.inf`` disables the check), after the previous accepted stamp, and at most
-    ``max_stamp_lead`` [s] ahead of the previous stamp advanced by the local time that passed
-    between the two receptions (``t_receive - prev_t_receive``, time.monotonic()): the robot's
-    clock cannot run faster than ours. A stamp from the future is therefore rejected *before*
-    it becomes the reference, so it cannot make the later, genuine messages look old (a
-    spoofed stamp inside both tolerances delays them by at most ``max_stamp_lead``).
+    The robot's clock is assumed synchronised with the local wall clock ``wall_now``
+    (time.time(); chrony/NTP between the robot PC and the workstation). A stamp must be
+
+    * finite;
+    * at most ``max_stamp_lead`` [s] ahead of ``wall_now``: a message cannot come from the
+      future, only the clocks' residual offset can make it look so. A forged future stamp
+      is therefore rejected before it becomes the reference, and one inside the tolerance
+      makes the later, genuine messages look old ("not after") for at most
+      ``max_stamp_lead``;
+    * at most ``max_stamp_lag`` [s] behind ``wall_now`` (delivery delay plus clock offset;
+      ``math.inf`` disables this side);
+    * after ``prev_stamp``, the previous accepted stamp (None: the first message).
     """
     if not math.isfinite(stamp):
         return f"non-finite stamp {stamp!r}"
     offset = stamp - wall_now
-    if abs(offset) > max_clock_offset:
-        return (f"stamp {offset:+.3f} s from the local clock (> max_clock_offset "
-                f"{max_clock_offset} s; synchronise the clocks or raise it)")
-    if prev_stamp is None or prev_t_receive is None:
-        return None
-    if stamp <= prev_stamp:
+    if offset > max_stamp_lead:
+        return (f"stamp {offset:.3f} s ahead of the local clock (> max_stamp_lead "
+                f"{max_stamp_lead} s): from the future, or the clocks are not synchronised")
+    if -offset > max_stamp_lag:
+        return (f"stamp {-offset:.3f} s behind the local clock (> max_stamp_lag "
+                f"{max_stamp_lag} s): delayed, or the clocks are not synchronised")
+    if prev_stamp is not None and stamp <= prev_stamp:
         return f"stamp {stamp:.6f} not after {prev_stamp:.6f}"
-    lead = stamp - (prev_stamp + max(0.0, t_receive - prev_t_receive))
-    if lead > max_stamp_lead:
-        return (f"stamp {lead:.3f} s ahead of the robot clock (> max_stamp_lead "
-                f"{max_stamp_lead} s)")
     return None
