@@ -176,6 +176,9 @@ class DeploySummary:
     """Commands the adapter refused to publish because a robot fault was latched."""
     state_rejections: list[str] = field(default_factory=list)
     """Reasons of the last 20 rejected robot states."""
+    fault_reaction_s: float = math.nan
+    """Seconds from the arrival of the fault state to the loop stopping (NaN: no fault);
+    nothing is published after the arrival in any case (the adapter refuses)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
@@ -232,6 +235,7 @@ class _Run:
         self.ee_last: np.ndarray | None = None
         self.message = ""
         self.warm_up_time = math.nan
+        self.fault_reaction = math.nan
         self._last_status = -math.inf
         self._t0 = time.monotonic()
 
@@ -268,10 +272,14 @@ class _Run:
         """True (and the run's message set) if the robot reported a fault."""
         if franka.fault is None:
             return False
+        if not math.isnan(self.fault_reaction):
+            return True
+        now = time.monotonic()
+        self.fault_reaction = now - franka.fault.t_receive
         self.message = (f"robot fault: {franka.fault.describe()}; commanding stopped "
-                        "(recover the robot, then start a new run)")
-        self.safety.record(time.monotonic(), InterventionKind.ROBOT_FAULT,
-                           franka.fault.describe())
+                        f"{self.fault_reaction * 1e3:.1f} ms after it arrived (recover the "
+                        "robot, then start a new run)")
+        self.safety.record(now, InterventionKind.ROBOT_FAULT, franka.fault.describe())
         return True
 
     def _track(self, st: RobotState) -> None:
@@ -487,6 +495,7 @@ def run_deploy(task: str, options: DeployOptions | None = None, *,
                      else ""),
         refused_commands=franka.refused_commands if franka is not None else 0,
         state_rejections=list(franka.rejections) if franka is not None else [],
+        fault_reaction_s=run.fault_reaction,
     )
     LOGGER.info("deploy ended: %s (%s)", reason.value, run.message)
     if report_dir is not None:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .errors import MessageError
+from .errors import HardwareValueError, MessageError
 
 __all__ = [
     "header",
@@ -278,7 +278,8 @@ def franka_state(T_base_ee: np.ndarray, t: float, seq: int = 0, *,
     active = set(current_errors)
     unknown = active - set(ERROR_FIELDS)
     if unknown:
-        raise ValueError(f"current_errors: unknown franka_msgs/Errors fields {sorted(unknown)}")
+        raise HardwareValueError(f"current_errors: unknown franka_msgs/Errors fields "
+                                 f"{sorted(unknown)}")
     msg: dict[str, Any] = {"header": header(t, "", seq),
                            "O_T_EE": T_base_ee.flatten(order="F").tolist(),
                            "robot_mode": int(robot_mode),

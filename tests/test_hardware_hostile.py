@@ -404,7 +404,12 @@ def test_reflex_state_stops_commanding_within_one_control_period():
         assert "REFLEX" in s.message and "cartesian_reflex" in s.message
         assert s.robot_fault.startswith("robot_mode REFLEX (4)")
         assert s.holds_sent == 0 and s.duration_s < 5
-        period, delivery = 0.01, 0.03  # one tick at 100 Hz; loopback both ways, loaded box
+        period = 0.01  # one tick at 100 Hz
+        # the loop stopped within one period (+ scheduling slack on a loaded 2-core box) of
+        # the fault state's arrival; the adapter published nothing after it in any case
+        assert 0 <= s.fault_reaction_s <= period + 0.01, s.fault_reaction_s
+        assert s.refused_commands <= 1
+        delivery = 0.04  # robot side: loopback both ways, loaded box
         late = [c.t_receive - t_fault for c in robot.commands if c.t_receive > t_fault]
         late += [t - t_fault for t in robot.rejected_times if t > t_fault]
         assert all(d <= period + delivery for d in late), late
