@@ -550,6 +550,14 @@ def deploy_command(args: Any) -> int:
 
     authenticated = load_secret(options.bridge.auth_secret_file or None,
                                 options.bridge.auth_secret_env or None) is not None
+    from urllib.parse import urlparse
+
+    host = urlparse(options.bridge.url).hostname or ""
+    if not authenticated and host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"c3mpc deploy: WARNING: no bridge secret (--auth-secret-file or "
+              f"${options.bridge.auth_secret_env}): the connection to {host} is not "
+              "authenticated; anyone who can reach the bridge can command the robot "
+              "(docs/deployment.md, Authentication)", file=sys.stderr, flush=True)
     if getattr(args, "rate", None):
         options = dataclasses.replace(options, rate_hz=args.rate)
     if not getattr(args, "quiet", False):

@@ -173,3 +173,54 @@ def test_a_hold_is_never_the_raw_measurement():
     np.testing.assert_array_equal(again.position, cmd.position)
     # nothing finite at all and no previous command: nothing may be sent
     assert SafetyLayer(O).hold(np.full(3, np.nan), None, 0.0) is None
+
+
+# -- the bridge server's protocol handling -------------------------------------------------
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.floats()
+    | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8),
+                                                                        children, max_size=4),
+    max_leaves=12)
+_ops = st.sampled_from(["advertise", "unadvertise", "publish", "subscribe", "unsubscribe",
+                        "call_service", "set_level", "auth", "fragment", "status", ""])
+_topics = st.one_of(st.sampled_from(["/known", "/x", "known", "/a b", "", "//x", "/~x"]),
+                    _json)
+_request = st.fixed_dictionaries(
+    {"op": _ops},
+    optional={"topic": _topics, "type": st.one_of(st.just("std_msgs/String"), _json),
+              "msg": _json, "id": _json, "throttle_rate": _json, "queue_length": _json,
+              "latch": _json, "service": _topics, "args": _json, "level": _json,
+              "mac": _json, "t": _json, "end": _json})
+
+
+@settings(max_examples=100, deadline=None)
+@given(requests=st.lists(st.one_of(_request, _json), min_size=1, max_size=12),
+       auth=st.booleans())
+def test_the_server_answers_any_json_without_an_internal_error(requests, auth):
+    """Arbitrary JSON requests (valid ops with fields of any type, and any other JSON):
+    the protocol handler never fails (no "internal error" reply), answers at most once per
+    request, and keeps its tables bounded."""
+    import asyncio
+    import json
+
+    from hardware.rosbridge.server import RosBridgeServer, ServerOptions, _Client
+
+    server = RosBridgeServer(options=ServerOptions(max_topics_per_client=3, max_topics=4),
+                             auth_secret="0123456789abcdef" if auth else None)
+    server.advertise("/known", "std_msgs/String")
+    loop = asyncio.new_event_loop()
+    try:
+        c = _Client(None, 8, authenticated=not auth)
+        for r in requests:
+            before = len(c.replies)
+            server._dispatch(c, json.dumps(r))
+            assert len(c.replies) - before <= 1
+        replies = [json.loads(x) for x in c.replies]
+        assert not any("internal error" in m.get("msg", "") for m in replies), replies
+        assert all(m["op"] in ("status", "service_response") for m in replies)
+        assert server.n_topics <= 4 and c.n_topics() <= 3
+        if auth:
+            assert not c.subs and not c.advertised and len(c.queue) == 0
+    finally:
+        loop.close()
