@@ -9,13 +9,13 @@ The guard (:class:`RobotGuardOptions`, ``options.guard``) validates commands as 
 the stock franka_ros controller do (a missing header or an empty ``frame_id`` is accepted;
 unknown fields and numbers sent as strings are refused) and rejects a command with a missing
 field, another frame or a non-finite number, an equilibrium outside the workspace box or
-farther than ``options.max_command_jump`` from the end effector, a feed-forward force or
-torque above its limit, and any command while the robot is in a fault mode (as a Franka in
-REFLEX ignores commands until error recovery). Each rejection is recorded, logged, and
-answered to the sending client with a rosbridge ``status`` error (the handler raises
-:class:`~hardware.errors.MessageError`). :meth:`BridgedFranka.inject_fault` puts the robot in
-a fault mode (e.g. REFLEX with ``cartesian_reflex``) to rehearse fault handling. Subclasses set the end-effector pose
-``p`` (3,) [m] and ``R`` (3, 3) (end effector -> base) and implement
+farther than ``options.max_command_jump`` from the end effector, a feed-forward force or torque
+above its limit, and any command while the robot is in a fault mode (as a Franka in REFLEX
+ignores commands until error recovery). Each rejection is recorded, logged, and answered to the
+sending client with a rosbridge ``status`` error (the handler raises
+:class:`~hardware.errors.MessageError`). :meth:`BridgedFranka.inject_fault` puts the robot in a
+fault mode (e.g. REFLEX with ``cartesian_reflex``) to rehearse fault handling. Subclasses set
+the end-effector pose ``p`` (3,) [m] and ``R`` (3, 3) (end effector -> base) and implement
 :meth:`apply_equilibrium` / :meth:`apply_wrench`.
 """
 

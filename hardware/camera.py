@@ -4,8 +4,8 @@ A tracker (the ``estimators`` package on the camera PC, or the simulated camera)
 ball centre as ``geometry_msgs/PointStamped`` in the robot's base frame. This adapter validates
 each detection (finite, right frame, a stamp that is finite, close to the local clock and not
 from the future (:func:`~hardware.latest_state.check_stamp`), no jump larger than ``max_jump``
-from the previous accepted one), and estimates the velocity by filtered finite differences over header stamps.
-Rejected detections are counted and logged, never used.
+from the previous accepted one), and estimates the velocity by filtered finite differences over
+header stamps. Rejected detections are counted and logged, never used.
 """
 
 from __future__ import annotations

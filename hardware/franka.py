@@ -27,7 +27,6 @@ Only :class:`~hardware.safety.SafeCommand` objects (made by the safety layer) ar
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass
 from typing import Any

@@ -17,9 +17,11 @@ as a franka_ros setup with rosbridge_server (see :mod:`hardware.franka`), backed
 Simulated time follows the wall clock: each loop iteration steps the world up to the current
 wall time (at most ``max_steps_per_iteration`` steps, so publishing never starves; if the
 machine is too slow the simulation lags and :attr:`FrankaBallTwin.lag` says by how much).
-Commands are validated by the robot-side guard of :class:`~hardware.bridged_robot.BridgedFranka`
-(frame, NaN, workspace box, wrench limits, jumps over ``max_command_jump``, fault mode; each
-rejection answered to the client with a status), recorded (:class:`~hardware.bridged_robot.CommandRecord`) and applied at the next simulator step.
+Commands are validated by the robot-side guard of
+:class:`~hardware.bridged_robot.BridgedFranka` (frame, NaN, workspace box, wrench limits, jumps
+over ``max_command_jump``, fault mode; each rejection answered to the client with a status),
+recorded (:class:`~hardware.bridged_robot.CommandRecord`) and applied at the next simulator
+step.
 
 :func:`make_franka_ball_world` is the small public accessor to the task's world objects
 (``c3mpc.tasks_franka.make_world``).

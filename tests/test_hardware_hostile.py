@@ -29,7 +29,6 @@ from hardware.franka import FrankaOptions  # noqa: E402
 from hardware.rosbridge import (  # noqa: E402
     BridgeOptions,
     RosBridgeServer,
-    RosBridgeTransport,
     ServerOptions,
     ServerThread,
 )
