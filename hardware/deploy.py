@@ -12,7 +12,8 @@ ticks are skipped, not bunched):
 3. :meth:`SafetyLayer.watchdog`: if either is older than ``stale_after`` (50 ms), send one
    hold (:meth:`SafetyLayer.hold`: the measured pose clamped into the box, at most
    ``max_step`` from the last safe command, zero wrench) and stop commanding until data is
-   fresh again; if data stays stale for ``max_stale_time`` the run ends with
+   fresh again (the planner restarts; the first command is at most ``max_step`` from the
+   hold); if data stays stale for ``max_stale_time`` the run ends with
    ``exit_reason = "data_lost"``;
 4. otherwise ask the planner for a target, pass it through :meth:`SafetyLayer.filter`, and
    publish the equilibrium pose and desired wrench.
@@ -236,6 +237,10 @@ class _Run:
         self.message = ""
         self.warm_up_time = math.nan
         self.fault_reaction = math.nan
+        self.held = False
+        """True while holding after a watchdog trip."""
+        self.stale_since = 0.0
+        self._connected: Any = lambda: False
         self._last_status = -math.inf
         self._t0 = time.monotonic()
 
@@ -282,6 +287,87 @@ class _Run:
         self.safety.record(now, InterventionKind.ROBOT_FAULT, franka.fault.describe())
         return True
 
+    def begin(self, st0: RobotState, now: float) -> None:
+        """Start commanding from the first robot state: the step limits start at its pose."""
+        self.safety.reset(st0.position, now, st0.quaternion)
+        self.held = False
+
+    def step(self, franka: FrankaAdapter, st: RobotState, ball: BallState | None, now: float,
+             state_age: float, cam_age: float
+             ) -> tuple[ExitReason | None, list[float], list[float], float]:
+        """One tick's decision and command: the loop body without scheduling and logging.
+
+        Robot fault → stop (nothing sent); stale data → one hold, then nothing (data lost
+        after ``max_stale_time``); else plan, filter, send. Every command sent is a
+        :class:`SafeCommand` made here by the safety layer.
+
+        Returns:
+            ``(exit reason or None to go on, planned position (3,), commanded position (3,),
+            plan time [s])`` (NaN where not applicable).
+        """
+        o = self.o
+        row_target = [math.nan] * 3
+        row_cmd = [math.nan] * 3
+        plan_time = math.nan
+        if self._fault(franka):
+            return ExitReason.ROBOT_FAULT, row_target, row_cmd, plan_time
+        if self.safety.watchdog(now, state_age, cam_age):
+            if not self.held:
+                hold = self._hold(franka, st, now, "watchdog hold")
+                self.held = True
+                self.stale_since = now
+                if hold is not None:
+                    row_cmd = list(hold.position)
+            elif now - self.stale_since > o.max_stale_time:
+                self.message = (f"robot state / camera stale for more than "
+                                f"{o.max_stale_time} s (state {state_age:.2f} s, camera "
+                                f"{cam_age:.2f} s old; bridge connected: "
+                                f"{self._connected()}); holding and exiting")
+                return ExitReason.DATA_LOST, row_target, row_cmd, plan_time
+            return None, row_target, row_cmd, plan_time
+        if self.held:  # resume: the planner restarts, the step limit continues from the hold
+            self.held = False
+            if self.safety.last_command is None:
+                self.safety.reset(st.position, now, st.quaternion)
+            reset = getattr(self.planner, "reset", None)
+            if callable(reset):
+                reset()
+        t_plan = time.perf_counter()
+        try:
+            target = self.planner.plan(st, ball, now)
+            plan_time = time.perf_counter() - t_plan
+            self.plan_times.append(plan_time)
+            cmd = self.safety.filter(target, st.position, now, st.quaternion)
+            sent = cmd is not None and franka.command(cmd, stamp=time.time())
+        except Exception as e:  # a failing controller must end in a hold, not a crash
+            LOGGER.exception("deploy loop failed")
+            self.message = f"{type(e).__name__} in the loop: {e}; holding and exiting"
+            return ExitReason.ERROR, row_target, row_cmd, plan_time
+        if sent:
+            assert cmd is not None
+            self.commands += 1
+            self.offsets.append(float(np.linalg.norm(cmd.position - st.position)))
+            row_cmd = list(cmd.position)
+        try:
+            tp = np.asarray(target.position, dtype=float).ravel()
+            if tp.size >= 3:
+                row_target = list(tp[:3])
+        except (TypeError, ValueError, AttributeError):
+            pass
+        return None, row_target, row_cmd, plan_time
+
+    def finish(self, franka: FrankaAdapter, st: RobotState | None, now: float,
+               reason: ExitReason) -> ExitReason:
+        """End of a run: the final hold through the safety layer, unless the robot reported a
+        fault (then nothing is sent). Returns the final exit reason."""
+        if reason != ExitReason.ROBOT_FAULT and self._fault(franka):
+            reason = ExitReason.ROBOT_FAULT  # arrived while the loop was ending
+        if st is not None and reason != ExitReason.ROBOT_FAULT:
+            hold = self._hold(franka, st, now, f"final hold ({reason.value})")
+            self.safety.record(now, InterventionKind.SHUTDOWN, f"final hold ({reason.value})",
+                               (), () if hold is None else hold.position)
+        return reason
+
     def _track(self, st: RobotState) -> None:
         if self.ee_start is None:
             self.ee_start = st.position.copy()
@@ -326,9 +412,8 @@ class _Run:
         self._t0 = t_start = time.monotonic()
         st0 = franka.state()
         assert st0 is not None
-        self.safety.reset(st0.position, t_start, st0.quaternion)
-        held = False
-        stale_since = 0.0
+        self.begin(st0, t_start)
+        self._connected = lambda: tr.is_connected
         k = 0
         reason = ExitReason.COMPLETED
         while True:
@@ -340,9 +425,6 @@ class _Run:
             if self.duration is not None and now - t_start >= self.duration:
                 self.message = f"ran for the requested {self.duration} s"
                 break
-            if self._fault(franka):
-                reason = ExitReason.ROBOT_FAULT
-                break
             st = franka.state()
             ball = camera.state()
             assert st is not None
@@ -350,57 +432,16 @@ class _Run:
             state_age = now - st.t_receive
             cam_age = (now - ball.t_receive) if (o.require_camera and ball is not None) else (
                 math.inf if o.require_camera else 0.0)
-            row_target = [math.nan] * 3
-            row_cmd = [math.nan] * 3
-            plan_time = math.nan
-            if self.safety.watchdog(now, state_age, cam_age):
-                if not held:
-                    hold = self._hold(franka, st, now, "watchdog hold")
-                    held = True
-                    stale_since = now
-                    if hold is not None:
-                        row_cmd = list(hold.position)
-                elif now - stale_since > o.max_stale_time:
-                    reason = ExitReason.DATA_LOST
-                    self.message = (f"robot state / camera stale for more than "
-                                    f"{o.max_stale_time} s (state {state_age:.2f} s, camera "
-                                    f"{cam_age:.2f} s old; bridge connected: "
-                                    f"{tr.is_connected}); holding and exiting")
-                    break
-            else:
-                if held:  # resume from the measured pose
-                    held = False
-                    self.safety.reset(st.position, now, st.quaternion)
-                    reset = getattr(self.planner, "reset", None)
-                    if callable(reset):
-                        reset()
-                t_plan = time.perf_counter()
-                try:
-                    target = self.planner.plan(st, ball, now)
-                    plan_time = time.perf_counter() - t_plan
-                    self.plan_times.append(plan_time)
-                    cmd = self.safety.filter(target, st.position, now, st.quaternion)
-                    sent = cmd is not None and franka.command(cmd, stamp=time.time())
-                except Exception as e:  # a failing controller must end in a hold, not a crash
-                    LOGGER.exception("deploy loop failed")
-                    reason = ExitReason.ERROR
-                    self.message = f"{type(e).__name__} in the loop: {e}; holding and exiting"
-                    break
-                if sent:
-                    self.commands += 1
-                    self.offsets.append(float(np.linalg.norm(cmd.position - st.position)))
-                    row_cmd = list(cmd.position)
-                try:
-                    tp = np.asarray(target.position, dtype=float).ravel()
-                    if tp.size >= 3:
-                        row_target = list(tp[:3])
-                except (TypeError, ValueError, AttributeError):
-                    pass
+            end, row_target, row_cmd, plan_time = self.step(franka, st, ball, now, state_age,
+                                                            cam_age)
+            if end is not None:
+                reason = end
+                break
             bpos = list(ball.position) if ball is not None else [math.nan] * 3
-            self.rows.append([now - t_start, float(held), *st.position, *row_target, *row_cmd,
-                              *bpos, state_age, cam_age, plan_time])
+            self.rows.append([now - t_start, float(self.held), *st.position, *row_target,
+                              *row_cmd, *bpos, state_age, cam_age, plan_time])
             self.ticks += 1
-            self._status_line(now, st, ball, held, state_age, cam_age)
+            self._status_line(now, st, ball, self.held, state_age, cam_age)
             k += 1
             nxt = t_start + k * period
             late = time.monotonic() - nxt
@@ -409,15 +450,9 @@ class _Run:
                 k += int(late // period)
                 nxt = t_start + k * period
             self.stop.event.wait(max(0.0, nxt - time.monotonic()))
-        # Final hold (through the safety layer), unless the robot is in a fault state.
         st = franka.state()
-        if reason != ExitReason.ROBOT_FAULT and self._fault(franka):
-            reason = ExitReason.ROBOT_FAULT  # arrived while the loop was ending
+        reason = self.finish(franka, st, time.monotonic(), reason)
         if st is not None and reason != ExitReason.ROBOT_FAULT:
-            now = time.monotonic()
-            hold = self._hold(franka, st, now, f"final hold ({reason.value})")
-            self.safety.record(now, InterventionKind.SHUTDOWN, f"final hold ({reason.value})",
-                               (), () if hold is None else hold.position)
             self._status_line(time.monotonic(), st, camera.state(), True,
                               time.monotonic() - st.t_receive,
                               (time.monotonic() - camera.state().t_receive)

@@ -26,6 +26,7 @@ Only :class:`~hardware.safety.SafeCommand` objects (made by the safety layer) ar
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from dataclasses import dataclass
@@ -146,8 +147,9 @@ class FrankaAdapter(LatestValidState[RobotState]):
     """Reads the robot state and sends impedance targets over a :class:`RosBridgeTransport`.
 
     Args:
-        transport: A connected transport (None: a detached adapter that only validates
-            states fed to ``_on_state``, e.g. in tests; it cannot command).
+        transport: A connected transport (None: a detached adapter that validates the
+            states fed to ``_on_state`` and records the commands it is given in
+            :attr:`dry_run` instead of publishing them; for tests and replays).
         options: Topics, types and frames.
     """
 
@@ -166,7 +168,10 @@ class FrankaAdapter(LatestValidState[RobotState]):
         self._sub: Any = None
         self._pose_pub: Any = None
         self._wrench_pub: Any = None
-        if transport is None:  # detached: validation only (tests, log replays)
+        self.dry_run: collections.deque[SafeCommand] | None = None
+        """Detached adapter only: the commands it would have published (newest 10000)."""
+        if transport is None:  # detached: validation only, commands recorded (tests, replays)
+            self.dry_run = collections.deque(maxlen=10000)
             return
         self._sub = transport.subscribe(o.state_topic, o.state_type, self._on_state)
         self._pose_pub = transport.publisher(o.equilibrium_topic, "geometry_msgs/PoseStamped",
@@ -215,6 +220,17 @@ class FrankaAdapter(LatestValidState[RobotState]):
             self._state = RobotState(p, q, v, stamp, t_receive, self._accepted, mode, errors)
 
     # -- commands -----------------------------------------------------------------------
+    def _checked(self, cmd: SafeCommand) -> tuple[np.ndarray, ...]:
+        p = np.asarray(cmd.position, dtype=float)
+        q = np.asarray(cmd.quaternion, dtype=float)
+        f = np.asarray(cmd.force, dtype=float)
+        m = np.asarray(cmd.torque, dtype=float)
+        if not (p.shape == (3,) and q.shape == (4,) and f.shape == (3,) and m.shape == (3,)
+                and np.all(np.isfinite(p)) and np.all(np.isfinite(q))
+                and np.all(np.isfinite(f)) and np.all(np.isfinite(m))):
+            raise MessageError(self.options.equilibrium_topic, "refusing a non-finite command")
+        return p, q, f, m
+
     def command(self, cmd: SafeCommand, stamp: float = 0.0) -> bool:
         """Publish the equilibrium pose and desired wrench of ``cmd``.
 
@@ -233,16 +249,12 @@ class FrankaAdapter(LatestValidState[RobotState]):
         if self.fault is not None:
             self.refused_commands += 1
             return False
-        if self._pose_pub is None:
-            raise TypeError("a detached FrankaAdapter (transport None) cannot command")
-        p = np.asarray(cmd.position, dtype=float)
-        q = np.asarray(cmd.quaternion, dtype=float)
-        f = np.asarray(cmd.force, dtype=float)
-        m = np.asarray(cmd.torque, dtype=float)
-        if not (p.shape == (3,) and q.shape == (4,) and f.shape == (3,) and m.shape == (3,)
-                and np.all(np.isfinite(p)) and np.all(np.isfinite(q))
-                and np.all(np.isfinite(f)) and np.all(np.isfinite(m))):
-            raise MessageError(self.options.equilibrium_topic, "refusing a non-finite command")
+        if self._pose_pub is None:  # detached: record instead of publishing
+            assert self.dry_run is not None
+            self._checked(cmd)
+            self.dry_run.append(cmd)
+            return True
+        p, q, f, m = self._checked(cmd)
         self._seq += 1
         frame = self.options.base_frame
         self._pose_pub.publish(messages.pose_stamped(p, q, frame, stamp, self._seq))

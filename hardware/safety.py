@@ -370,7 +370,8 @@ class SafetyLayer:
         """Check data freshness; True while the loop must hold.
 
         A trip (fresh -> stale) is recorded once; recovery (stale -> fresh) is logged and
-        :meth:`reset` forgets the previous command so commanding resumes from the measured pose.
+        forgets the *time* of the previous command (no speed limit across the gap), not its
+        position: the first command after a hold is still at most ``max_step`` from it.
 
         Args:
             t: time.monotonic() now [s].
@@ -388,6 +389,6 @@ class SafetyLayer:
                         f" ms, camera {camera_age * 1e3:.0f} ms > {limit * 1e3:.0f} ms): holding")
         elif not stale and self.tripped:
             self.tripped = False
-            self.reset()
+            self._prev_t = None
             LOGGER.warning("watchdog: data fresh again, resuming")
         return stale

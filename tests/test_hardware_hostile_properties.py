@@ -79,21 +79,35 @@ def _check(cmd: SafeCommand, prev: SafeCommand | None) -> None:
         assert np.linalg.norm(cmd.position - prev.position) <= O.max_step + 1e-12
 
 
+class _Scripted(CirclePlanner):
+    """The reference planner, or the hostile target set for the next tick."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.next: Target | None = None
+
+    def plan(self, robot, ball, t):
+        return self.next if self.next is not None else super().plan(robot, ball, t)
+
+
 @settings(max_examples=200, deadline=None)
 @given(evs=events)
 def test_no_command_ever_leaves_the_box_or_is_non_finite(evs):
+    """The deploy loop's own tick (``_Run.step``/``finish``) against a detached adapter that
+    records what it would publish."""
+    from hardware.deploy import DeployOptions, ExitReason, _Run
+
     adapter = FrankaAdapter(None)
-    layer = SafetyLayer(O, nominal_period=0.01)
-    planner = CirclePlanner()
+    planner = _Scripted()
+    run = _Run("franka-ball", DeployOptions(require_camera=False, max_stale_time=0.01), None,
+               planner, None)
     wall0, mono0 = time.time(), 1000.0
     k = 0
     stamp = wall0
     p_true = np.array([0.6, 0.0, 0.15])
-    sent: list[SafeCommand] = []
-    prev: SafeCommand | None = None
-    held = False
     started = False
-    stopped = False
+    end = None
+    stale = False
     first = ("state", ("near", (0.0, 0.0, 0.0)), 0.001, 2, ())  # the run starts on real data
     for ev in [first, *evs]:
         k += 1
@@ -108,49 +122,34 @@ def test_no_command_ever_leaves_the_box_or_is_non_finite(evs):
             if adapter.state() is not None and adapter.state().stamp > stamp:
                 stamp = adapter.state().stamp
             continue
-        st_ = adapter.state()
-        if st_ is None or stopped:
+        if ev[0] in ("stale", "fresh"):
+            stale = ev[0] == "stale"
             continue
+        st_ = adapter.state()
+        assert st_ is not None
         assert np.all(np.isfinite(st_.velocity)) and np.all(np.isfinite(st_.position))
         if not started:
-            layer.reset(st_.position, now, st_.quaternion)
-            prev = layer.last_command
+            run.begin(st_, now)
             started = True
-        if adapter.fault is not None:  # the loop stops: nothing more is sent
-            stopped = True
-            continue
-        if ev[0] == "stale":
-            if not held:
-                cmd = layer.hold(st_.position, st_.quaternion, now, "watchdog hold")
-                held = True
-                if cmd is not None:
-                    _check(cmd, prev)
-                    sent.append(cmd)
-                    prev = cmd
-        elif ev[0] == "fresh":
-            if held:
-                held = False
-                layer.reset(st_.position, now, st_.quaternion)
-                prev = layer.last_command
-        elif not held:
-            spec = ev[1]
-            if spec is None:
-                target = planner.plan(st_, None, now)
-            else:
-                target = Target(np.array(spec[:3]), Q_DOWN, np.array(spec[3:]), np.zeros(3))
-            cmd = layer.filter(target, st_.position, now, st_.quaternion)
-            if cmd is not None:
-                _check(cmd, prev)
-                sent.append(cmd)
-                prev = cmd
+        spec = ev[1]
+        planner.next = None if spec is None else Target(
+            np.array(spec[:3]), Q_DOWN, np.array(spec[3:]), np.zeros(3))
+        end, *_ = run.step(adapter, st_, None, now, 0.2 if stale else 0.001, 0.0)
+        if end is not None:
+            break
+    n_before_finish = len(adapter.dry_run)
+    reason = run.finish(adapter, adapter.state(), mono0 + 0.005 * (k + 1),
+                        end or ExitReason.COMPLETED)
+    sent = list(adapter.dry_run)
+    prev = None
+    for cmd in sent:  # continuity across holds and resumptions too
+        _check(cmd, prev)
+        prev = cmd
+    if adapter.fault is not None:  # nothing after the fault arrived, not even a final hold
+        assert reason == ExitReason.ROBOT_FAULT and len(sent) == n_before_finish
     event(f"commands sent: {'0' if not sent else '1-5' if len(sent) <= 5 else '>5'}")
+    event(f"exit: {reason.value}")
     event(f"states rejected: {'0' if not adapter.rejected else '>0'}")
-    event(f"fault latched: {adapter.fault is not None}")
-    st_ = adapter.state()
-    if st_ is not None and started and adapter.fault is None:  # the final hold
-        cmd = layer.hold(st_.position, st_.quaternion, mono0 + 0.005 * (k + 1), "final")
-        if cmd is not None:
-            _check(cmd, prev)
 
 
 def test_a_hold_is_never_the_raw_measurement():
