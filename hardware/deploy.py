@@ -177,6 +177,9 @@ class DeploySummary:
     """Commands the adapter refused to publish because a robot fault was latched."""
     state_rejections: list[str] = field(default_factory=list)
     """Reasons of the last 20 rejected robot states."""
+    bridge_statuses: list[str] = field(default_factory=list)
+    """The last 20 status messages of the bridge (refused requests: authentication, the
+    robot-side guard, ...)."""
     fault_reaction_s: float = math.nan
     """Seconds from the arrival of the fault state to the loop stopping (NaN: no fault);
     nothing is published after the arrival in any case (the adapter refuses)."""
@@ -531,6 +534,7 @@ def run_deploy(task: str, options: DeployOptions | None = None, *,
         refused_commands=franka.refused_commands if franka is not None else 0,
         state_rejections=list(franka.rejections) if franka is not None else [],
         fault_reaction_s=run.fault_reaction,
+        bridge_statuses=tr.statuses()[-20:] if tr is not None else [],
     )
     LOGGER.info("deploy ended: %s (%s)", reason.value, run.message)
     if report_dir is not None:

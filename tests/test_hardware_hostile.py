@@ -506,3 +506,24 @@ def test_c3mpc_deploy_cli_authenticates_with_a_secret_file(tmp_path):
         assert len(robot.commands) >= 50
     finally:
         st.stop()
+
+
+def test_a_robot_side_rejection_reaches_the_deploy_summary():
+    """The deploy side's safety box is wider than the robot's guard (a configuration
+    mistake): the robot refuses the commands outside its box with a status, and the deploy
+    summary lists those statuses for the operator."""
+    from hardware.bridged_robot import RobotGuardOptions
+    from hardware.sim_robot import SimRobotOptions
+
+    guard = RobotGuardOptions(workspace_max=(0.64, 0.35, 0.45))  # the circle reaches x = 0.65
+    st, robot = start_sim_robot(options=SimRobotOptions(guard=guard))
+    try:
+        s = run_deploy("franka-ball", DeployOptions(bridge=BridgeOptions(url=st.server.url)),
+                       duration=1.0, status=None, handle_signals=False)
+        assert s.exit_reason == ExitReason.COMPLETED
+        assert robot.rejected and s.bridge_statuses
+        assert all("outside the workspace box" in m for m in s.bridge_statuses)
+        assert all(_in_box(c.position) and c.position[0] <= 0.64 + 1e-9
+                   for c in robot.commands)
+    finally:
+        st.stop()
