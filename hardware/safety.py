@@ -16,7 +16,8 @@ else. :meth:`SafetyLayer.filter`, in this order,
 A hold is never an unfiltered measurement: it is the measured position clamped into the
 workspace box and moved at most ``max_step`` from the last safe command (so a spoofed or
 corrupt measurement cannot move the equilibrium further than one ordinary command could),
-with zero wrench. Without a finite measurement it is the last safe command.
+with the last commanded orientation and zero wrench. Without a finite measurement it is the
+last safe command.
 
 :meth:`SafetyLayer.watchdog` trips when the robot state or the camera data are older than
 ``stale_after`` (default 50 ms): the loop must then stop commanding and hold. Every
@@ -244,8 +245,8 @@ class SafetyLayer:
 
         The position is the measured one clamped into the workspace box, then moved at most
         ``max_step`` from the last safe command (if any); without a finite measurement it is
-        the last safe command. The orientation is the measured one if valid, else the last
-        commanded one. Every change is recorded (``hold``).
+        the last safe command. The orientation is the last commanded one (the measured one
+        before any command). Every change is recorded (``hold``).
 
         Args:
             measured_position: (3,) measured end-effector position [m] (may be anything).
@@ -283,9 +284,9 @@ class SafetyLayer:
                             f" m from the last safe command > max_step "
                             f"{self.options.max_step} m", before, p)
         p = np.clip(p, self._lo, self._hi)  # (already inside: the box is convex)
-        q = _unit_quaternion(measured_quaternion) if measured_quaternion is not None else None
-        if q is None:
-            q = self._prev_q
+        q = self._prev_q  # the last commanded orientation (a measurement could be corrupt)
+        if q is None and measured_quaternion is not None:
+            q = _unit_quaternion(measured_quaternion)
         if q is None:
             self.record(t, InterventionKind.HOLD, f"{why}: no valid orientation to hold; "
                         "nothing sent")
