@@ -11,7 +11,9 @@ else. :meth:`SafetyLayer.filter`, in this order,
 3. limits the change from the previous command: per command (``max_step``) and per second
    (``max_speed``, using the real time between commands),
 4. clamps the target into the workspace box (always last, so the result is inside the box),
-5. clamps the desired force and torque norms.
+5. clamps the desired force and torque norms,
+6. limits the rotation of the commanded orientation from the previous command
+   (``max_rotation_step``, along the shortest arc).
 
 A hold is never an unfiltered measurement: it is the measured position clamped into the
 workspace box and moved at most ``max_step`` from the last safe command (so a spoofed or
@@ -64,6 +66,8 @@ class SafetyOptions(LoadableOptions):
     """Largest desired torque norm [N m]."""
     stale_after: float = 0.05
     """Watchdog threshold: robot state or camera data older than this trip it [s]."""
+    max_rotation_step: float = 0.05
+    """Largest rotation of the commanded orientation between two commands [rad]."""
 
     def __post_init__(self) -> None:
         lo, hi = np.asarray(self.workspace_min, float), np.asarray(self.workspace_max, float)
@@ -73,7 +77,7 @@ class SafetyOptions(LoadableOptions):
                                      f"each with min < max, got {self.workspace_min} and "
                                      f"{self.workspace_max}")
         for name in ("max_speed", "max_step", "max_offset", "max_force", "max_torque",
-                     "stale_after"):
+                     "stale_after", "max_rotation_step"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
                     math.isfinite(v) and v > 0):
@@ -106,6 +110,8 @@ class InterventionKind(IntEnum):
     ROBOT_FAULT = 10
     """The robot reported a fault (robot_mode other than IDLE/MOVE, or an error flag):
     commanding stopped."""
+    ROTATION = 11
+    """Commanded orientation rotated more than max_rotation_step since the previous command."""
 
 
 @dataclass(frozen=True)
@@ -364,8 +370,29 @@ class SafetyLayer:
             m = _clip_norm(m, o.max_torque)
             self.record(t, InterventionKind.WRENCH, f"torque {np.linalg.norm(before):.2f} N m > "
                         f"max_torque {o.max_torque} N m", before, m)
+        if self._prev_q is not None:
+            q = self._limit_rotation(q, t)
         self._prev, self._prev_t, self._prev_q = p, t, q
         return SafeCommand(p, q, f, m)
+
+    def _limit_rotation(self, q: np.ndarray, t: float) -> np.ndarray:
+        """``q`` rotated back towards the previous command's orientation so that the rotation
+        between them is at most ``max_rotation_step`` (slerp on the shortest arc)."""
+        assert self._prev_q is not None
+        q0 = self._prev_q
+        d = float(q0 @ q)
+        if d < 0.0:  # q and -q are the same rotation: take the short way
+            q, d = -q, -d
+        angle = 2.0 * math.acos(min(1.0, d))
+        limit = self.options.max_rotation_step
+        if angle <= limit:
+            return q
+        half, frac = angle / 2.0, limit / angle
+        out = (math.sin((1 - frac) * half) * q0 + math.sin(frac * half) * q) / math.sin(half)
+        out /= np.linalg.norm(out)
+        self.record(t, InterventionKind.ROTATION, f"rotation {angle:.3f} rad > "
+                    f"max_rotation_step {limit} rad", q, out)
+        return out
 
     def watchdog(self, t: float, state_age: float, camera_age: float) -> bool:
         """Check data freshness; True while the loop must hold.

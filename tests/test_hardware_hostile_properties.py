@@ -49,7 +49,8 @@ state_event = st.tuples(st.just("state"), st.one_of(
     st.tuples(wild, wild, wild).map(lambda p: ("abs", p))), stamp_offsets, modes, errors)
 plan_event = st.tuples(st.just("plan"), st.one_of(
     st.just(None),  # the reference planner
-    st.tuples(wild, wild, wild, wild, wild, wild)))  # a hostile target: position, force
+    st.tuples(wild, wild, wild, wild, wild, wild, wild, wild, wild, wild)))  # a hostile
+# target: position, force, orientation (x, y, z, w; any numbers)
 other_event = st.sampled_from([("stale",), ("fresh",)])
 events = st.lists(_weighted(st.one_of(state_event, plan_event), other_event, 10), min_size=1,
                   max_size=60)
@@ -77,6 +78,8 @@ def _check(cmd: SafeCommand, prev: SafeCommand | None) -> None:
     assert abs(np.linalg.norm(cmd.quaternion) - 1) < 1e-9
     if prev is not None:
         assert np.linalg.norm(cmd.position - prev.position) <= O.max_step + 1e-12
+        d = min(1.0, abs(float(cmd.quaternion @ prev.quaternion)))
+        assert 2 * math.acos(d) <= O.max_rotation_step + 1e-6
 
 
 class _Scripted(CirclePlanner):
@@ -133,7 +136,7 @@ def test_no_command_ever_leaves_the_box_or_is_non_finite(evs):
             started = True
         spec = ev[1]
         planner.next = None if spec is None else Target(
-            np.array(spec[:3]), Q_DOWN, np.array(spec[3:]), np.zeros(3))
+            np.array(spec[:3]), np.array(spec[6:]), np.array(spec[3:6]), np.zeros(3))
         end, *_ = run.step(adapter, st_, None, now, 0.2 if stale else 0.001, 0.0)
         if end is not None:
             break

@@ -104,6 +104,28 @@ def test_wrench_limits_and_invalid_targets():
     assert layer.interventions == 5
 
 
+def test_rotation_step_is_limited_along_the_shortest_arc():
+    """A 90° orientation jump is cut to max_rotation_step about the same axis; q and -q are
+    the same rotation (no limit hit); the hold keeps the last commanded orientation."""
+    from scipy.spatial.transform import Rotation
+
+    o = SafetyOptions()
+    layer = SafetyLayer(o)
+    meas = np.array([0.55, 0.0, 0.15])
+    q0 = Rotation.from_quat(Q_DOWN)
+    layer.reset(meas, None, Q_DOWN)
+    q90 = (Rotation.from_rotvec([0, 0, np.pi / 2]) * q0).as_quat()
+    out = layer.filter(_target(meas, q=q90), meas, 1.0)
+    rel = (Rotation.from_quat(out.quaternion) * q0.inv()).as_rotvec()
+    np.testing.assert_allclose(rel, [0, 0, o.max_rotation_step], atol=1e-9)
+    assert _kinds(layer) == [InterventionKind.ROTATION]
+    out2 = layer.filter(_target(meas, q=-out.quaternion), meas, 1.1)
+    assert abs(abs(float(out2.quaternion @ out.quaternion)) - 1) < 1e-12
+    assert _kinds(layer) == [InterventionKind.ROTATION]
+    hold = layer.hold(meas, q90, 1.2)
+    assert abs(abs(float(hold.quaternion @ out.quaternion)) - 1) < 1e-12
+
+
 def test_watchdog_trips_once_per_stale_episode_and_recovers():
     layer = SafetyLayer(SafetyOptions(stale_after=0.05))
     assert not layer.watchdog(0.0, 0.01, 0.02)
