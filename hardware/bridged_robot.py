@@ -230,9 +230,12 @@ class BridgedFranka:
 def start_bridged(make: Any, port: int, options: Any, host: str, *,
                   auth_secret: str | None = None,
                   server_options: ServerOptions | None = None) -> tuple[ServerThread, Any]:
-    """A rosbridge server on ``host:port`` (with ``auth_secret``: clients must authenticate)
-    with ``make(server, options)`` attached, running in a background thread: returns
+    """A rosbridge server on ``host:port`` (with ``auth_secret``: clients must authenticate;
+    ``server_options``, default ``options.server``: origins and limits) with
+    ``make(server, options)`` attached, running in a background thread: returns
     ``(thread, robot)``."""
+    if server_options is None:
+        server_options = getattr(options, "server", None)
     server = RosBridgeServer(host, port, options=server_options, auth_secret=auth_secret)
     robot = make(server, options)
     robot.attach()

@@ -101,6 +101,8 @@ class SimRobotOptions(LoadableOptions):
     """Viscous rolling resistance of the ball [1/s]."""
     guard: RobotGuardOptions = field(default_factory=RobotGuardOptions)
     """Robot-side guard: workspace box and feed-forward wrench limits of accepted commands."""
+    server: ServerOptions = field(default_factory=ServerOptions)
+    """The bridge server's allowed origins and resource limits."""
     max_command_jump: float = 0.10
     """Commands whose equilibrium is farther than this from the end effector [m] are rejected
     (the robot-side guard a real controller would have)."""
@@ -353,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         options = SimRobotOptions.from_dict(data.get("sim_robot", data))
 
     async def serve() -> None:
-        server = RosBridgeServer(args.host, args.port, auth_secret=secret)
+        server = RosBridgeServer(args.host, args.port, auth_secret=secret,
+                                 options=(options or SimRobotOptions()).server)
         robot = SimulatedFranka(server, options)
         robot.attach()
         await server.start()

@@ -82,6 +82,8 @@ class TwinOptions(LoadableOptions):
     """Gaussian noise per axis on each detection [m] (paper: 0 or 0.001)."""
     guard: RobotGuardOptions = field(default_factory=RobotGuardOptions)
     """Robot-side guard: workspace box and feed-forward wrench limits of accepted commands."""
+    server: ServerOptions = field(default_factory=ServerOptions)
+    """The bridge server's allowed origins and resource limits."""
     max_command_jump: float = 0.10
     """Equilibria farther than this from the end effector are rejected [m]."""
     max_steps_per_iteration: int = 5
@@ -346,7 +348,8 @@ def twin_command(args: Any) -> int:
     async def serve() -> None:
         import signal
 
-        server = RosBridgeServer(args.host, args.port, auth_secret=secret)
+        server = RosBridgeServer(args.host, args.port, auth_secret=secret,
+                                 options=options.server)
         twin = FrankaBallTwin(server, options)
         twin.attach()
         await server.start()

@@ -100,6 +100,8 @@ class ServerOptions(LoadableOptions):
     reading from it."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.allowed_origins, list):
+            object.__setattr__(self, "allowed_origins", tuple(self.allowed_origins))
         if not isinstance(self.allowed_origins, tuple) or not all(
                 isinstance(o, str) and o for o in self.allowed_origins):
             raise HardwareValueError(f"ServerOptions.allowed_origins must be a list of origin "
