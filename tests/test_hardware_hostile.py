@@ -527,3 +527,34 @@ def test_a_robot_side_rejection_reaches_the_deploy_summary():
                    for c in robot.commands)
     finally:
         st.stop()
+
+
+def test_throttle_queues_cannot_hoard_memory():
+    """A client that subscribes to its own topic with a one-hour throttle and a 1000-message
+    queue, then publishes 60 messages of 0.5 MB: what the server buffers for it stays within
+    max_client_buffer_bytes (the rest is dropped and counted)."""
+    budget = 4 << 20
+    sth = ServerThread(RosBridgeServer(options=ServerOptions(
+        max_client_buffer_bytes=budget))).start()
+    try:
+        with _raw(sth.server.url, max_size=None) as ws:
+            ws.send(json.dumps({"op": "advertise", "topic": "/x", "type": "std_msgs/String"}))
+            ws.send(json.dumps({"op": "subscribe", "topic": "/x", "throttle_rate": 3_600_000,
+                                "queue_length": 1000}))
+            payload = "p" * 500_000
+            for i in range(60):
+                ws.send(json.dumps({"op": "publish", "topic": "/x",
+                                    "msg": {"data": payload, "i": i}}))
+            first = json.loads(ws.recv(timeout=5))  # the first message passes the throttle
+            assert first["msg"]["i"] == 0
+            assert _recv_all(ws, 0.3) == []  # the rest waits for the next interval (1 h)
+
+            def buffered():
+                (c,) = list(sth.server._clients)
+                return c.buffered, c.dropped
+
+            assert wait_until(lambda: sth.call(buffered)[1] > 0, 5)
+            held, dropped = sth.call(buffered)
+            assert held <= budget and held + dropped * 500_000 >= 59 * 500_000 * 0.99
+    finally:
+        sth.stop()

@@ -85,8 +85,12 @@ class ServerOptions(LoadableOptions):
     """Wrong ``auth`` attempts after which the connection is closed (1008)."""
     max_message_bytes: int = 1 << 20
     """Largest accepted message [bytes]; larger ones are refused with a status."""
-    max_frame_bytes: int = 4 << 20
+    max_frame_bytes: int = 2 << 20
     """Largest websocket frame [bytes]; larger ones close the connection (1009)."""
+    max_client_buffer_bytes: int = 16 << 20
+    """Outgoing data buffered for one client [bytes] (its queue and throttle queues); the
+    oldest is dropped beyond it. A client's memory is bounded by about
+    ``max_incoming_queue × max_frame_bytes + max_client_buffer_bytes`` plus its replies."""
     max_topic_length: int = 256
     """Longest topic (or service) name [characters]."""
     max_topics_per_client: int = 64
@@ -112,6 +116,7 @@ class ServerOptions(LoadableOptions):
             raise HardwareValueError(f"ServerOptions.auth_time_tolerance must be a positive "
                                      f"number of seconds, got {v!r}")
         for name in ("max_auth_failures", "max_message_bytes", "max_frame_bytes",
+                     "max_client_buffer_bytes",
                      "max_topic_length", "max_topics_per_client", "max_topics", "max_clients",
                      "reply_queue_size"):
             v = getattr(self, name)
@@ -154,12 +159,15 @@ class ClientStats:
 
 
 class _Client:
-    def __init__(self, ws: Any, queue_size: int, authenticated: bool):
+    def __init__(self, ws: Any, queue_size: int, authenticated: bool,
+                 budget: int = 16 << 20):
         self.ws = ws
         self.peer = str(getattr(ws, "remote_address", "?"))
         self.queue: collections.deque[str] = collections.deque()  # data (publish), drop-oldest
         self.replies: collections.deque[str] = collections.deque()  # status, service responses
         self.queue_size = queue_size
+        self.budget = budget  # bytes of outgoing data (queue + throttle queues)
+        self.buffered = 0
         self.ready = asyncio.Event()
         self.drained = asyncio.Event()
         self.drained.set()
@@ -176,11 +184,23 @@ class _Client:
         self.closing = False
 
     def enqueue(self, text: str) -> None:
-        if len(self.queue) >= self.queue_size:
-            self.queue.popleft()
-            self.dropped += 1
+        """Queue outgoing data; drop the oldest beyond ``queue_size`` messages or
+        ``budget`` bytes (data waiting in throttle queues included)."""
         self.queue.append(text)
+        self.buffered += len(text)
+        while len(self.queue) > self.queue_size or (self.buffered > self.budget
+                                                    and len(self.queue) > 1):
+            self.buffered -= len(self.queue.popleft())
+            self.dropped += 1
         self.ready.set()
+
+    def take(self) -> str:
+        """The next message for the writer: replies first."""
+        if self.replies:
+            return self.replies.popleft()
+        text = self.queue.popleft()
+        self.buffered -= len(text)
+        return text
 
     def reply(self, text: str) -> None:
         self.replies.append(text)
@@ -221,8 +241,13 @@ class _Delivery:
             c.dropped += 1  # inside the throttle interval: rosbridge drops it
             return
         if len(self.pending) == self.pending.maxlen:
+            c.buffered -= len(self.pending[0])
             c.dropped += 1
+        if c.buffered + len(text) > c.budget:  # over the client's byte budget: drop it
+            c.dropped += 1
+            return
         self.pending.append(text)
+        c.buffered += len(text)
         if self.timer is None:
             self.timer = loop.call_at(loop.time() + max(0.0, self.last + self.throttle - now),
                                       self._flush, c, loop)
@@ -232,14 +257,19 @@ class _Delivery:
         if not self.pending:
             return
         self.last = time.monotonic()
-        c.enqueue(self.pending.popleft())
+        text = self.pending.popleft()
+        c.buffered -= len(text)
+        c.enqueue(text)
         if self.pending:
             self.timer = loop.call_at(loop.time() + self.throttle, self._flush, c, loop)
 
-    def cancel(self) -> None:
+    def cancel(self, c: _Client | None = None) -> None:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
+        if c is not None:
+            c.buffered -= sum(len(x) for x in self.pending)
+        self.pending.clear()
 
 
 class RosBridgeServer:
@@ -612,7 +642,7 @@ class RosBridgeServer:
         d = c.delivery.get(topic)
         if not subs or all(t == 0 for t, _ in subs.values()):
             if d is not None:
-                d.cancel()
+                d.cancel(c)
                 del c.delivery[topic]
             return
         if d is None:
@@ -669,7 +699,7 @@ class RosBridgeServer:
                 await c.ready.wait()
                 c.ready.clear()
                 while c.replies or c.queue:
-                    text = c.replies.popleft() if c.replies else c.queue.popleft()
+                    text = c.take()
                     if len(c.replies) < self.options.reply_queue_size:
                         c.drained.set()
                     await c.ws.send(text)
@@ -683,7 +713,8 @@ class RosBridgeServer:
             LOGGER.warning("refused a client: %d clients already connected", len(self._clients))
             await ws.close(1013, "too many clients")
             return
-        c = _Client(ws, self.client_queue_size, authenticated=not self.auth_required)
+        c = _Client(ws, self.client_queue_size, authenticated=not self.auth_required,
+                    budget=self.options.max_client_buffer_bytes)
         self._clients.add(c)
         writer = asyncio.create_task(self._writer(c))
         LOGGER.info("client %s connected", c.peer)
