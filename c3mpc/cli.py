@@ -259,6 +259,9 @@ def _add_deploy_parser(sub: Any) -> None:
     dep.add_argument("--report", help="directory for summary.json, interventions.json, log.csv")
     dep.add_argument("--rate", type=float, help="control rate [Hz] (default: config's, 100)")
     dep.add_argument("--quiet", action="store_true", help="no status line")
+    dep.add_argument("--auth-secret-file", metavar="FILE", help="authenticate to the bridge "
+                     "(rosauth MAC) with the secret in FILE (default: $C3MPC_BRIDGE_SECRET "
+                     "if set, else no authentication)")
     dep.set_defaults(func=_cmd_deploy)
     twin = sub.add_parser("twin", help="serve the simulated robot over rosbridge",
                           description="Serve the franka-ball closed-loop simulation (full Panda "
@@ -274,6 +277,9 @@ def _add_deploy_parser(sub: Any) -> None:
                            "(default 5; 0: never)")
     twin.add_argument("--world", choices=("panda", "model"), help="panda (default): full Panda "
                       "in the contact simulator; model: the simplified model's LCS")
+    twin.add_argument("--auth-secret-file", metavar="FILE", help="require rosauth "
+                      "authentication with the secret in FILE (default: $C3MPC_BRIDGE_SECRET "
+                      "if set, else none)")
     twin.set_defaults(func=_cmd_twin)
 
 

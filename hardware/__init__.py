@@ -1,12 +1,14 @@
 """Deployment on a Franka through a ROS bridge, and a simulated robot to rehearse it.
 
-- :mod:`hardware.rosbridge`: roslibpy transport (reconnect, back-pressure) and a rosbridge v2
-  server for rehearsals.
+- :mod:`hardware.rosbridge`: roslibpy transport (reconnect, back-pressure, rosauth
+  authentication) and a rosbridge v2 server for rehearsals (auth, Origin allow-list, bounded
+  resources, a status for every refused request).
 - :mod:`hardware.franka`: franka_ros adapter (robot state in, equilibrium pose and desired
   wrench out); :mod:`hardware.camera`: ball detections in.
 - :mod:`hardware.impedance`: configurable gains of the impedance law of seed 003 eq. (36)
   (the law itself is :mod:`plants.impedance`).
-- :mod:`hardware.safety`: workspace box, velocity/step limits, watchdog, intervention log.
+- :mod:`hardware.safety`: workspace box, velocity/step limits, holds, watchdog, intervention
+  log; every command sent is a :class:`SafeCommand` it made.
 - :mod:`hardware.planner`: the ``Planner`` protocol and the reference circle planner;
   :mod:`hardware.planner_c3`: C3 (``c3mpc.algorithm3``) adapted to the deploy loop.
 - :mod:`hardware.deploy`: the deploy loop behind ``c3mpc deploy``.
@@ -27,7 +29,14 @@ from .errors import (
     MessageError,
 )
 from .impedance import ImpedanceParams
-from .safety import Intervention, InterventionKind, SafetyLayer, SafetyOptions, Target
+from .safety import (
+    Intervention,
+    InterventionKind,
+    SafeCommand,
+    SafetyLayer,
+    SafetyOptions,
+    Target,
+)
 
 __all__ = [
     "BridgeClosedError",
@@ -39,6 +48,7 @@ __all__ = [
     "Intervention",
     "InterventionKind",
     "MessageError",
+    "SafeCommand",
     "SafetyLayer",
     "SafetyOptions",
     "Target",

@@ -2,14 +2,16 @@
 
 A tracker (the ``estimators`` package on the camera PC, or the simulated camera) publishes the
 ball centre as ``geometry_msgs/PointStamped`` in the robot's base frame. This adapter validates
-each detection (finite, right frame, no jump larger than ``max_jump`` from the previous
-accepted one), and estimates the velocity by filtered finite differences over header stamps.
-Rejected detections are counted and logged, never used.
+each detection (finite, right frame, a stamp that is finite, close to the local clock and not
+from the future (:func:`~hardware.latest_state.check_stamp`), no jump larger than ``max_jump``
+from the previous accepted one), and estimates the velocity by filtered finite differences over
+header stamps. Rejected detections are counted and logged, never used.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +20,7 @@ import numpy as np
 from . import messages
 from .config import LoadableOptions
 from .errors import HardwareValueError, MessageError
-from .latest_state import LatestValidState
+from .latest_state import LatestValidState, check_stamp, check_stamp_tolerances
 from .rosbridge.transport import RosBridgeTransport
 
 __all__ = ["CameraOptions", "BallState", "BallDetectionAdapter"]
@@ -46,6 +48,15 @@ class CameraOptions(LoadableOptions):
     velocity_filter: float = 0.3
     """Weight of the newest finite-difference velocity in the exponential filter, in (0, 1]."""
 
+    max_stamp_lag: float = 1.0
+    """Largest age [s] of an accepted stamp against the local wall clock (delivery delay +
+    clock offset; ``.inf`` disables the check)."""
+
+    max_stamp_lead: float = 0.25
+    """Largest lead [s] of an accepted stamp over the local wall clock: nothing comes from
+    the future, so this only absorbs the residual offset of the synchronised clocks (the
+    robot PC's and the workstation's)."""
+
     def __post_init__(self) -> None:
         if not isinstance(self.topic, str) or not self.topic.startswith("/"):
             raise HardwareValueError(f"CameraOptions.topic must start with '/', got "
@@ -56,6 +67,7 @@ class CameraOptions(LoadableOptions):
         if not 0 < self.velocity_filter <= 1:
             raise HardwareValueError(f"CameraOptions.velocity_filter must be in (0, 1], got "
                                      f"{self.velocity_filter!r}")
+        check_stamp_tolerances(self, "CameraOptions")
 
 
 @dataclass(frozen=True)
@@ -95,11 +107,14 @@ class BallDetectionAdapter(LatestValidState[BallState]):
         with self._lock:
             prev = self._state
             v = np.zeros(3)
-            if prev is not None and t_receive - prev.t_receive < o.reacquire_after:
+            fresh = prev is not None and t_receive - prev.t_receive < o.reacquire_after
+            why = check_stamp(stamp, time.time(), prev.stamp if fresh else None,
+                              o.max_stamp_lag, o.max_stamp_lead)
+            if why is not None:
+                self._reject_locked(f"{o.topic}: {why}")
+                return
+            if fresh:
                 dt = stamp - prev.stamp
-                if dt <= 0:
-                    self._reject_locked(f"{o.topic}: stamp not increasing")
-                    return
                 jump = float(np.linalg.norm(p - prev.position))
                 if jump > o.max_jump:
                     self._reject_locked(f"{o.topic}: jump of {jump:.3f} m > max_jump "
@@ -107,5 +122,7 @@ class BallDetectionAdapter(LatestValidState[BallState]):
                     return
                 a = o.velocity_filter
                 v = a * (p - prev.position) / dt + (1 - a) * prev.velocity
+                if not np.all(np.isfinite(v)):
+                    v = np.zeros(3)
             count = 1 if prev is None else prev.count + 1
             self._state = BallState(p, v, stamp, t_receive, count)

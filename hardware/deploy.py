@@ -5,14 +5,23 @@
 ticks are skipped, not bunched):
 
 1. read the newest valid robot state and ball detection (latest-value buffers);
-2. :meth:`SafetyLayer.watchdog`: if either is older than ``stale_after`` (50 ms), send one
-   hold (the measured pose, zero wrench) and stop commanding until data is fresh again; if
-   data stays stale for ``max_stale_time`` the run ends with ``exit_reason = "data_lost"``;
-3. otherwise ask the planner for a target, pass it through :meth:`SafetyLayer.filter`, and
+2. if the robot reported a fault (``robot_mode`` other than IDLE/MOVE or an error flag in
+   ``current_errors``, latched by :class:`FrankaAdapter` the moment it arrives, which also
+   refuses to publish from then on), stop: ``exit_reason = "robot_fault"``, no further
+   command, not even a final hold (recovery is an operator action and a new run);
+3. :meth:`SafetyLayer.watchdog`: if either is older than ``stale_after`` (50 ms), send one
+   hold (:meth:`SafetyLayer.hold`: the measured pose clamped into the box, at most
+   ``max_step`` from the last safe command, zero wrench) and stop commanding until data is
+   fresh again (the planner restarts; the first command is at most ``max_step`` from the
+   hold); if data stays stale for ``max_stale_time`` the run ends with
+   ``exit_reason = "data_lost"``;
+4. otherwise ask the planner for a target, pass it through :meth:`SafetyLayer.filter`, and
    publish the equilibrium pose and desired wrench.
 
-Ctrl-C (SIGINT) ends the loop at the next tick with ``exit_reason = "interrupted"``. Every run
-ends with a final hold. A status line is written to stderr (flushed) ``status_interval`` apart.
+Every command, holds included, is a :class:`~hardware.safety.SafeCommand` made by the safety
+layer. Ctrl-C (SIGINT) ends the loop at the next tick with ``exit_reason = "interrupted"``.
+Every run ends with a final hold (through :meth:`SafetyLayer.hold`), except after a robot
+fault. A status line is written to stderr (flushed) ``status_interval`` apart.
 With ``--report DIR`` the run writes ``summary.json``, ``interventions.json``, ``log.csv``
 (one row per tick: time, measured, target, commanded, ball, data ages) and ``log.png``
 (:mod:`hardware.plot_log`).
@@ -45,7 +54,7 @@ from .impedance import ImpedanceParams
 from .planner import CirclePlanner, CirclePlannerOptions, Planner
 from .planner_c3 import C3PlannerOptions
 from .rosbridge.transport import BridgeOptions, RosBridgeTransport
-from .safety import InterventionKind, SafetyLayer, SafetyOptions
+from .safety import InterventionKind, SafeCommand, SafetyLayer, SafetyOptions
 
 __all__ = ["DeployOptions", "ExitReason", "DeploySummary", "run_deploy", "TASKS"]
 
@@ -70,12 +79,15 @@ class ExitReason(str, Enum):
     """Connected, but no robot state or ball detection arrived in time."""
     ERROR = "error"
     """The planner (or another part of the loop) raised; the final hold was still sent."""
+    ROBOT_FAULT = "robot_fault"
+    """The robot reported a fault (robot_mode other than IDLE/MOVE, or a current_errors
+    flag): commanding stopped at once, no final hold."""
 
     @property
     def exit_code(self) -> int:
         """Process exit status for this reason."""
         return {"completed": 0, "interrupted": 130, "data_lost": 3, "connect_failed": 4,
-                "startup_timeout": 5, "error": 1}[self.value]
+                "startup_timeout": 5, "error": 1, "robot_fault": 6}[self.value]
 
 
 @dataclass(frozen=True)
@@ -159,6 +171,18 @@ class DeploySummary:
     planner: str
     planner_failures: int
     """Ticks where the planner had no usable plan (it then returned the measured pose)."""
+    robot_fault: str = ""
+    """The fault that ended the run (robot_mode and error flags), "" if none."""
+    refused_commands: int = 0
+    """Commands the adapter refused to publish because a robot fault was latched."""
+    state_rejections: list[str] = field(default_factory=list)
+    """Reasons of the last 20 rejected robot states."""
+    bridge_statuses: list[str] = field(default_factory=list)
+    """The last 20 status messages of the bridge (refused requests: authentication, the
+    robot-side guard, ...)."""
+    fault_reaction_s: float = math.nan
+    """Seconds from the arrival of the fault state to the loop stopping (NaN: no fault);
+    nothing is published after the arrival in any case (the adapter refuses)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
@@ -215,6 +239,11 @@ class _Run:
         self.ee_last: np.ndarray | None = None
         self.message = ""
         self.warm_up_time = math.nan
+        self.fault_reaction = math.nan
+        self.held = False
+        """True while holding after a watchdog trip."""
+        self.stale_since = 0.0
+        self._connected: Any = lambda: False
         self._last_status = -math.inf
         self._t0 = time.monotonic()
 
@@ -237,6 +266,110 @@ class _Run:
         if final and tty:
             self.status.write("\n")
         self.status.flush()
+
+    def _hold(self, franka: FrankaAdapter, st: RobotState, now: float,
+              why: str) -> SafeCommand | None:
+        """Send a hold made by the safety layer; returns it (None if nothing was sent)."""
+        cmd = self.safety.hold(st.position, st.quaternion, now, why)
+        if cmd is not None and franka.command(cmd, stamp=time.time()):
+            self.holds += 1
+            return cmd
+        return None
+
+    def _fault(self, franka: FrankaAdapter) -> bool:
+        """True (and the run's message set) if the robot reported a fault."""
+        if franka.fault is None:
+            return False
+        if not math.isnan(self.fault_reaction):
+            return True
+        now = time.monotonic()
+        self.fault_reaction = now - franka.fault.t_receive
+        self.message = (f"robot fault: {franka.fault.describe()}; commanding stopped "
+                        f"{self.fault_reaction * 1e3:.1f} ms after it arrived (recover the "
+                        "robot, then start a new run)")
+        self.safety.record(now, InterventionKind.ROBOT_FAULT, franka.fault.describe())
+        return True
+
+    def begin(self, st0: RobotState, now: float) -> None:
+        """Start commanding from the first robot state: the step limits start at its pose."""
+        self.safety.reset(st0.position, now, st0.quaternion)
+        self.held = False
+
+    def step(self, franka: FrankaAdapter, st: RobotState, ball: BallState | None, now: float,
+             state_age: float, cam_age: float
+             ) -> tuple[ExitReason | None, list[float], list[float], float]:
+        """One tick's decision and command: the loop body without scheduling and logging.
+
+        Robot fault → stop (nothing sent); stale data → one hold, then nothing (data lost
+        after ``max_stale_time``); else plan, filter, send. Every command sent is a
+        :class:`SafeCommand` made here by the safety layer.
+
+        Returns:
+            ``(exit reason or None to go on, planned position (3,), commanded position (3,),
+            plan time [s])`` (NaN where not applicable).
+        """
+        o = self.o
+        row_target = [math.nan] * 3
+        row_cmd = [math.nan] * 3
+        plan_time = math.nan
+        if self._fault(franka):
+            return ExitReason.ROBOT_FAULT, row_target, row_cmd, plan_time
+        if self.safety.watchdog(now, state_age, cam_age):
+            if not self.held:
+                hold = self._hold(franka, st, now, "watchdog hold")
+                self.held = True
+                self.stale_since = now
+                if hold is not None:
+                    row_cmd = list(hold.position)
+            elif now - self.stale_since > o.max_stale_time:
+                self.message = (f"robot state / camera stale for more than "
+                                f"{o.max_stale_time} s (state {state_age:.2f} s, camera "
+                                f"{cam_age:.2f} s old; bridge connected: "
+                                f"{self._connected()}); holding and exiting")
+                return ExitReason.DATA_LOST, row_target, row_cmd, plan_time
+            return None, row_target, row_cmd, plan_time
+        if self.held:  # resume: the planner restarts, the step limit continues from the hold
+            self.held = False
+            if self.safety.last_command is None:
+                self.safety.reset(st.position, now, st.quaternion)
+            reset = getattr(self.planner, "reset", None)
+            if callable(reset):
+                reset()
+        t_plan = time.perf_counter()
+        try:
+            target = self.planner.plan(st, ball, now)
+            plan_time = time.perf_counter() - t_plan
+            self.plan_times.append(plan_time)
+            cmd = self.safety.filter(target, st.position, now, st.quaternion)
+            sent = cmd is not None and franka.command(cmd, stamp=time.time())
+        except Exception as e:  # a failing controller must end in a hold, not a crash
+            LOGGER.exception("deploy loop failed")
+            self.message = f"{type(e).__name__} in the loop: {e}; holding and exiting"
+            return ExitReason.ERROR, row_target, row_cmd, plan_time
+        if sent:
+            assert cmd is not None
+            self.commands += 1
+            self.offsets.append(float(np.linalg.norm(cmd.position - st.position)))
+            row_cmd = list(cmd.position)
+        try:
+            tp = np.asarray(target.position, dtype=float).ravel()
+            if tp.size >= 3:
+                row_target = list(tp[:3])
+        except (TypeError, ValueError, AttributeError):
+            pass
+        return None, row_target, row_cmd, plan_time
+
+    def finish(self, franka: FrankaAdapter, st: RobotState | None, now: float,
+               reason: ExitReason) -> ExitReason:
+        """End of a run: the final hold through the safety layer, unless the robot reported a
+        fault (then nothing is sent). Returns the final exit reason."""
+        if reason != ExitReason.ROBOT_FAULT and self._fault(franka):
+            reason = ExitReason.ROBOT_FAULT  # arrived while the loop was ending
+        if st is not None and reason != ExitReason.ROBOT_FAULT:
+            hold = self._hold(franka, st, now, f"final hold ({reason.value})")
+            self.safety.record(now, InterventionKind.SHUTDOWN, f"final hold ({reason.value})",
+                               (), () if hold is None else hold.position)
+        return reason
 
     def _track(self, st: RobotState) -> None:
         if self.ee_start is None:
@@ -262,6 +395,8 @@ class _Run:
         camera = BallDetectionAdapter(tr, o.camera)
         deadline = time.monotonic() + o.startup_timeout
         while (franka.state() is None or (o.require_camera and camera.state() is None)):
+            if self._fault(franka):
+                return ExitReason.ROBOT_FAULT, tr, franka, camera
             if self.stop.event.wait(0.01):
                 self.message = "interrupted while waiting for data"
                 return self.stop.reason or ExitReason.INTERRUPTED, tr, franka, camera
@@ -269,16 +404,19 @@ class _Run:
                 missing = [n for n, s in (("robot state", franka.state()),
                                           ("camera", camera.state() if o.require_camera else 1))
                            if s is None]
+                why = [f"last rejected {n}: {a.rejections[-1]}" for n, a in
+                       (("robot state", franka), ("detection", camera)) if a.rejections]
+                why += [f"bridge said: {m}" for m in tr.statuses()[-3:]]
                 self.message = (f"no {' or '.join(missing)} within {o.startup_timeout} s "
-                                f"(topics {o.franka.state_topic}, {o.camera.topic})")
+                                f"(topics {o.franka.state_topic}, {o.camera.topic})"
+                                + ("; " + "; ".join(why) if why else ""))
                 return ExitReason.STARTUP_TIMEOUT, tr, franka, camera
         period = 1.0 / o.rate_hz
         self._t0 = t_start = time.monotonic()
         st0 = franka.state()
         assert st0 is not None
-        self.safety.reset(st0.position, t_start)
-        held = False
-        stale_since = 0.0
+        self.begin(st0, t_start)
+        self._connected = lambda: tr.is_connected
         k = 0
         reason = ExitReason.COMPLETED
         while True:
@@ -297,52 +435,16 @@ class _Run:
             state_age = now - st.t_receive
             cam_age = (now - ball.t_receive) if (o.require_camera and ball is not None) else (
                 math.inf if o.require_camera else 0.0)
-            row_target = [math.nan] * 3
-            row_cmd = [math.nan] * 3
-            plan_time = math.nan
-            if self.safety.watchdog(now, state_age, cam_age):
-                if not held:
-                    franka.hold(st, stamp=time.time())
-                    self.holds += 1
-                    held = True
-                    stale_since = now
-                    row_cmd = list(st.position)
-                elif now - stale_since > o.max_stale_time:
-                    reason = ExitReason.DATA_LOST
-                    self.message = (f"robot state / camera stale for more than "
-                                    f"{o.max_stale_time} s (state {state_age:.2f} s, camera "
-                                    f"{cam_age:.2f} s old; bridge connected: "
-                                    f"{tr.is_connected}); holding and exiting")
-                    break
-            else:
-                if held:  # resume from the measured pose
-                    held = False
-                    self.safety.reset(st.position, now)
-                    reset = getattr(self.planner, "reset", None)
-                    if callable(reset):
-                        reset()
-                t_plan = time.perf_counter()
-                try:
-                    target = self.planner.plan(st, ball, now)
-                    plan_time = time.perf_counter() - t_plan
-                    self.plan_times.append(plan_time)
-                    cmd = self.safety.filter(target, st.position, now)
-                    franka.command(cmd.position, cmd.quaternion, cmd.force, cmd.torque,
-                                   stamp=time.time())
-                except Exception as e:  # a failing controller must end in a hold, not a crash
-                    LOGGER.exception("deploy loop failed")
-                    reason = ExitReason.ERROR
-                    self.message = f"{type(e).__name__} in the loop: {e}; holding and exiting"
-                    break
-                self.commands += 1
-                self.offsets.append(float(np.linalg.norm(cmd.position - st.position)))
-                row_target = list(np.asarray(target.position, dtype=float)[:3])
-                row_cmd = list(cmd.position)
+            end, row_target, row_cmd, plan_time = self.step(franka, st, ball, now, state_age,
+                                                            cam_age)
+            if end is not None:
+                reason = end
+                break
             bpos = list(ball.position) if ball is not None else [math.nan] * 3
-            self.rows.append([now - t_start, float(held), *st.position, *row_target, *row_cmd,
-                              *bpos, state_age, cam_age, plan_time])
+            self.rows.append([now - t_start, float(self.held), *st.position, *row_target,
+                              *row_cmd, *bpos, state_age, cam_age, plan_time])
             self.ticks += 1
-            self._status_line(now, st, ball, held, state_age, cam_age)
+            self._status_line(now, st, ball, self.held, state_age, cam_age)
             k += 1
             nxt = t_start + k * period
             late = time.monotonic() - nxt
@@ -351,13 +453,9 @@ class _Run:
                 k += int(late // period)
                 nxt = t_start + k * period
             self.stop.event.wait(max(0.0, nxt - time.monotonic()))
-        # Final hold at the newest measured pose.
         st = franka.state()
-        if st is not None:
-            franka.hold(st, stamp=time.time())
-            self.holds += 1
-            self.safety.record(time.monotonic(), InterventionKind.SHUTDOWN,
-                               f"final hold ({reason.value})", (), st.position)
+        reason = self.finish(franka, st, time.monotonic(), reason)
+        if st is not None and reason != ExitReason.ROBOT_FAULT:
             self._status_line(time.monotonic(), st, camera.state(), True,
                               time.monotonic() - st.t_receive,
                               (time.monotonic() - camera.state().t_receive)
@@ -431,6 +529,12 @@ def run_deploy(task: str, options: DeployOptions | None = None, *,
         plan_time_max_s=float(np.max(run.plan_times)) if run.plan_times else math.nan,
         planner=type(run.planner).__name__,
         planner_failures=int(getattr(run.planner, "failures", 0)),
+        robot_fault=(franka.fault.describe() if franka is not None and franka.fault is not None
+                     else ""),
+        refused_commands=franka.refused_commands if franka is not None else 0,
+        state_rejections=list(franka.rejections) if franka is not None else [],
+        fault_reaction_s=run.fault_reaction,
+        bridge_statuses=tr.statuses()[-20:] if tr is not None else [],
     )
     LOGGER.info("deploy ended: %s (%s)", reason.value, run.message)
     if report_dir is not None:
@@ -478,12 +582,28 @@ def deploy_command(args: Any) -> int:
         options = DeployOptions()
     options = dataclasses.replace(options, bridge=dataclasses.replace(options.bridge,
                                                                       url=args.bridge))
+    if getattr(args, "auth_secret_file", None):
+        options = dataclasses.replace(options, bridge=dataclasses.replace(
+            options.bridge, auth_secret_file=args.auth_secret_file))
+    from .rosbridge.auth import load_secret
+
+    authenticated = load_secret(options.bridge.auth_secret_file or None,
+                                options.bridge.auth_secret_env or None) is not None
+    from urllib.parse import urlparse
+
+    host = urlparse(options.bridge.url).hostname or ""
+    if not authenticated and host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"c3mpc deploy: WARNING: no bridge secret (--auth-secret-file or "
+              f"${options.bridge.auth_secret_env}): the connection to {host} is not "
+              "authenticated; anyone who can reach the bridge can command the robot "
+              "(docs/deployment.md, Authentication)", file=sys.stderr, flush=True)
     if getattr(args, "rate", None):
         options = dataclasses.replace(options, rate_hz=args.rate)
     if not getattr(args, "quiet", False):
         logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     print(f"c3mpc deploy {args.task}: bridge {options.bridge.url}, {options.rate_hz:g} Hz, "
           f"watchdog {options.safety.stale_after * 1e3:.0f} ms, "
+          f"{'authenticated' if authenticated else 'NOT authenticated'}, "
           f"duration {'until Ctrl-C' if args.duration is None else f'{args.duration} s'}",
           flush=True)
     summary = run_deploy(args.task, options, duration=args.duration, report_dir=args.report,

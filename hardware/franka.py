@@ -11,12 +11,24 @@ controller that adds one (as the C3 authors' custom impedance controller did), o
 "" to send poses only.
 
 Incoming states are validated (see :mod:`hardware.messages`); a malformed state (NaN, not a
-rigid transform, missing fields, wrong frame) is rejected, counted and logged, never used.
+rigid transform, missing fields, wrong frame, a stamp that is non-finite, far from the local
+clock, from the future or not after the previous one:
+:func:`~hardware.latest_state.check_stamp`) is rejected, counted and
+logged, never used.
+
+Faults: a ``FrankaState`` whose ``robot_mode`` is not IDLE/MOVE or with any true
+``current_errors`` flag *latches* :attr:`FrankaAdapter.fault` (on the transport thread, the
+moment it arrives); from then on :meth:`FrankaAdapter.command` publishes nothing. Recovery is
+an operator action on the robot followed by a new run.
+
+Only :class:`~hardware.safety.SafeCommand` objects (made by the safety layer) are sent.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +37,11 @@ import numpy as np
 from . import messages
 from .config import LoadableOptions
 from .errors import HardwareValueError, MessageError
-from .latest_state import LatestValidState
+from .latest_state import LatestValidState, check_stamp, check_stamp_tolerances
 from .rosbridge.transport import RosBridgeTransport
+from .safety import SafeCommand
 
-__all__ = ["FrankaOptions", "RobotState", "FrankaAdapter"]
+__all__ = ["FrankaOptions", "RobotState", "RobotFault", "FrankaAdapter"]
 
 LOGGER = logging.getLogger("hardware.franka")
 
@@ -60,6 +73,15 @@ class FrankaOptions(LoadableOptions):
     command_queue_size: int = 2
     """Outgoing queue of each command topic (drop-oldest: only the newest target matters)."""
 
+    max_stamp_lag: float = 1.0
+    """Largest age [s] of an accepted stamp against the local wall clock (delivery delay +
+    clock offset; ``.inf`` disables the check)."""
+
+    max_stamp_lead: float = 0.25
+    """Largest lead [s] of an accepted stamp over the local wall clock: nothing comes from
+    the future, so this only absorbs the residual offset of the synchronised clocks (the
+    robot PC's and the workstation's)."""
+
     def __post_init__(self) -> None:
         if self.state_type not in STATE_TYPES:
             raise HardwareValueError(f"FrankaOptions.state_type must be one of "
@@ -79,6 +101,7 @@ class FrankaOptions(LoadableOptions):
         if not isinstance(self.command_queue_size, int) or self.command_queue_size < 1:
             raise HardwareValueError(f"FrankaOptions.command_queue_size must be an int >= 1, "
                                      f"got {self.command_queue_size!r}")
+        check_stamp_tolerances(self, "FrankaOptions")
 
 
 @dataclass(frozen=True)
@@ -97,24 +120,59 @@ class RobotState:
     """Receive time, time.monotonic() [s]."""
     count: int
     """Accepted state messages so far."""
+    robot_mode: int = 2
+    """``franka_msgs/FrankaState.robot_mode`` (:data:`hardware.messages.ROBOT_MODES`); 2
+    (MOVE) for PoseStamped states, which carry none."""
+    errors: tuple[str, ...] = ()
+    """Names of the true ``current_errors`` flags."""
+
+
+@dataclass(frozen=True)
+class RobotFault:
+    """The first fault state the robot reported (latched)."""
+
+    robot_mode: int
+    errors: tuple[str, ...]
+    t_receive: float
+    """time.monotonic() at arrival [s]."""
+
+    def describe(self) -> str:
+        """E.g. ``robot_mode REFLEX (4), current_errors: cartesian_reflex``."""
+        name = messages.ROBOT_MODES.get(self.robot_mode, "?")
+        errs = ", ".join(self.errors) if self.errors else "none"
+        return f"robot_mode {name} ({self.robot_mode}), current_errors: {errs}"
 
 
 class FrankaAdapter(LatestValidState[RobotState]):
     """Reads the robot state and sends impedance targets over a :class:`RosBridgeTransport`.
 
     Args:
-        transport: A connected transport.
+        transport: A connected transport (None: a detached adapter that validates the
+            states fed to ``_on_state`` and records the commands it is given in
+            :attr:`dry_run` instead of publishing them; for tests and replays).
         options: Topics, types and frames.
     """
 
     _what = "robot state"
     _logger = LOGGER
 
-    def __init__(self, transport: RosBridgeTransport, options: FrankaOptions | None = None):
+    def __init__(self, transport: RosBridgeTransport | None, options: FrankaOptions | None = None):
         super().__init__()
         self.options = o = options or FrankaOptions()
         self._accepted = 0
         self._seq = 0
+        self.fault: RobotFault | None = None
+        """The first fault state received (latched; None while the robot is healthy)."""
+        self.refused_commands = 0
+        """Commands not published because a fault was latched."""
+        self._sub: Any = None
+        self._pose_pub: Any = None
+        self._wrench_pub: Any = None
+        self.dry_run: collections.deque[SafeCommand] | None = None
+        """Detached adapter only: the commands it would have published (newest 10000)."""
+        if transport is None:  # detached: validation only, commands recorded (tests, replays)
+            self.dry_run = collections.deque(maxlen=10000)
+            return
         self._sub = transport.subscribe(o.state_topic, o.state_type, self._on_state)
         self._pose_pub = transport.publisher(o.equilibrium_topic, "geometry_msgs/PoseStamped",
                                              queue_size=o.command_queue_size,
@@ -125,57 +183,81 @@ class FrankaAdapter(LatestValidState[RobotState]):
                             if o.wrench_topic else None)
 
     # -- state --------------------------------------------------------------------------
-    def _parse(self, msg: Any) -> tuple[np.ndarray, np.ndarray, float]:
+    def _parse(self, msg: Any) -> tuple[np.ndarray, np.ndarray, float, int, tuple[str, ...]]:
         o = self.options
         if o.state_type == "franka_msgs/FrankaState":
             T, stamp = messages.parse_franka_state(msg, o.state_topic)
+            mode, errors = messages.parse_robot_mode(msg, o.state_topic)
             p, q = messages.pose_from_transform(T)
-            return p, q, stamp
-        return messages.parse_pose_stamped(msg, o.state_topic, o.base_frame)
+            return p, q, stamp, mode, errors
+        p, q, stamp = messages.parse_pose_stamped(msg, o.state_topic, o.base_frame)
+        return p, q, stamp, 2, ()
 
     def _on_state(self, msg: dict[str, Any], t_receive: float) -> None:  # transport thread
+        o = self.options
         try:
-            p, q, stamp = self._parse(msg)
+            p, q, stamp, mode, errors = self._parse(msg)
         except MessageError as e:
             self._reject(str(e))
             return
         with self._lock:
             prev = self._state
+            why = check_stamp(stamp, time.time(), None if prev is None else prev.stamp,
+                              o.max_stamp_lag, o.max_stamp_lead)
+            if why is not None:
+                self._reject_locked(f"{o.state_topic}: {why}")
+                return
+            if (mode not in messages.COMMANDABLE_MODES or errors) and self.fault is None:
+                self.fault = RobotFault(mode, errors, t_receive)
+                LOGGER.error("robot fault: %s; commanding stopped", self.fault.describe())
             v = np.zeros(3)
             if prev is not None:
-                dt = stamp - prev.stamp
-                if dt <= 0:
-                    self._reject_locked(f"{self.options.state_topic}: stamp {stamp:.6f} not "
-                                        f"after {prev.stamp:.6f}")
-                    return
-                a = self.options.velocity_filter
-                v = a * (p - prev.position) / dt + (1 - a) * prev.velocity
+                a = o.velocity_filter
+                v = a * (p - prev.position) / (stamp - prev.stamp) + (1 - a) * prev.velocity
+                if not np.all(np.isfinite(v)):  # never keep a NaN/inf estimate
+                    v = np.zeros(3)
             self._accepted += 1
-            self._state = RobotState(p, q, v, stamp, t_receive, self._accepted)
+            self._state = RobotState(p, q, v, stamp, t_receive, self._accepted, mode, errors)
 
     # -- commands -----------------------------------------------------------------------
-    def command(self, position: np.ndarray, quaternion: np.ndarray,
-                force: np.ndarray | None = None, torque: np.ndarray | None = None,
-                stamp: float = 0.0) -> None:
-        """Publish an equilibrium pose (and the desired wrench, zero if not given).
+    def _checked(self, cmd: SafeCommand) -> tuple[np.ndarray, ...]:
+        p = np.asarray(cmd.position, dtype=float)
+        q = np.asarray(cmd.quaternion, dtype=float)
+        f = np.asarray(cmd.force, dtype=float)
+        m = np.asarray(cmd.torque, dtype=float)
+        if not (p.shape == (3,) and q.shape == (4,) and f.shape == (3,) and m.shape == (3,)
+                and np.all(np.isfinite(p)) and np.all(np.isfinite(q))
+                and np.all(np.isfinite(f)) and np.all(np.isfinite(m))):
+            raise MessageError(self.options.equilibrium_topic, "refusing a non-finite command")
+        return p, q, f, m
+
+    def command(self, cmd: SafeCommand, stamp: float = 0.0) -> bool:
+        """Publish the equilibrium pose and desired wrench of ``cmd``.
+
+        Returns:
+            False (nothing published) once a robot fault is latched, else True.
 
         Raises:
+            TypeError: ``cmd`` is not a :class:`~hardware.safety.SafeCommand` (every command
+                passes the safety layer).
             MessageError: for a non-finite pose or wrench (the safety layer should have
                 caught it; this is the last line of defence).
         """
-        p = np.asarray(position, dtype=float)
-        q = np.asarray(quaternion, dtype=float)
-        f = np.zeros(3) if force is None else np.asarray(force, dtype=float)
-        m = np.zeros(3) if torque is None else np.asarray(torque, dtype=float)
-        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(q)) and np.all(np.isfinite(f))
-                and np.all(np.isfinite(m))):
-            raise MessageError(self.options.equilibrium_topic, "refusing a non-finite command")
+        if not isinstance(cmd, SafeCommand):
+            raise TypeError(f"FrankaAdapter.command needs a SafeCommand from the safety layer, "
+                            f"got {type(cmd).__name__}")
+        if self.fault is not None:
+            self.refused_commands += 1
+            return False
+        if self._pose_pub is None:  # detached: record instead of publishing
+            assert self.dry_run is not None
+            self._checked(cmd)
+            self.dry_run.append(cmd)
+            return True
+        p, q, f, m = self._checked(cmd)
         self._seq += 1
         frame = self.options.base_frame
         self._pose_pub.publish(messages.pose_stamped(p, q, frame, stamp, self._seq))
         if self._wrench_pub is not None:
             self._wrench_pub.publish(messages.wrench_stamped(f, m, frame, stamp, self._seq))
-
-    def hold(self, state: RobotState, stamp: float = 0.0) -> None:
-        """Command the measured pose with zero wrench: the arm stays where it is."""
-        self.command(state.position, state.quaternion, None, None, stamp)
+        return True

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .errors import MessageError
+from .errors import HardwareValueError, MessageError
 
 __all__ = [
     "header",
@@ -28,11 +28,53 @@ __all__ = [
     "parse_point_stamped",
     "franka_state",
     "parse_franka_state",
+    "parse_robot_mode",
+    "ROBOT_MODES",
+    "COMMANDABLE_MODES",
+    "ERROR_FIELDS",
     "transform_from_pose",
     "pose_from_transform",
 ]
 
 _QUAT_TOL = 0.05  # accepted |‖q‖ - 1| before normalising; beyond it the message is rejected
+
+#: ``franka_msgs/FrankaState.robot_mode`` constants (franka_ros, = libfranka's ``RobotMode``).
+ROBOT_MODES = {0: "OTHER", 1: "IDLE", 2: "MOVE", 3: "GUIDING", 4: "REFLEX", 5: "USER_STOPPED",
+               6: "AUTOMATIC_ERROR_RECOVERY"}
+
+#: The modes in which the deploy loop may command the robot (IDLE, MOVE); any other mode is a
+#: fault that stops commanding.
+COMMANDABLE_MODES = (1, 2)
+
+#: The boolean fields of ``franka_msgs/Errors`` (``current_errors``, ``last_motion_errors``),
+#: in the message's order (franka_ros 0.10).
+ERROR_FIELDS = (
+    "joint_position_limits_violation", "cartesian_position_limits_violation",
+    "self_collision_avoidance_violation", "joint_velocity_violation",
+    "cartesian_velocity_violation", "force_control_safety_violation", "joint_reflex",
+    "cartesian_reflex", "max_goal_pose_deviation_violation",
+    "max_path_pose_deviation_violation", "cartesian_velocity_profile_safety_violation",
+    "joint_position_motion_generator_start_pose_invalid",
+    "joint_motion_generator_position_limits_violation",
+    "joint_motion_generator_velocity_limits_violation",
+    "joint_motion_generator_velocity_discontinuity",
+    "joint_motion_generator_acceleration_discontinuity",
+    "cartesian_position_motion_generator_start_pose_invalid",
+    "cartesian_motion_generator_elbow_limit_violation",
+    "cartesian_motion_generator_velocity_limits_violation",
+    "cartesian_motion_generator_velocity_discontinuity",
+    "cartesian_motion_generator_acceleration_discontinuity",
+    "cartesian_motion_generator_elbow_sign_inconsistent",
+    "cartesian_motion_generator_start_elbow_invalid",
+    "cartesian_motion_generator_joint_position_limits_violation",
+    "cartesian_motion_generator_joint_velocity_limits_violation",
+    "cartesian_motion_generator_joint_velocity_discontinuity",
+    "cartesian_motion_generator_joint_acceleration_discontinuity",
+    "cartesian_position_motion_generator_invalid_frame",
+    "force_controller_desired_force_tolerance_violation", "controller_torque_discontinuity",
+    "start_elbow_sign_inconsistent", "communication_constraints_violation",
+    "power_limit_violation",
+)
 
 
 def header(t: float, frame_id: str, seq: int = 0) -> dict[str, Any]:
@@ -43,32 +85,90 @@ def header(t: float, frame_id: str, seq: int = 0) -> dict[str, Any]:
 
 
 def stamp_to_seconds(stamp: Any, topic: str = "") -> float:
-    """``{"secs", "nsecs"}`` (ROS 1) or ``{"sec", "nanosec"}`` (ROS 2) to seconds."""
+    """``{"secs", "nsecs"}`` (ROS 1) or ``{"sec", "nanosec"}`` (ROS 2) to seconds.
+
+    Raises:
+        MessageError: missing fields, non-numbers (strings and booleans included, as rosbridge
+            rejects them) or a non-finite result (NaN/inf, or JSON ``null``).
+    """
     try:
         secs = stamp["secs"] if "secs" in stamp else stamp["sec"]
         nsecs = stamp["nsecs"] if "nsecs" in stamp else stamp["nanosec"]
-        return float(secs) + 1e-9 * float(nsecs)
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError) as e:
         raise MessageError(topic, f"bad header stamp {stamp!r}") from e
+    for v in (secs, nsecs):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise MessageError(topic, f"bad header stamp {stamp!r}: not numbers")
+    t = float(secs) + 1e-9 * float(nsecs)
+    if not math.isfinite(t):
+        raise MessageError(topic, f"non-finite header stamp {stamp!r}")
+    return t
 
 
-def _vec(msg: Any, keys: tuple[str, ...], topic: str, what: str) -> np.ndarray:
-    try:
-        v = np.array([float(msg[k]) for k in keys])
-    except (KeyError, TypeError, ValueError) as e:
-        raise MessageError(topic, f"{what}: missing or non-numeric field ({e})", msg) from e
-    if not np.all(np.isfinite(v)):
-        raise MessageError(topic, f"{what}: non-finite value {v.tolist()}", msg)
-    return v
+def _fields(d: Any, allowed: tuple[str, ...], topic: str, what: str, msg: Any) -> dict:
+    """``d`` as a mapping whose keys are among ``allowed`` (rosbridge rejects unknown
+    fields: so do we)."""
+    if not isinstance(d, dict):
+        raise MessageError(topic, f"{what}: missing or not an object", msg)
+    extra = set(d) - set(allowed)
+    if extra:
+        raise MessageError(topic, f"{what}: unknown field(s) {sorted(extra)[:5]}", msg)
+    return d
 
 
-def _header(msg: Any, topic: str, frame_id: str | None) -> float:
-    if not isinstance(msg, dict) or not isinstance(msg.get("header"), dict):
+def _vec(d: Any, keys: tuple[str, ...], topic: str, what: str, msg: Any = None) -> np.ndarray:
+    """The numbers ``d[k]`` (JSON numbers only: strings and booleans are refused, as rosbridge
+    does, not coerced), finite, no other field."""
+    _fields(d, keys, topic, what, msg if msg is not None else d)
+    vals = []
+    for k in keys:
+        v = d.get(k)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise MessageError(topic, f"{what}: missing or non-numeric field {k!r} ({v!r})",
+                               msg if msg is not None else d)
+        vals.append(float(v))
+    out = np.array(vals)
+    if not np.all(np.isfinite(out)):
+        raise MessageError(topic, f"{what}: non-finite value {out.tolist()}",
+                           msg if msg is not None else d)
+    return out
+
+
+_HEADER_FIELDS = ("seq", "stamp", "frame_id")
+
+
+def _header(msg: Any, topic: str, frame_id: str | None, *, required: bool = True,
+            allow_empty_frame: bool = False) -> float | None:
+    """The header's stamp [s] (None when absent and not ``required``), checking the frame.
+
+    Args:
+        frame_id: Required frame (None: any).
+        required: A missing header is an error (True), or allowed (False: rosbridge fills in a
+            default header, and the stock franka_ros controllers ignore it).
+        allow_empty_frame: Accept ``frame_id`` "" as ``frame_id`` (the stock controllers
+            interpret every pose in the base frame).
+    """
+    if not isinstance(msg, dict):
+        raise MessageError(topic, "message is not an object", msg)
+    if "header" not in msg and not required:
+        return None
+    if not isinstance(msg.get("header"), dict):
         raise MessageError(topic, "missing header", msg)
-    h = msg["header"]
-    if frame_id is not None and h.get("frame_id") != frame_id:
-        raise MessageError(topic, f"frame_id {h.get('frame_id')!r}, expected {frame_id!r}", msg)
-    return stamp_to_seconds(h.get("stamp"), topic)
+    h = _fields(msg["header"], _HEADER_FIELDS, topic, "header", msg)
+    fid = h.get("frame_id", "")
+    if not isinstance(fid, str):
+        raise MessageError(topic, f"frame_id must be a string, got {fid!r}", msg)
+    if frame_id is not None and fid != frame_id and not (allow_empty_frame and fid == ""):
+        raise MessageError(topic, f"frame_id {fid!r}, expected {frame_id!r}", msg)
+    seq = h.get("seq", 0)
+    if isinstance(seq, bool) or not isinstance(seq, int):
+        raise MessageError(topic, f"header.seq must be an integer, got {seq!r}", msg)
+    if "stamp" not in h and not required:
+        return None
+    stamp = h.get("stamp")
+    if isinstance(stamp, dict):
+        _fields(stamp, ("secs", "nsecs", "sec", "nanosec"), topic, "header.stamp", msg)
+    return stamp_to_seconds(stamp, topic)
 
 
 def _unit_quaternion(q: np.ndarray, topic: str, msg: Any) -> np.ndarray:
@@ -88,15 +188,28 @@ def pose_stamped(position: np.ndarray, quaternion: np.ndarray, frame_id: str, t:
                      "orientation": {"x": q[0], "y": q[1], "z": q[2], "w": q[3]}}}
 
 
-def parse_pose_stamped(msg: Any, topic: str = "",
-                       frame_id: str | None = None) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(position (3,), quaternion (4,) xyzw normalised, stamp [s])`` of a PoseStamped."""
-    t = _header(msg, topic, frame_id)
-    pose = msg.get("pose")
-    if not isinstance(pose, dict):
-        raise MessageError(topic, "missing pose", msg)
-    p = _vec(pose.get("position"), ("x", "y", "z"), topic, "position")
-    q = _vec(pose.get("orientation"), ("x", "y", "z", "w"), topic, "orientation")
+def parse_pose_stamped(msg: Any, topic: str = "", frame_id: str | None = None, *,
+                       command: bool = False) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """``(position (3,), quaternion (4,) xyzw normalised, stamp [s])`` of a PoseStamped.
+
+    Args:
+        msg: The message (rosbridge JSON).
+        topic: For error messages.
+        frame_id: Required frame (None: any).
+        command: Validate as a robot command the way rosbridge + the stock franka_ros
+            controller do: a missing header (stamp None) and an empty ``frame_id`` are
+            accepted; a different non-empty frame is still refused (it would be misread as
+            the base frame).
+
+    Raises:
+        MessageError: missing or unknown fields, numbers sent as strings, non-finite values,
+            wrong frame, non-unit quaternion.
+    """
+    _fields(msg, ("header", "pose"), topic, "PoseStamped", msg)
+    t = _header(msg, topic, frame_id, required=not command, allow_empty_frame=command)
+    pose = _fields(msg.get("pose"), ("position", "orientation"), topic, "pose", msg)
+    p = _vec(pose.get("position"), ("x", "y", "z"), topic, "position", msg)
+    q = _vec(pose.get("orientation"), ("x", "y", "z", "w"), topic, "orientation", msg)
     return p, _unit_quaternion(q, topic, msg), t
 
 
@@ -110,15 +223,15 @@ def wrench_stamped(force: np.ndarray, torque: np.ndarray, frame_id: str, t: floa
                        "torque": {"x": m[0], "y": m[1], "z": m[2]}}}
 
 
-def parse_wrench_stamped(msg: Any, topic: str = "",
-                         frame_id: str | None = None) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(force (3,), torque (3,), stamp [s])`` of a WrenchStamped."""
-    t = _header(msg, topic, frame_id)
-    w = msg.get("wrench")
-    if not isinstance(w, dict):
-        raise MessageError(topic, "missing wrench", msg)
-    return (_vec(w.get("force"), ("x", "y", "z"), topic, "force"),
-            _vec(w.get("torque"), ("x", "y", "z"), topic, "torque"), t)
+def parse_wrench_stamped(msg: Any, topic: str = "", frame_id: str | None = None, *,
+                         command: bool = False) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """``(force (3,), torque (3,), stamp [s])`` of a WrenchStamped (``command``: as in
+    :func:`parse_pose_stamped`)."""
+    _fields(msg, ("header", "wrench"), topic, "WrenchStamped", msg)
+    t = _header(msg, topic, frame_id, required=not command, allow_empty_frame=command)
+    w = _fields(msg.get("wrench"), ("force", "torque"), topic, "wrench", msg)
+    return (_vec(w.get("force"), ("x", "y", "z"), topic, "force", msg),
+            _vec(w.get("torque"), ("x", "y", "z"), topic, "torque", msg), t)
 
 
 def point_stamped(point: np.ndarray, frame_id: str, t: float, seq: int = 0) -> dict[str, Any]:
@@ -130,8 +243,10 @@ def point_stamped(point: np.ndarray, frame_id: str, t: float, seq: int = 0) -> d
 def parse_point_stamped(msg: Any, topic: str = "",
                         frame_id: str | None = None) -> tuple[np.ndarray, float]:
     """``(point (3,), stamp [s])`` of a PointStamped."""
+    _fields(msg, ("header", "point"), topic, "PointStamped", msg)
     t = _header(msg, topic, frame_id)
-    return _vec(msg.get("point"), ("x", "y", "z"), topic, "point"), t
+    assert t is not None
+    return _vec(msg.get("point"), ("x", "y", "z"), topic, "point", msg), t
 
 
 def transform_from_pose(position: np.ndarray, quaternion: np.ndarray) -> np.ndarray:
@@ -150,16 +265,25 @@ def pose_from_transform(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def franka_state(T_base_ee: np.ndarray, t: float, seq: int = 0, *,
                  T_base_ee_desired: np.ndarray | None = None,
                  external_wrench: np.ndarray | None = None,
-                 robot_mode: int = 2) -> dict[str, Any]:
+                 robot_mode: int = 2,
+                 current_errors: Any = ()) -> dict[str, Any]:
     """The fields of ``franka_msgs/FrankaState`` the adapter reads (others are omitted).
 
     ``O_T_EE`` is the measured end-effector pose, column-major as in libfranka;
     ``O_T_EE_d`` the last commanded (equilibrium) pose; ``O_F_ext_hat_K`` the estimated
-    external wrench [N, N m]; ``robot_mode`` 2 is ``ROBOT_MODE_MOVE``.
+    external wrench [N, N m]; ``robot_mode`` one of :data:`ROBOT_MODES` (2 is
+    ``ROBOT_MODE_MOVE``); ``current_errors`` the names of the :data:`ERROR_FIELDS` that are
+    true (the message carries all of them, the others false).
     """
+    active = set(current_errors)
+    unknown = active - set(ERROR_FIELDS)
+    if unknown:
+        raise HardwareValueError(f"current_errors: unknown franka_msgs/Errors fields "
+                                 f"{sorted(unknown)}")
     msg: dict[str, Any] = {"header": header(t, "", seq),
                            "O_T_EE": T_base_ee.flatten(order="F").tolist(),
-                           "robot_mode": int(robot_mode)}
+                           "robot_mode": int(robot_mode),
+                           "current_errors": {k: k in active for k in ERROR_FIELDS}}
     if T_base_ee_desired is not None:
         msg["O_T_EE_d"] = T_base_ee_desired.flatten(order="F").tolist()
     if external_wrench is not None:
@@ -170,13 +294,13 @@ def franka_state(T_base_ee: np.ndarray, t: float, seq: int = 0, *,
 def parse_franka_state(msg: Any, topic: str = "") -> tuple[np.ndarray, float]:
     """``(O_T_EE (4, 4), stamp [s])`` of a FrankaState, checking it is a rigid transform."""
     t = _header(msg, topic, None)
+    assert t is not None
     raw = msg.get("O_T_EE")
     if not isinstance(raw, list) or len(raw) != 16:
         raise MessageError(topic, "O_T_EE must be 16 numbers (column-major 4x4)", msg)
-    try:
-        T = np.array(raw, dtype=float).reshape(4, 4, order="F")
-    except (TypeError, ValueError) as e:
-        raise MessageError(topic, f"O_T_EE is not numeric ({e})", msg) from e
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw):
+        raise MessageError(topic, "O_T_EE must be 16 numbers (column-major 4x4)", msg)
+    T = np.array(raw, dtype=float).reshape(4, 4, order="F")
     if not np.all(np.isfinite(T)):
         raise MessageError(topic, "O_T_EE has non-finite entries", msg)
     R = T[:3, :3]
@@ -184,3 +308,27 @@ def parse_franka_state(msg: Any, topic: str = "") -> tuple[np.ndarray, float]:
             or np.abs(T[3] - [0, 0, 0, 1]).max() > 1e-9):
         raise MessageError(topic, "O_T_EE is not a rigid transform", msg)
     return T, t
+
+
+def parse_robot_mode(msg: Any, topic: str = "") -> tuple[int, tuple[str, ...]]:
+    """``(robot_mode, names of the true current_errors flags)`` of a FrankaState.
+
+    ``robot_mode`` must be an integer of :data:`ROBOT_MODES`; ``current_errors`` (optional:
+    absent means no error reported) a mapping of booleans. Unknown error names are kept (a
+    newer franka_msgs may add flags): any true flag counts.
+
+    Raises:
+        MessageError: missing/non-integer/unknown robot_mode, or non-boolean error flags.
+    """
+    if not isinstance(msg, dict):
+        raise MessageError(topic, "robot state is not a mapping", msg)
+    mode = msg.get("robot_mode")
+    if isinstance(mode, bool) or not isinstance(mode, int) or mode not in ROBOT_MODES:
+        raise MessageError(topic, f"robot_mode must be one of {sorted(ROBOT_MODES)}, got "
+                           f"{mode!r}", msg)
+    errs = msg.get("current_errors")
+    if errs is None:
+        return mode, ()
+    if not isinstance(errs, dict) or not all(isinstance(v, bool) for v in errs.values()):
+        raise MessageError(topic, "current_errors must be a mapping of booleans", msg)
+    return mode, tuple(sorted(k for k, v in errs.items() if v))

@@ -21,8 +21,9 @@ part on the ball is absorbed by the table). Pressing on the top of the ball and 
 at half the end-effector speed, as in the paper's experiment. A camera publishes the ball
 centre at ``camera_rate_hz`` with optional Gaussian noise.
 
-No joint-space model: ``FrankaState`` messages carry ``O_T_EE``, ``O_T_EE_d`` and
-``O_F_ext_hat_K`` (the contact wrench), not ``q``/``dq``.
+No joint-space model: ``FrankaState`` messages carry ``O_T_EE``, ``O_T_EE_d``,
+``O_F_ext_hat_K`` (the contact wrench), ``robot_mode`` and ``current_errors``, not
+``q``/``dq``. Commands pass the robot-side guard of :class:`~hardware.bridged_robot.BridgedFranka`.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ from .camera import CameraOptions
 from .config import LoadableOptions
 from .errors import HardwareValueError
 from .franka import FrankaOptions
-from .bridged_robot import BridgedFranka, CommandRecord, start_bridged
+from .bridged_robot import BridgedFranka, CommandRecord, RobotGuardOptions, start_bridged
 from .impedance import ImpedanceParams
-from .rosbridge.server import RosBridgeServer, ServerThread
+from .rosbridge.server import RosBridgeServer, ServerOptions, ServerThread
 
 __all__ = ["SimRobotOptions", "SimulatedFranka", "CommandRecord", "start_sim_robot", "main"]
 
@@ -98,6 +99,10 @@ class SimRobotOptions(LoadableOptions):
     μ f_n."""
     rolling_damping: float = 0.5
     """Viscous rolling resistance of the ball [1/s]."""
+    guard: RobotGuardOptions = field(default_factory=RobotGuardOptions)
+    """Robot-side guard: workspace box and feed-forward wrench limits of accepted commands."""
+    server: ServerOptions = field(default_factory=ServerOptions)
+    """The bridge server's allowed origins and resource limits."""
     max_command_jump: float = 0.10
     """Commands whose equilibrium is farther than this from the end effector [m] are rejected
     (the robot-side guard a real controller would have)."""
@@ -307,14 +312,24 @@ def _log_so3(R: np.ndarray) -> np.ndarray:
 
 
 def start_sim_robot(port: int = 0, options: SimRobotOptions | None = None,
-                    host: str = "127.0.0.1") -> tuple[ServerThread, SimulatedFranka]:
+                    host: str = "127.0.0.1", *, auth_secret: str | None = None,
+                    server_options: ServerOptions | None = None
+                    ) -> tuple[ServerThread, SimulatedFranka]:
     """Start a rosbridge server with a :class:`SimulatedFranka` in a background thread.
+
+    Args:
+        port: TCP port (0: a free one).
+        options: The simulated robot's parameters.
+        host: Interface to bind (loopback by default).
+        auth_secret: Shared secret: clients must authenticate (rosauth MAC) when given.
+        server_options: Origins and resource limits of the bridge server.
 
     Returns:
         ``(thread, robot)``; ``thread.server.url`` is the bridge URL, ``thread.stop()`` ends
         it. Access the robot's fields from other threads through ``thread.call``.
     """
-    return start_bridged(SimulatedFranka, port, options, host)
+    return start_bridged(SimulatedFranka, port, options, host, auth_secret=auth_secret,
+                         server_options=server_options)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,7 +340,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1", help="interface to bind")
     ap.add_argument("--config", help="YAML/TOML with SimRobotOptions (section 'sim_robot' or "
                     "top level)")
+    ap.add_argument("--auth-secret-file", help="require rosauth authentication with the "
+                    "secret in this file (default: $C3MPC_BRIDGE_SECRET if set, else none)")
     args = ap.parse_args(argv)
+    from .rosbridge.auth import load_secret
+
+    secret = load_secret(args.auth_secret_file)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     options = None
     if args.config:
@@ -335,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         options = SimRobotOptions.from_dict(data.get("sim_robot", data))
 
     async def serve() -> None:
-        server = RosBridgeServer(args.host, args.port)
+        server = RosBridgeServer(args.host, args.port, auth_secret=secret,
+                                 options=(options or SimRobotOptions()).server)
         robot = SimulatedFranka(server, options)
         robot.attach()
         await server.start()

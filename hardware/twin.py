@@ -17,8 +17,11 @@ as a franka_ros setup with rosbridge_server (see :mod:`hardware.franka`), backed
 Simulated time follows the wall clock: each loop iteration steps the world up to the current
 wall time (at most ``max_steps_per_iteration`` steps, so publishing never starves; if the
 machine is too slow the simulation lags and :attr:`FrankaBallTwin.lag` says by how much).
-Commands are validated like a robot-side guard (frame, NaN, jumps over ``max_command_jump``),
-recorded (:class:`~hardware.bridged_robot.CommandRecord`) and applied at the next simulator step.
+Commands are validated by the robot-side guard of
+:class:`~hardware.bridged_robot.BridgedFranka` (frame, NaN, workspace box, wrench limits, jumps
+over ``max_command_jump``, fault mode; each rejection answered to the client with a status),
+recorded (:class:`~hardware.bridged_robot.CommandRecord`) and applied at the next simulator
+step.
 
 :func:`make_franka_ball_world` is the small public accessor to the task's world objects
 (``c3mpc.tasks_franka.make_world``).
@@ -43,8 +46,8 @@ from .config import LoadableOptions
 from .errors import HardwareValueError
 from .franka import FrankaOptions
 from .impedance import ImpedanceParams
-from .rosbridge.server import RosBridgeServer, ServerThread
-from .bridged_robot import BridgedFranka, start_bridged
+from .rosbridge.server import RosBridgeServer, ServerOptions, ServerThread
+from .bridged_robot import BridgedFranka, RobotGuardOptions, start_bridged
 
 __all__ = ["TwinOptions", "FrankaBallWorld", "make_franka_ball_world", "FrankaBallTwin",
            "start_twin", "twin_command"]
@@ -77,6 +80,10 @@ class TwinOptions(LoadableOptions):
     """Emulated camera rate [Hz] (paper: 80)."""
     camera_noise_std: float = 0.0
     """Gaussian noise per axis on each detection [m] (paper: 0 or 0.001)."""
+    guard: RobotGuardOptions = field(default_factory=RobotGuardOptions)
+    """Robot-side guard: workspace box and feed-forward wrench limits of accepted commands."""
+    server: ServerOptions = field(default_factory=ServerOptions)
+    """The bridge server's allowed origins and resource limits."""
     max_command_jump: float = 0.10
     """Equilibria farther than this from the end effector are rejected [m]."""
     max_steps_per_iteration: int = 5
@@ -270,8 +277,10 @@ class FrankaBallTwin(BridgedFranka):
             self.p, self.R, _ = self.world.ee_pose()
             # The robot's clock is the simulation's: stamps advance with simulated time, so
             # finite differences over stamps see the simulated motion even when it runs slower
-            # than real time (receive times, which the watchdog uses, stay wall-clock).
-            stamp = wall0 + self.world.t
+            # than real time (receive times, which the watchdog uses, stay wall-clock). The
+            # wall time the simulation dropped is added, so stamps stay within max_lag of the
+            # wall clock (the deploy side checks them against it) like a real robot's.
+            stamp = wall0 + self.time_dropped + self.world.t
             self.sample_camera(stamp)
             if now >= next_state and self.world.t > self._last_state_t:  # stamps increase
                 self._last_state_t = self.world.t
@@ -286,13 +295,17 @@ class FrankaBallTwin(BridgedFranka):
 
 
 def start_twin(port: int = 0, options: TwinOptions | None = None,
-               host: str = "127.0.0.1") -> tuple[ServerThread, FrankaBallTwin]:
-    """Start a rosbridge server with a :class:`FrankaBallTwin` in a background thread.
+               host: str = "127.0.0.1", *, auth_secret: str | None = None,
+               server_options: ServerOptions | None = None
+               ) -> tuple[ServerThread, FrankaBallTwin]:
+    """Start a rosbridge server with a :class:`FrankaBallTwin` in a background thread
+    (``auth_secret``: clients must authenticate; ``server_options``: origins and limits).
 
     Returns:
         ``(thread, twin)``; ``thread.server.url`` is the bridge URL, ``thread.stop()`` ends it.
     """
-    return start_bridged(FrankaBallTwin, port, options, host)
+    return start_bridged(FrankaBallTwin, port, options, host, auth_secret=auth_secret,
+                         server_options=server_options)
 
 
 async def _print_status(twin: FrankaBallTwin, interval: float | None) -> None:
@@ -328,16 +341,20 @@ def twin_command(args: Any) -> int:
         options = dataclasses.replace(options, world=args.world)
     duration = getattr(args, "duration", None)
     status_interval = getattr(args, "status_interval", 5.0)
+    from .rosbridge.auth import load_secret
+
+    secret = load_secret(getattr(args, "auth_secret_file", None))
 
     async def serve() -> None:
         import signal
 
-        server = RosBridgeServer(args.host, args.port)
+        server = RosBridgeServer(args.host, args.port, auth_secret=secret,
+                                 options=options.server)
         twin = FrankaBallTwin(server, options)
         twin.attach()
         await server.start()
-        print(f"c3mpc twin {args.task}: {twin.world.description}; serving on {server.url}",
-              flush=True)
+        print(f"c3mpc twin {args.task}: {twin.world.description}; serving on {server.url} "
+              f"(authentication {'required' if secret else 'off'})", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 
+import numpy as np
 import pytest
 
 pytest.importorskip("roslibpy")
@@ -208,3 +210,99 @@ def test_bridge_options_validate():
         tr = RosBridgeTransport()
         tr._ros = object()  # pretend connected: validation happens before any I/O
         tr.publisher("/x", "a/A", policy="fifo")  # type: ignore[arg-type]
+
+
+def test_subscribe_throttle_rate_queue_length_and_latch_as_rosbridge(server):
+    """A 200 Hz topic subscribed with throttle_rate 100 ms: queue_length 1 delivers about one
+    message per 100 ms (the newest of the interval), queue_length 0 the first message after
+    each interval (rosbridge's two handlers); a latched topic's last message reaches a client
+    that subscribes later."""
+    from websockets.sync.client import connect
+
+    srv = server.server
+    server.call(lambda: srv.advertise("/fast", "std_msgs/Int32"))
+
+    def feed(stop):
+        i = 0
+        while not stop.is_set():
+            i += 1
+            server.call(lambda i=i: srv.publish("/fast", {"data": i}))
+            time.sleep(0.005)
+
+    stop = threading.Event()
+    with connect(srv.url, proxy=None) as q1, connect(srv.url, proxy=None) as q0, connect(
+            srv.url, proxy=None) as plain:
+        q1.send(json.dumps({"op": "subscribe", "topic": "/fast", "throttle_rate": 100,
+                            "queue_length": 1}))
+        q0.send(json.dumps({"op": "subscribe", "topic": "/fast", "throttle_rate": 100}))
+        plain.send(json.dumps({"op": "subscribe", "topic": "/fast"}))
+        time.sleep(0.1)
+        feeder = threading.Thread(target=feed, args=(stop,))
+        feeder.start()
+        got = {"q1": [], "q0": [], "plain": []}
+        t_end = time.monotonic() + 1.0
+        while time.monotonic() < t_end:
+            for name, ws in (("q1", q1), ("q0", q0), ("plain", plain)):
+                try:
+                    while True:
+                        got[name].append((time.monotonic(),
+                                          json.loads(ws.recv(timeout=0))["msg"]["data"]))
+                except TimeoutError:
+                    pass
+            time.sleep(0.002)
+        stop.set()
+        feeder.join()
+    rate_plain = len(got["plain"])
+    assert rate_plain > 60, rate_plain  # ~200 Hz minus a loaded machine
+    for name in ("q1", "q0"):
+        n = len(got[name])
+        assert 6 <= n <= 11, (name, n)  # 1 s at one message per 100 ms
+        gaps = np.diff([t for t, _ in got[name]])
+        assert np.all(gaps > 0.06), (name, gaps)  # never two inside one interval (+jitter)
+    # latch: the last message of a latched topic reaches a late subscriber
+    with connect(srv.url, proxy=None) as pub:
+        pub.send(json.dumps({"op": "advertise", "topic": "/map", "type": "std_msgs/String",
+                             "latch": True}))
+        pub.send(json.dumps({"op": "publish", "topic": "/map", "msg": {"data": "v1"}}))
+        pub.send(json.dumps({"op": "publish", "topic": "/map", "msg": {"data": "v2"}}))
+        time.sleep(0.1)
+        with connect(srv.url, proxy=None) as late:
+            late.send(json.dumps({"op": "subscribe", "topic": "/map"}))
+            assert json.loads(late.recv(timeout=2))["msg"] == {"data": "v2"}
+
+
+def test_transport_authenticates_on_every_connection_reconnects_included(tmp_path):
+    """With a secret file the transport's first message is the auth op, again after the
+    server restarts: the subscription resumes on the new, authenticating server."""
+    secret = "fedcba9876543210"
+    f = tmp_path / "secret"
+    f.write_text(secret)
+    st = ServerThread(RosBridgeServer(auth_secret=secret)).start()
+    port = st.server.port
+    tr = _transport(st.server.url, reconnect_initial_delay=0.1, reconnect_max_delay=0.5,
+                    auth_secret_file=str(f), auth_secret_env="")
+    try:
+        st.call(lambda: st.server.advertise("/state", "std_msgs/Int32"))
+        sub = tr.subscribe("/state", "std_msgs/Int32")
+
+        def delivered(server_thread, value):
+            server_thread.call(lambda: server_thread.server.publish("/state", {"data": value}))
+            return sub.latest() is not None and sub.latest().msg == {"data": value}
+
+        assert wait_until(lambda: delivered(st, 1), 5, dt=0.05)
+        assert st.call(lambda: st.server.status_count) == 0  # nothing was refused
+        st.stop()
+        assert wait_until(lambda: not tr.is_connected, 5)
+        st2 = ServerThread(RosBridgeServer(port=port, auth_secret=secret)).start()
+        try:
+            st2.call(lambda: st2.server.advertise("/state", "std_msgs/Int32"))
+            assert tr.wait_connected(10)
+            assert wait_until(lambda: delivered(st2, 2), 10, dt=0.05)
+            assert st2.call(lambda: st2.server.status_count) == 0
+            assert all(c.authenticated for c in st2.call(st2.server.client_stats))
+        finally:
+            tr.close()
+            st2.stop()
+    finally:
+        tr.close()
+        st.stop()

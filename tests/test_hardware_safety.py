@@ -104,6 +104,28 @@ def test_wrench_limits_and_invalid_targets():
     assert layer.interventions == 5
 
 
+def test_rotation_step_is_limited_along_the_shortest_arc():
+    """A 90° orientation jump is cut to max_rotation_step about the same axis; q and -q are
+    the same rotation (no limit hit); the hold keeps the last commanded orientation."""
+    from scipy.spatial.transform import Rotation
+
+    o = SafetyOptions()
+    layer = SafetyLayer(o)
+    meas = np.array([0.55, 0.0, 0.15])
+    q0 = Rotation.from_quat(Q_DOWN)
+    layer.reset(meas, None, Q_DOWN)
+    q90 = (Rotation.from_rotvec([0, 0, np.pi / 2]) * q0).as_quat()
+    out = layer.filter(_target(meas, q=q90), meas, 1.0)
+    rel = (Rotation.from_quat(out.quaternion) * q0.inv()).as_rotvec()
+    np.testing.assert_allclose(rel, [0, 0, o.max_rotation_step], atol=1e-9)
+    assert _kinds(layer) == [InterventionKind.ROTATION]
+    out2 = layer.filter(_target(meas, q=-out.quaternion), meas, 1.1)
+    assert abs(abs(float(out2.quaternion @ out.quaternion)) - 1) < 1e-12
+    assert _kinds(layer) == [InterventionKind.ROTATION]
+    hold = layer.hold(meas, q90, 1.2)
+    assert abs(abs(float(hold.quaternion @ out.quaternion)) - 1) < 1e-12
+
+
 def test_watchdog_trips_once_per_stale_episode_and_recovers():
     layer = SafetyLayer(SafetyOptions(stale_after=0.05))
     assert not layer.watchdog(0.0, 0.01, 0.02)
@@ -231,13 +253,43 @@ def test_pose_and_franka_state_round_trip():
     (lambda m: m["header"].update(frame_id="world"), "frame_id"),
     (lambda m: m["pose"]["orientation"].update(w=3.0), "norm"),
     (lambda m: m.pop("header"), "header"),
-    (lambda m: m["pose"].update(position="here"), "missing or non-numeric"),
+    (lambda m: m["pose"].update(position="here"), "position: missing or not an object"),
+    (lambda m: m["pose"]["position"].update(x="0.5"), "non-numeric field 'x'"),
+    (lambda m: m["pose"]["position"].update(x=True), "non-numeric field 'x'"),
+    (lambda m: m["pose"]["position"].update(extra=1.0), r"unknown field\(s\) \['extra'\]"),
+    (lambda m: m.update(note="hi"), "PoseStamped: unknown field"),
+    (lambda m: m["header"]["stamp"].update(secs="12"), "not numbers"),
 ])
 def test_malformed_poses_are_rejected(mutate, reason):
     msg = messages.pose_stamped(np.zeros(3), Q_DOWN, "panda_link0", 1.0)
     mutate(msg)
     with pytest.raises(MessageError, match=reason):
         messages.parse_pose_stamped(msg, "/eq", "panda_link0")
+
+
+def test_commands_are_validated_as_rosbridge_and_the_stock_controller_do():
+    """Robot commands (``command=True``): no header and an empty frame_id are accepted (rosbridge
+    fills a default header, the stock controller ignores it); another frame, strings for
+    numbers and unknown fields are refused."""
+    msg = messages.pose_stamped([0.5, 0, 0.2], Q_DOWN, "panda_link0", 1.0)
+    no_header = {"pose": msg["pose"]}
+    p, q, t = messages.parse_pose_stamped(no_header, "/eq", "panda_link0", command=True)
+    assert t is None and p.tolist() == [0.5, 0, 0.2]
+    empty = messages.pose_stamped([0.5, 0, 0.2], Q_DOWN, "", 1.0)
+    assert messages.parse_pose_stamped(empty, "/eq", "panda_link0", command=True)[2] == 1.0
+    with pytest.raises(MessageError, match="frame_id"):
+        messages.parse_pose_stamped(empty, "/eq", "panda_link0")  # states: strict
+    with pytest.raises(MessageError, match="header"):
+        messages.parse_pose_stamped(no_header, "/eq", "panda_link0")
+    other = messages.pose_stamped([0.5, 0, 0.2], Q_DOWN, "world", 1.0)
+    with pytest.raises(MessageError, match="frame_id 'world'"):
+        messages.parse_pose_stamped(other, "/eq", "panda_link0", command=True)
+    w = {"wrench": {"force": {"x": 1, "y": 0, "z": 0}, "torque": {"x": 0, "y": 0, "z": "0"}}}
+    with pytest.raises(MessageError, match="non-numeric field 'z'"):
+        messages.parse_wrench_stamped(w, "/w", "panda_link0", command=True)
+    w["wrench"]["torque"]["z"] = 0
+    f, m, t = messages.parse_wrench_stamped(w, "/w", "panda_link0", command=True)
+    assert f.tolist() == [1, 0, 0] and t is None
 
 
 def test_non_rigid_or_short_o_t_ee_is_rejected():
@@ -296,17 +348,19 @@ def test_adapters_reject_malformed_state_and_detections_over_the_bridge():
         while srv.client_stats() == [] or len(sth.call(srv.client_stats)[0].subscriptions) < 2:
             assert time.monotonic() < deadline
             time.sleep(0.01)
+        t0 = time.time() - 1.0  # stamps must be near the local clock
         T = messages.transform_from_pose(np.array([0.5, 0.0, 0.2]), Q_DOWN)
         bad_T = T.copy()
         bad_T[0, 3] = np.nan
-        states = [messages.franka_state(T, 1.0), messages.franka_state(bad_T, 1.01),
-                  {"header": messages.header(1.02, "")}, messages.franka_state(T, 0.5)]
+        states = [messages.franka_state(T, t0 + 1.0), messages.franka_state(bad_T, t0 + 1.01),
+                  {"header": messages.header(t0 + 1.02, "")},
+                  messages.franka_state(T, t0 + 0.5)]
         ball = np.array([0.55, 0.0, 0.05])
-        dets = [messages.point_stamped(ball, "panda_link0", 1.0),
-                messages.point_stamped(ball, "camera_link", 1.01),
-                messages.point_stamped(ball + [0.2, 0, 0], "panda_link0", 1.02),
-                {"header": messages.header(1.03, "panda_link0"), "point": {"x": 1.0}},
-                messages.point_stamped(ball + [0.001, 0, 0], "panda_link0", 1.04)]
+        dets = [messages.point_stamped(ball, "panda_link0", t0 + 1.0),
+                messages.point_stamped(ball, "camera_link", t0 + 1.01),
+                messages.point_stamped(ball + [0.2, 0, 0], "panda_link0", t0 + 1.02),
+                {"header": messages.header(t0 + 1.03, "panda_link0"), "point": {"x": 1.0}},
+                messages.point_stamped(ball + [0.001, 0, 0], "panda_link0", t0 + 1.04)]
         for m in states:
             sth.call(lambda m=m: srv.publish("/franka_state_controller/franka_states", m))
         for m in dets:
@@ -318,7 +372,8 @@ def test_adapters_reject_malformed_state_and_detections_over_the_bridge():
             time.sleep(0.01)
         assert franka.rejected == 3 and franka.state().count == 1
         np.testing.assert_array_equal(franka.state().position, [0.5, 0.0, 0.2])
-        assert any("non-finite" in r for r in franka.rejections)
+        # the NaN reaches the client as JSON null (as from rosbridge): not a number
+        assert any("O_T_EE must be 16 numbers" in r for r in franka.rejections)
         assert any("not after" in r for r in franka.rejections)  # stamp went backwards
         assert camera.rejected == 3
         assert any("jump" in r for r in camera.rejections)

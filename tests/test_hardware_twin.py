@@ -121,7 +121,7 @@ def test_deploy_c3_against_the_twin_rolls_the_ball_then_survives_the_twin_dying(
     assert "data_lost" in out and "stale" in out
     s = json.loads((rep / "summary.json").read_text())
     assert s["exit_reason"] == "data_lost" and s["planner"] == "C3Planner"
-    assert s["planner_failures"] == 0 and s["rejected_state_messages"] == 0
+    assert s["planner_failures"] == 0 and s["rejected_state_messages"] == 0, s["state_rejections"]
     rows = [r.split(",") for r in (rep / "log.csv").read_text().strip().splitlines()]
     head, rows = rows[0], rows[1:]
     col = {n: i for i, n in enumerate(head)}

@@ -1,6 +1,7 @@
-"""ROS-bridge transport (roslibpy client) and a small rosbridge v2 server for rehearsals."""
+"""ROS-bridge transport (roslibpy client), a small rosbridge v2 server for rehearsals, and
+rosauth-compatible authentication (:mod:`hardware.rosbridge.auth`)."""
 
-from .server import ClientStats, RosBridgeServer, ServerThread
+from .server import ClientStats, RosBridgeServer, ServerOptions, ServerThread
 from .transport import (
     BridgeOptions,
     Publisher,
@@ -19,6 +20,7 @@ __all__ = [
     "Received",
     "RosBridgeServer",
     "RosBridgeTransport",
+    "ServerOptions",
     "ServerThread",
     "Subscription",
     "TransportStats",

@@ -18,6 +18,12 @@ needs from a transport:
   setpoints. Counters (:class:`PublisherStats`) say what happened to every message.
 * **subscriptions with latest-value buffers**: :class:`Subscription` keeps the newest message,
   its receive time (``time.monotonic()``, the clock the watchdog uses) and a count.
+* **authentication**: with a shared secret (``auth_secret_file``, or the environment variable
+  named by ``auth_secret_env``), the rosauth-compatible ``auth`` op
+  (:mod:`hardware.rosbridge.auth`) is the first message on every connection, reconnects
+  included, with a fresh time stamp and random string.
+* **status messages** from the bridge (rosbridge's ``status`` op: refused requests) are logged
+  and kept (:meth:`RosBridgeTransport.statuses`).
 
 Thread model: callbacks of subscriptions run in the reactor thread; ``publish`` is callable
 from any thread and never blocks.
@@ -82,6 +88,13 @@ class BridgeOptions:
     max_in_flight: int = 16
     """Messages handed to the reactor but not yet written to the socket buffer."""
 
+    auth_secret_file: str = ""
+    """File whose first line is the rosauth shared secret ("" : use ``auth_secret_env``)."""
+
+    auth_secret_env: str = "C3MPC_BRIDGE_SECRET"
+    """Environment variable holding the secret when no file is given; unset or empty (and no
+    file): the transport does not authenticate."""
+
     def __post_init__(self) -> None:
         if not isinstance(self.url, str) or not self.url.startswith(("ws://", "wss://")):
             raise HardwareValueError(f"BridgeOptions.url must start with ws:// or wss://, got "
@@ -97,6 +110,10 @@ class BridgeOptions:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise HardwareValueError(f"BridgeOptions.{name} must be an int >= 1, got {v!r}")
+        for name in ("auth_secret_file", "auth_secret_env"):
+            if not isinstance(getattr(self, name), str):
+                raise HardwareValueError(f"BridgeOptions.{name} must be a string, got "
+                                         f"{getattr(self, name)!r}")
 
 
 @dataclass(frozen=True)
@@ -280,6 +297,9 @@ class RosBridgeTransport:
         self._sender: threading.Thread | None = None
         self._proto: Any = None
         self._publish_id = 0
+        self._secret: str | None = None
+        self._auth_proto: Any = None
+        self._statuses: collections.deque[str] = collections.deque(maxlen=50)
 
     # -- connection ---------------------------------------------------------------------
     def connect(self) -> None:
@@ -295,13 +315,19 @@ class RosBridgeTransport:
             return
         import roslibpy
 
+        from .auth import load_secret
+
         o = self.options
+        self._secret = load_secret(o.auth_secret_file or None, o.auth_secret_env or None)
         ros = roslibpy.Ros(o.url, transport="twisted")
         f = ros.factory
         # Per-connection backoff (instance attributes shadow the class-wide defaults).
         f.initialDelay = f.delay = o.reconnect_initial_delay
         f.maxDelay = o.reconnect_max_delay
         f.factor = o.reconnect_factor
+        # First listener: the auth op goes out before anything else on every connection.
+        ros.on("ready", self._authenticate)
+        f.on_ready(lambda proto: self._authenticate(proto))
         ros.on("ready", self._on_ready)
         ros.on("close", self._on_close)
         # Ros() starts connecting at once: if the handshake already finished before the
@@ -335,6 +361,39 @@ class RosBridgeTransport:
     def wait_connected(self, timeout: float) -> bool:
         """Block until connected (e.g. after a reconnect) or ``timeout`` [s] passed."""
         return self._connected.wait(timeout)
+
+    def _authenticate(self, proto: Any) -> None:  # reactor thread
+        """Install the status handler and send the auth op (once per connection)."""
+        with self._cond:
+            if proto is self._auth_proto:
+                return
+            self._auth_proto = proto
+        # roslibpy has no handler for the 'status' op (it logs an exception per message)
+        handlers = getattr(proto, "_message_handlers", None)
+        if isinstance(handlers, dict):
+            handlers["status"] = self._on_status
+        if self._secret is None:
+            return
+        import roslibpy
+        from urllib.parse import urlparse
+
+        from .auth import auth_message
+
+        dest = urlparse(self.options.url).hostname or ""
+        proto.send_ros_message(roslibpy.Message(auth_message(self._secret, dest)))
+
+    def _on_status(self, message: Any) -> None:  # reactor thread
+        text = f"{message.get('level', '?')}: {message.get('msg', '')}"
+        if message.get("id") is not None:
+            text += f" (id {message.get('id')})"
+        with self._cond:
+            self._statuses.append(text)
+        LOGGER.warning("bridge status %s", text)
+
+    def statuses(self) -> list[str]:
+        """The newest 50 status messages the bridge sent ("level: msg (id ...)")."""
+        with self._cond:
+            return list(self._statuses)
 
     def _on_ready(self, proto: Any) -> None:  # reactor thread
         with self._cond:
