@@ -210,6 +210,8 @@ class FrankaBallViewer:
         animation; returns the number of frames."""
         from meshcat.animation import Animation
 
+        from plants.viz import frame_node
+
         t = log.t
         frames = np.arange(t[0], t[-1] + 1e-9, 1.0 / fps)
         anim = Animation(default_framerate=fps)
@@ -221,7 +223,7 @@ class FrankaBallViewer:
             with anim.at_frame(self.vis, f) as frame:
                 for node, T in self._transforms(log.q_arm[i], log.balls[i], log.ball_quat[i],
                                                 log.ee[i], plan_ee, force):
-                    _frame_node(frame, self.vis, node).set_transform(T)
+                    frame_node(frame, self.vis, node).set_transform(T)
         self.vis.set_animation(anim, play=False)
         # show the first frame's poses statically too (a screenshot without playing)
         i0 = int(idx[0])
@@ -244,11 +246,3 @@ class FrankaBallViewer:
         except Exception:  # noqa: BLE001 - no server of ours, or already gone
             pass
 
-
-def _frame_node(frame: Any, vis: Any, node: Any) -> Any:
-    """The animation frame's handle for ``node`` (same path relative to the root)."""
-    rel = node.path.entries[len(vis.path.entries):]
-    h = frame
-    for s in rel:
-        h = h[s]
-    return h

@@ -349,7 +349,7 @@ class Viewer:
         for f, i in enumerate(idx):
             with anim.at_frame(self.vis, f) as frame:
                 for node, T in self._transforms(self._q(q[i])):
-                    _frame_node(frame, self.vis, node).set_transform(T)
+                    frame_node(frame, self.vis, node).set_transform(T)
         self.vis.set_animation(anim, play=False)
         self.show(q[int(idx[0])])  # the first frame statically too (a screenshot shows it)
         self.frame_camera(q[int(idx[0])])
@@ -381,7 +381,7 @@ class Viewer:
         self.close()
 
 
-def _frame_node(frame: Any, vis: Any, node: Any) -> Any:
+def frame_node(frame: Any, vis: Any, node: Any) -> Any:
     """The animation frame's handle for ``node`` (same path relative to the root)."""
     h = frame
     for s in node.path.entries[len(vis.path.entries):]:
