@@ -22,7 +22,8 @@ Every command, holds included, is a :class:`~hardware.safety.SafeCommand` made b
 layer. Ctrl-C (SIGINT) ends the loop at the next tick with ``exit_reason = "interrupted"``.
 Every run ends with a final hold (through :meth:`SafetyLayer.hold`), except after a robot
 fault. A status line is written to stderr (flushed) ``status_interval`` apart.
-With ``--report DIR`` the run writes ``summary.json``, ``interventions.json``, ``log.csv``
+With ``--report DIR`` the run writes ``summary.json``, ``interventions.json``, ``run.mcap``
+(:data:`MCAP_CHANNELS`), ``log.csv``
 (one row per tick: time, measured, target, commanded, ball, data ages) and ``log.png``
 (:mod:`hardware.plot_log`).
 """
@@ -554,6 +555,10 @@ def _write_report(out: Path, summary: DeploySummary, run: _Run, options: DeployO
         w = csv.writer(fh)
         w.writerow(_LOG_COLUMNS)
         w.writerows([[f"{v:.6g}" for v in row] for row in run.rows])
+    try:
+        _write_mcap(out / "run.mcap", run)
+    except Exception:  # the CSV above holds the same data: an MCAP problem must not lose it
+        LOGGER.exception("could not write %s", out / "run.mcap")
     if run.rows:
         try:
             from .plot_log import plot_log
@@ -561,6 +566,56 @@ def _write_report(out: Path, summary: DeploySummary, run: _Run, options: DeployO
             plot_log(out)
         except Exception:  # a plotting problem must not lose the run's data
             LOGGER.exception("could not plot %s", out / "log.csv")
+
+
+MCAP_CHANNELS: dict[str, str] = {
+    "/deploy/ee": "foxglove.PoseInFrame: measured end-effector position [m]",
+    "/deploy/target": "foxglove.PoseInFrame: the planner's target (before the safety layer) [m]",
+    "/deploy/command": "foxglove.PoseInFrame: the equilibrium sent (after the safety layer) [m]",
+    "/deploy/ball": "foxglove.PoseInFrame: the ball estimate [m] (absent while there is none)",
+    "/deploy/tick": "c3mpc.DeployTick: held, state_age_s, camera_age_s, plan_time_s",
+    "/deploy/safety": "c3mpc.SafetyIntervention: kind, detail (one per intervention)",
+}
+"""The channels of a deploy run's ``run.mcap`` (docs/deployment.md); log times are seconds
+since the loop started."""
+
+
+def _write_mcap(path: Path, run: _Run) -> None:
+    """The run as MCAP (:data:`MCAP_CHANNELS`), for Foxglove / PlotJuggler."""
+    from c3mpc.mcap_log import POSE_IN_FRAME_SCHEMA, McapLog, record_schema
+
+    c = {name: i for i, name in enumerate(_LOG_COLUMNS)}
+    events = sorted(((r.t - run._t0, r) for r in run.safety.records if r.t >= run._t0),
+                    key=lambda event: event[0])
+    with McapLog(path) as log:
+        for topic in ("/deploy/ee", "/deploy/target", "/deploy/command", "/deploy/ball"):
+            log.add_channel(topic, POSE_IN_FRAME_SCHEMA)
+        log.add_channel("/deploy/tick", record_schema("c3mpc.DeployTick", {
+            "held": "true while holding after a watchdog trip",
+            "state_age_s": "age of the robot state [s]", "camera_age_s": "age of the ball [s]",
+            "plan_time_s": "planner time of this tick [s]"}))
+        log.add_channel("/deploy/safety", record_schema("c3mpc.SafetyIntervention", {
+            "kind": "InterventionKind name", "detail": "what was changed or stopped, and why"}))
+        e = 0
+        for row in run.rows:
+            t = row[c["t"]]
+            while e < len(events) and events[e][0] <= t:
+                te, r = events[e]
+                log.write("/deploy/safety", max(te, 0.0), {"kind": r.kind.name.lower(),
+                                                          "detail": r.detail})
+                e += 1
+            for topic, prefix in (("/deploy/ee", "ee_"), ("/deploy/target", "target_"),
+                                  ("/deploy/command", "cmd_"), ("/deploy/ball", "ball_")):
+                p = [row[c[prefix + a]] for a in "xyz"]
+                if all(math.isfinite(v) for v in p):
+                    log.pose(topic, t, p)
+            log.write("/deploy/tick", t, {"held": bool(row[c["held"]]),
+                                          "state_age_s": row[c["state_age_s"]],
+                                          "camera_age_s": row[c["camera_age_s"]],
+                                          "plan_time_s": row[c["plan_time_s"]]})
+        for te, r in events[e:]:  # after the last tick (final hold, faults)
+            log.write("/deploy/safety", max(te, 0.0), {"kind": r.kind.name.lower(),
+                                                      "detail": r.detail})
 
 
 def _jsonable(x: Any) -> Any:
@@ -613,6 +668,6 @@ def deploy_command(args: Any) -> int:
           f"holds {summary.holds_sent}, safety interventions {summary.safety_interventions}, "
           f"watchdog trips {summary.watchdog_trips}")
     if args.report:
-        print(f"  report written to {args.report}/ (summary.json, interventions.json, log.csv, "
-              f"log.png)")
+        print(f"  report written to {args.report}/ (summary.json, interventions.json, "
+              f"run.mcap, log.csv, log.png)")
     return summary.exit_reason.exit_code

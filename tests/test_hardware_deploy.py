@@ -193,6 +193,18 @@ def test_end_to_end_rehearsal_against_the_simulated_robot(tmp_path):
         rows = (tmp_path / "log.csv").read_text().strip().splitlines()
         assert len(rows) - 1 == s["ticks"]
         assert (tmp_path / "log.png").stat().st_size > 10_000  # the plot of the log
+        # run.mcap: the documented channels; one command pose per tick, equal to log.csv's
+        from c3mpc.mcap_log import channels, read_channel
+        from hardware.deploy import MCAP_CHANNELS
+
+        assert set(MCAP_CHANNELS) <= set(channels(tmp_path / "run.mcap"))
+        commanded = read_channel(tmp_path / "run.mcap", "/deploy/command")
+        csv_rows = [list(map(float, r.split(","))) for r in rows[1:]]
+        assert len(commanded) == s["ticks"]
+        np.testing.assert_allclose([r["pose.position.x"] for r in commanded],
+                                   [r[8] for r in csv_rows], rtol=1e-5)  # cmd_x, 6 digits
+        assert len(read_channel(tmp_path / "run.mcap", "/deploy/safety")) == len(
+            json.loads((tmp_path / "interventions.json").read_text()))
     finally:
         st.stop()
 
