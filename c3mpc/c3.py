@@ -131,6 +131,9 @@ class C3:
         self._R = _per_knot("R", R, self.N, self.n_u) * gamma[: self.N, None, None]
         self._G = _per_knot("G", G, self.N, self.n_zt) * gamma[: self.N, None, None]
         self._U = _per_knot("U", U, self.N, self.n_zt) * gamma[: self.N, None, None]
+        if not options.discount_admm_weights:  # DAIRLab/c3's gamma: Q and R only
+            self._G = _per_knot("G", G, self.N, self.n_zt)
+            self._U = _per_knot("U", U, self.N, self.n_zt)
         self._x_des = self._targets(x_des)
         self._constraints: list[LinearConstraint] = []
         self._convex_sets: list[Any] = []
@@ -139,6 +142,8 @@ class C3:
         self._projection = self._make_projection()
         self._qp: CondensedQP | None = None
         self._last_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._u_prev = np.zeros((self.N, self.n_u))  # penalize_input_change's reference
+        self._x0_last = np.zeros(self.n_x)
         self.update_lcs(lcs)
 
     # ------------------------------------------------------------------ setup helpers
@@ -280,7 +285,8 @@ class C3:
             self._qp = CondensedQP(self.n_x, self.n_lambda, self.n_u, self.N,
                                    self._constraints, self._osqp_settings(),
                                    solver=self.options.qp_solver,
-                                   convex_sets=self._convex_sets)
+                                   convex_sets=self._convex_sets,
+                                   reserve_force0=self.options.lambda0_from_lcp)
         self._qp.set_data(st.A, st.B, st.D, st.d, self._Q, self._R, G_eff, self._x_des)
 
     def update_target(self, x_des: Any) -> None:
@@ -319,6 +325,8 @@ class C3:
         N, n_x, n_zt = self.N, self.n_x, self.n_zt
         t_qp = t_proj = 0.0
         X0, g_c = qp.initial_state_terms(x0)
+        self._x0_last = x0
+        g_c = self._dairlab_terms(qp, x0, g_c)
         delta = np.zeros((N, n_zt))
         if opts.delta_init == "x0":
             delta[:, :n_x] = x0
@@ -357,7 +365,10 @@ class C3:
             x = np.vstack([zf[:, :n_x], qp_res.x_N])
         else:
             zf = delta[:, : self.n_z]
-            x = self._reroll(x0, zf)
+            if opts.projection_plan_states == "qp":  # DAIRLab/c3: the final QP step's states
+                x = np.vstack([qp_res.z[:, :n_x], qp_res.x_N])
+            else:
+                x = self._reroll(x0, zf)
         lam_plan = zf[:, n_x:n_x + self.n_lambda]
         u = zf[:, n_x + self.n_lambda: self.n_z].copy()
         lam = self._plan_lcs.unscale_lambda(lam_plan)
@@ -365,6 +376,7 @@ class C3:
         viol = float(np.max(self._plan_lcs.complementarity_residual(x[:N], u, lam_plan))
                      ) * self._plan_lcs.lambda_scale
         self._last_plan = (x, u, lam)
+        self._u_prev = qp_res.z[:, n_x + self.n_lambda: self.n_z].copy()
         timings = {"qp": t_qp, "projection": t_proj}
         total = time.perf_counter() - t_start
         timings["other"] = total - t_qp - t_proj
@@ -372,6 +384,49 @@ class C3:
                         iterations=iterations, solve_time=total, timings=timings,
                         complementarity_violation=viol, cost=self.plan_cost(x, u),
                         solver=f"c3/{opts.projection}")
+
+    # ------------------------------------------------------------------ DAIRLab/c3 terms
+    def _dairlab_terms(self, qp: CondensedQP, x0: np.ndarray, g_c: np.ndarray) -> np.ndarray:
+        """Per-solve terms of the DAIRLab/c3 options: the input-change cost and the fixed λ_0.
+
+        ``penalize_input_change`` turns u_kᵀR_k u_k into (u_k − u_k^prev)ᵀR_k(u_k − u_k^prev):
+        same Hessian, gradient (half of it, as the QP stores it) shifted by −R_k u_k^prev on
+        the u entries of p_k = [λ_k; u_k]; the constant u^prevᵀRu^prev does not change the
+        minimiser. ``lambda0_from_lcp`` fixes λ_0 to LCP(F_0, E_0 x0 + c_0) (the LCS planned
+        with, i.e. scaled when ``scale_lcs``) when H_0 = 0.
+        """
+        opts = self.options
+        if opts.penalize_input_change:
+            g = g_c.reshape(self.N, self.n_lambda + self.n_u).copy()
+            g[:, self.n_lambda:] -= np.einsum("kab,kb->ka", self._R, self._u_prev)
+            g_c = g.reshape(-1)
+        if opts.lambda0_from_lcp and self.n_lambda:
+            qp.set_fixed_force0(self.initial_force_from_lcp(x0))
+        return g_c
+
+    def initial_force_from_lcp(self, x0: Any) -> np.ndarray | None:
+        """λ_0 = LCP(F_0, E_0 x0 + c_0) in the planning LCS's units when H_0 = 0, else None.
+
+        This is the force the (passive at knot 0) system will apply whatever the input; with
+        ``lambda0_from_lcp`` every QP step plans with it. None also when the LCP solver fails
+        (λ_0 is then left free).
+        """
+        from lcs import solve_lcp
+
+        st = self._plan_lcs.stacked(1)
+        if np.any(st.H[0] != 0):
+            return None
+        x0 = _as_array("x0", x0).reshape(-1)
+        sol = solve_lcp(st.F[0], st.E[0] @ x0 + st.c[0])
+        if not sol.found:
+            return None
+        return np.asarray(sol.z, dtype=float)
+
+    @property
+    def previous_input_plan(self) -> np.ndarray:
+        """(N, n_u) the reference of ``penalize_input_change``: the inputs of the last
+        successful solve's final QP step (zeros before the first solve)."""
+        return self._u_prev.copy()
 
     # ------------------------------------------------------------------ pieces
     def _weighted_reference(self, r: np.ndarray) -> np.ndarray:
@@ -402,6 +457,17 @@ class C3:
 
     def _failure(self, status: C3Status, message: str, t_start: float, iterations: int,
                  timings: dict[str, float]) -> C3Result:
+        if status is C3Status.QP_FAILED and self.options.on_qp_failure == "hold":
+            # DAIRLab/c3's fallback: hold the current state, zero inputs and forces.
+            self._u_prev = np.zeros((self.N, self.n_u))
+            return C3Result(status=status, x=np.tile(self._x0_last, (self.N + 1, 1)),
+                            u=np.zeros((self.N, self.n_u)),
+                            lam=np.zeros((self.N, self.n_lambda)), delta=None, w=None,
+                            iterations=iterations,
+                            solve_time=time.perf_counter() - t_start, timings=timings,
+                            solver=f"c3/{self.options.projection}", fallback=True,
+                            message=message + "; holding x0 with zero input (on_qp_failure="
+                                              "'hold')")
         if self._last_plan is not None:
             x, u, lam = self._last_plan
             x = np.vstack([x[1:], x[-1:]])

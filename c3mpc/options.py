@@ -105,6 +105,36 @@ class C3Options:
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Backend-specific settings passed to the projection's constructor."""
 
+    # -------------------------------------------------------- DAIRLab/c3 semantics (opt-in)
+    # Names follow DAIRLab/c3 where the concept is theirs; docs/c3.md "Coming from DAIRLab/c3"
+    # maps every option of theirs to ours. Defaults keep this package's earlier behaviour.
+
+    penalize_input_change: bool = False
+    """Replace the input cost u_kᵀR_k u_k by (u_k − u_k^prev)ᵀR_k(u_k − u_k^prev), u_k^prev the
+    input the previous solve's final QP step planned at the same knot k (not shifted; zeros
+    before the first solve and after a ``on_qp_failure="hold"`` failure), as DAIRLab/c3's
+    ``penalize_input_change`` (their default true). Off by default: it makes a plan depend on
+    the solve history, and our results so far were computed without it."""
+
+    lambda0_from_lcp: bool = False
+    """When H_0 = 0 (the input cannot change the first knot's contact forces), fix the planned
+    λ_0 of every QP step to the solution of LCP(F_0, E_0 x0 + c_0), as DAIRLab/c3 always does.
+    No effect when H_0 ≠ 0."""
+
+    discount_admm_weights: bool = True
+    """With ``discount`` γ < 1: also scale knot i's G and U by γ^i (True, ours) or scale only Q
+    and R (False, DAIRLab/c3's ``gamma``; the terminal cost is γ^N Q_N in both)."""
+
+    projection_plan_states: str = "rerolled"
+    """States returned with ``end_on_qp_step=False``: "rerolled" (the projection's λ and u
+    re-rolled through the LCS from x0, so the plan is dynamically consistent) or "qp"
+    (DAIRLab/c3: the final QP step's states next to the projection's λ and u)."""
+
+    on_qp_failure: str = "shift"
+    """Plan returned when a QP step fails (status QP_FAILED either way): "shift" (the last
+    feasible plan shifted by one knot, NaN arrays when there is none) or "hold" (DAIRLab/c3's
+    fallback: x_k = x0 for every knot, zero inputs and forces)."""
+
     def __post_init__(self) -> None:
         def bad(name: str, expected: str) -> C3ValueError:
             return C3ValueError(f"C3Options.{name} must be {expected}, got "
@@ -150,6 +180,21 @@ class C3Options:
             raise bad("blas_threads", "None or an int >= 1")
         if not isinstance(self.extra, Mapping):
             raise bad("extra", "a mapping")
+        self._check_dairlab_semantics()
+
+    def _check_dairlab_semantics(self) -> None:
+        """Validate the DAIRLab/c3-semantics fields (kept apart so the checks stay additive)."""
+        for name in ("penalize_input_change", "lambda0_from_lcp", "discount_admm_weights"):
+            if not isinstance(getattr(self, name), bool):
+                raise C3TypeError(f"C3Options.{name} must be a bool, got "
+                                  f"{type(getattr(self, name)).__name__} "
+                                  f"{getattr(self, name)!r}")
+        if self.projection_plan_states not in ("rerolled", "qp"):
+            raise C3ValueError(f"C3Options.projection_plan_states must be 'rerolled' or 'qp', "
+                               f"got {self.projection_plan_states!r}")
+        if self.on_qp_failure not in ("shift", "hold"):
+            raise C3ValueError(f"C3Options.on_qp_failure must be 'shift' or 'hold', got "
+                               f"{self.on_qp_failure!r}")
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -205,6 +250,20 @@ class C3Options:
         if suffix == ".toml":
             return cls.from_toml(path, key)
         raise C3ValueError(f"options file must end in .yaml, .yml or .toml, got {path}")
+
+    @classmethod
+    def from_dairlab_yaml(cls, path: str | Path, projection: str | None = None,
+                          **overrides: Any) -> "C3Options":
+        """Options from a DAIRLab/c3 option file, unchanged (``C3ControllerOptions`` with
+        ``c3_options``, or a bare ``C3Options`` file), with their semantics switched on.
+
+        The costs, horizon and LCS factory settings of the file are in
+        :func:`c3mpc.dairlab.load_dairlab_config`, which this calls; unknown keys raise
+        :class:`c3mpc.dairlab.DairlabOptionError` with their line.
+        """
+        from .dairlab import load_dairlab_config
+
+        return load_dairlab_config(path, projection, **overrides).options
 
     def replace(self, **changes: Any) -> "C3Options":
         """A copy with some options changed (validated)."""
