@@ -288,6 +288,7 @@ class C3:
                                    convex_sets=self._convex_sets,
                                    reserve_force0=self.options.lambda0_from_lcp)
         self._qp.set_data(st.A, st.B, st.D, st.d, self._Q, self._R, G_eff, self._x_des)
+        self._qp_data = (st.A, st.B, st.D, st.d, G_eff)  # for per-solve cost updates
 
     def update_target(self, x_des: Any) -> None:
         """New target states: (n_x,) for every knot or (N+1, n_x)."""
@@ -324,6 +325,8 @@ class C3:
         opts = self.options
         N, n_x, n_zt = self.N, self.n_x, self.n_zt
         t_qp = t_proj = 0.0
+        if opts.quaternion_weight > 0 and opts.quaternion_indices:
+            self._apply_quaternion_costs(qp, x0)
         X0, g_c = qp.initial_state_terms(x0)
         self._x0_last = x0
         g_c = self._dairlab_terms(qp, x0, g_c)
@@ -421,6 +424,32 @@ class C3:
         if not sol.found:
             return None
         return np.asarray(sol.z, dtype=float)
+
+    def quaternion_cost_matrices(self, x0: Any) -> np.ndarray:
+        """(N+1, n_x, n_x) the Q_k a solve from ``x0`` uses with ``quaternion_weight`` > 0:
+        each quaternion's 4×4 block replaced by γ^k times
+        :func:`c3mpc.quaternion_cost.quaternion_cost_block` (current quaternion of x0, target
+        of knot k's x_des)."""
+        from .quaternion_cost import quaternion_cost_block
+
+        x0 = _as_array("x0", x0).reshape(-1)
+        opts = self.options
+        Q = self._Q.copy()
+        gamma = opts.discount ** np.arange(self.N + 1)
+        for i in opts.quaternion_indices:
+            if i + 4 > self.n_x:
+                raise C3ValueError(f"quaternion_indices: a quaternion at {i} needs n_x >= "
+                                   f"{i + 4}, got n_x={self.n_x}")
+            for k in range(self.N + 1):
+                Q[k, i:i + 4, i:i + 4] = gamma[k] * quaternion_cost_block(
+                    x0[i:i + 4], self._x_des[k, i:i + 4], opts.quaternion_weight,
+                    opts.quaternion_regularizer_fraction)
+        return Q
+
+    def _apply_quaternion_costs(self, qp: CondensedQP, x0: np.ndarray) -> None:
+        A, B, D, d, G_eff = self._qp_data
+        qp.set_data(A, B, D, d, self.quaternion_cost_matrices(x0), self._R, G_eff,
+                    self._x_des)
 
     @property
     def previous_input_plan(self) -> np.ndarray:

@@ -209,8 +209,7 @@ class DairlabConfig:
         lcs_factory: the LCS factory settings, or None.
         projection_type: their name ("MIQP", "QP", "C3+"), or None in a bare C3Options file.
         controller: the controller settings we keep for reference but do not act on
-            (``solve_time_filter_alpha``, ``publish_frequency``, ``state_prediction_joints``,
-            ``quaternion_weight``, ``quaternion_regularizer_fraction``).
+            (``solve_time_filter_alpha``, ``publish_frequency``, ``state_prediction_joints``).
         extras: their fields with no effect on our solution (``qp_projection_scaling``, which
             only divides the QP projection's constraint rows).
         source: the file read.
@@ -241,17 +240,28 @@ class DairlabConfig:
                 np.broadcast_to(self.U, (N,) + self.U.shape).copy())
 
     def make_controller(self, lcs: Any, x_des: Any = None, N: int | None = None,
-                        QN: Any = None, **kwargs: Any) -> Any:
+                        QN: Any = None, quaternion_indices: Any = None,
+                        **kwargs: Any) -> Any:
         """A :class:`c3mpc.C3` for ``lcs`` with these costs and options.
 
         The discount is applied by the controller (``discount = gamma``,
         ``discount_admm_weights = False``), so Q, R are passed undiscounted; ``QN`` defaults
-        to Q (theirs: the terminal cost is γ^N Q). ``kwargs`` go to :class:`c3mpc.C3`
+        to Q (theirs: the terminal cost is γ^N Q). With a non-zero ``quaternion_weight`` pass
+        ``quaternion_indices``, the state index of each floating base's quaternion (their
+        controller finds them in the Drake plant). ``kwargs`` go to :class:`c3mpc.C3`
         (``constraints=``).
         """
         from .c3 import C3
 
         N = self._horizon(N)
+        options = self.options
+        if quaternion_indices is not None:
+            options = options.replace(quaternion_indices=tuple(int(i)
+                                                              for i in quaternion_indices))
+        if options.quaternion_weight > 0 and not options.quaternion_indices:
+            raise C3ValueError(f"{self.source}: quaternion_weight = "
+                               f"{options.quaternion_weight} needs quaternion_indices (the "
+                               f"state index where each floating base's quaternion starts)")
         n_z = lcs.n_x + lcs.n_lambda + lcs.n_u
         expected = n_z + (lcs.n_lambda if self.options.projection == "c3plus" else 0)
         if (self.Q.shape[0], self.R.shape[0], self.G.shape[0]) != (lcs.n_x, lcs.n_u,
@@ -261,7 +271,7 @@ class DairlabConfig:
                 f"n_z={self.G.shape[0]} but the LCS has n_x={lcs.n_x}, n_u={lcs.n_u}, "
                 f"n_z={expected} (n_lambda={lcs.n_lambda})")
         return C3(lcs, self.Q, self.R, self.G, self.U, N=N, x_des=x_des,
-                  QN=self.Q if QN is None else QN, options=self.options, **kwargs)
+                  QN=self.Q if QN is None else QN, options=options, **kwargs)
 
     def _horizon(self, N: int | None) -> int:
         if N is not None:
@@ -560,7 +570,7 @@ def load_dairlab_config(path: str | Path, projection: str | None = None,
     Raises:
         DairlabOptionError: an unknown key (with its line and the valid ones), a value of the
             wrong type, a missing required field, inconsistent sizes, or a feature we do not
-            support yet (C3+'s final augmented cost, quaternion costs, state prediction).
+            support yet (C3+'s final augmented cost, state prediction).
     """
     path = str(path)
     doc = _Doc(path)
@@ -583,9 +593,10 @@ def load_dairlab_config(path: str | Path, projection: str | None = None,
                 raise doc.error("projection_type", "projection_type QP needs the anitescu "
                                                    "contact model (as DAIRLab/c3 demands)")
         for name in ("quaternion_weight", "quaternion_regularizer_fraction"):
-            if top.get(name):
-                raise doc.error(name, f"{name} = {top[name]}: quaternion costs are not "
-                                      f"supported yet (0 or null disables them)")
+            if top.get(name) is not None and top[name] < 0:
+                raise doc.error(name, f"{name} must be >= 0, got {top[name]}")
+            if top.get(name) is not None and name not in overrides:
+                overrides[name] = top[name]
         if top.get("state_prediction_joints"):
             raise doc.error("state_prediction_joints", "state_prediction_joints is not "
                                                        "supported yet ([] disables it)")
@@ -595,8 +606,7 @@ def load_dairlab_config(path: str | Path, projection: str | None = None,
         c3 = _read_struct(doc, top["c3_options"], _C3_FIELDS, "c3_options.", "C3Options")
         prefix = "c3_options."
         controller = {k: top.get(k) for k in ("solve_time_filter_alpha", "publish_frequency",
-                                               "state_prediction_joints", "quaternion_weight",
-                                               "quaternion_regularizer_fraction")}
+                                               "state_prediction_joints")}
     else:
         c3 = _read_struct(doc, data, _C3_FIELDS, "", "C3Options")
         prefix, ptype, factory, controller = "", None, None, {}

@@ -135,6 +135,20 @@ class C3Options:
     feasible plan shifted by one knot, NaN arrays when there is none) or "hold" (DAIRLab/c3's
     fallback: x_k = x0 for every knot, zero inputs and forces)."""
 
+    quaternion_weight: float = 0.0
+    """DAIRLab/c3's ``quaternion_weight`` w: with w > 0 the 4×4 block of Q_k of each quaternion
+    listed in ``quaternion_indices`` is replaced at every solve by γ^k w (∇²θ² + shift·I
+    + φ r rᵀ + 1e-8 I), the PSD-shifted Hessian of the squared rotation angle θ between the
+    current quaternion and the target r (c3mpc.quaternion_cost). 0 disables it."""
+
+    quaternion_regularizer_fraction: float = 0.0
+    """DAIRLab/c3's ``quaternion_regularizer_fraction`` φ (>= 0): weight of r rᵀ in that block."""
+
+    quaternion_indices: tuple[int, ...] = ()
+    """State indices where unit quaternions (w, x, y, z) start (e.g. the floating bases'
+    orientation, ``plant.n_q`` layout); used by ``quaternion_weight``."""
+
+
     def __post_init__(self) -> None:
         def bad(name: str, expected: str) -> C3ValueError:
             return C3ValueError(f"C3Options.{name} must be {expected}, got "
@@ -192,6 +206,18 @@ class C3Options:
         if self.projection_plan_states not in ("rerolled", "qp"):
             raise C3ValueError(f"C3Options.projection_plan_states must be 'rerolled' or 'qp', "
                                f"got {self.projection_plan_states!r}")
+        for name in ("quaternion_weight", "quaternion_regularizer_fraction"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                    v >= 0 and _finite(v)):
+                raise C3ValueError(f"C3Options.{name} must be a finite number >= 0, got {v!r}")
+        if isinstance(self.quaternion_indices, list):  # from YAML/TOML
+            object.__setattr__(self, "quaternion_indices", tuple(self.quaternion_indices))
+        idx = self.quaternion_indices
+        if not isinstance(idx, tuple) or not all(
+                isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in idx):
+            raise C3ValueError(f"C3Options.quaternion_indices must be a tuple of state indices "
+                               f">= 0, got {idx!r}")
         if self.on_qp_failure not in ("shift", "hold"):
             raise C3ValueError(f"C3Options.on_qp_failure must be 'shift' or 'hold', got "
                                f"{self.on_qp_failure!r}")

@@ -150,7 +150,7 @@ def test_unknown_key_is_rejected_with_its_line(tmp_path):
     ("  admm_iter: 10", "  admm_iter: 2.5", "an integer"),
     ("  q_vector: [ 10, 2, 1, 1 ]", "  q_vector: [ 10, two, 1, 1 ]", "list of numbers"),
     ("  gamma: 1.0", "  gamma: null", "gamma is required"),
-    ("quaternion_weight: 0.0", "quaternion_weight: 1000", "quaternion costs"),
+    ("quaternion_weight: 0.0", "quaternion_weight: -1", "quaternion_weight must be >= 0"),
     ("  g_x: [ 0.1, 0.1, 0.1, 0.1 ]", "  g_x: [ 0.1, 0.1, 0.1 ]", "g_x has 3 entries"),
     ('projection_type: "MIQP"', 'projection_type: "QP"', "anitescu"),
     ("  spring_stiffness: 100", "  spring_stiffness: 0", "spring_stiffness must be > 0"),
@@ -162,6 +162,19 @@ def test_bad_values_are_rejected_with_their_line(tmp_path, old, new, match):
     with pytest.raises(DairlabOptionError, match=match) as e:
         load_dairlab_config(_write(tmp_path, text))
     assert e.value.line == [i for i, t in enumerate(text.splitlines(), 1) if new in t][0]
+
+
+def test_quaternion_weights_map_and_need_the_quaternion_indices(tmp_path, problem):
+    text = (DATA / "c3_controller_cartpole_options.yaml").read_text()
+    text = text.replace("quaternion_weight: 0.0", "quaternion_weight: 1000").replace(
+        "quaternion_regularizer_fraction: 0.0", "quaternion_regularizer_fraction: 0.5")
+    cfg = load_dairlab_config(_write(tmp_path, text))
+    assert (cfg.options.quaternion_weight, cfg.options.quaternion_regularizer_fraction) == (
+        1000.0, 0.5)
+    with pytest.raises(ValueError, match="needs quaternion_indices"):
+        cfg.make_controller(problem["lcs"])
+    ctrl = cfg.make_controller(problem["lcs"], quaternion_indices=(0,))
+    assert ctrl.options.quaternion_indices == (0,)
 
 
 # ---------------------------------------------------------------- their Solve, option by option
