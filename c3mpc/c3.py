@@ -296,6 +296,41 @@ class C3:
         if self._qp is not None:
             self._qp.set_target(self._x_des)
 
+    def update_cost_matrices(self, Q: Any = None, R: Any = None, G: Any = None,
+                             U: Any = None, QN: Any = None) -> None:
+        """New costs of the same shapes (DAIRLab/c3's ``UpdateCostMatrices``); None keeps one.
+
+        Accepted as at construction (one matrix or per knot; Q may include the terminal
+        cost, QN replaces it) and discounted the same way. Takes effect from the next solve
+        (the QP is re-condensed; the factorizations are rebuilt).
+        """
+        N, opts = self.N, self.options
+        gamma = opts.discount ** np.arange(N + 1)
+        Qn = self._Q.copy()
+        if Q is not None:
+            Qs = _per_knot("Q", Q, N, self.n_x, allow_extra=True)
+            Qn = np.concatenate([Qs[:N], Qs[-1:]]) * gamma[:, None, None]
+        if QN is not None:
+            Qn[N] = _per_knot("QN", QN, 1, self.n_x)[0] * gamma[N]
+        Rn = self._R if R is None else _per_knot("R", R, N, self.n_u) * gamma[:N, None, None]
+        g_admm = gamma[:N, None, None] if opts.discount_admm_weights else 1.0
+        Gn = self._G if G is None else _per_knot("G", G, N, self.n_zt) * g_admm
+        Un = self._U if U is None else _per_knot("U", U, N, self.n_zt) * g_admm
+        self._Q, self._R, self._G, self._U = Qn, Rn, Gn, Un
+        with blas_threads(opts.blas_threads):
+            self._update_lcs(self.lcs)
+
+    @property
+    def cost_matrices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(Q (N+1, n_x, n_x), R (N, …), G (N, …), U (N, …)) as used, discount applied
+        (DAIRLab/c3's ``GetCostMatrices``); copies."""
+        return self._Q.copy(), self._R.copy(), self._G.copy(), self._U.copy()
+
+    @property
+    def linear_constraints(self) -> tuple[LinearConstraint, ...]:
+        """The user's linear constraints (DAIRLab/c3's ``GetLinearConstraints``)."""
+        return tuple(self._constraints)
+
     def _osqp_settings(self) -> dict[str, Any]:
         o = self.options
         return dict(eps_abs=o.osqp_eps_abs, eps_rel=o.osqp_eps_rel, max_iter=o.osqp_max_iter,

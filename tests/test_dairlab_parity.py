@@ -244,6 +244,37 @@ def test_lambda0_is_the_lcp_solution_when_H_is_zero(problem, bounds, scale_lcs):
     assert np.abs(free.lam[0] - lam0).max() > 0.5  # without it the plan disagrees
 
 
+def test_lambda0_with_a_convex_set_equals_the_same_linear_bound(problem):
+    import cvxpy as cp
+
+    conv = their_controller(problem)
+    conv.add_convex_constraint(lambda x, lam, u: [cp.abs(u) <= 20])
+    lin = their_controller(problem)
+    lin.set_bounds(u_lower=[-20.0], u_upper=[20.0])
+    a, b = conv.solve(X0), lin.solve(X0)
+    np.testing.assert_allclose(a.lam[0], [5.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(a.u, b.u, atol=1e-5)
+
+
+def test_update_cost_matrices_equals_a_fresh_controller(problem):
+    """Their UpdateCostMatrix test, plus: the updated controller plans as a new one would."""
+    ctrl = their_controller(problem)
+    ctrl.solve(X0)
+    Q2, R2 = 2 * problem["Q"], 3 * problem["R"][0]
+    G2, U2 = 0.5 * problem["G"][0], problem["U"][0]
+    ctrl.update_cost_matrices(Q=Q2, R=R2, G=G2, U=U2)
+    Q, R, G, U = ctrl.cost_matrices
+    np.testing.assert_array_equal(Q, Q2)
+    np.testing.assert_array_equal(R[1], R2)
+    np.testing.assert_array_equal(G[2], G2)
+    ctrl2 = their_controller(problem, penalize_input_change=False)
+    ctrl2.update_cost_matrices(Q=Q2, R=R2, G=G2, U=U2)
+    fresh = C3(problem["lcs"], Q2, R2, G2, U2, N=problem["N"], options=ctrl2.options)
+    np.testing.assert_allclose(ctrl2.solve(X0).u, fresh.solve(X0).u, atol=1e-12)
+    ctrl2.add_linear_constraint(np.ones((1, 4)), [0.0], [2.0], "state")
+    assert len(ctrl2.linear_constraints) == 1
+
+
 def test_lambda0_option_has_no_effect_when_H_is_not_zero(problem):
     lcs = problem["lcs"].replace(H=np.array([[0.01], [-0.01]]))
     kw = dict(N=problem["N"])
