@@ -209,7 +209,9 @@ class DairlabConfig:
         lcs_factory: the LCS factory settings, or None.
         projection_type: their name ("MIQP", "QP", "C3+"), or None in a bare C3Options file.
         controller: the controller settings we keep for reference but do not act on
-            (``solve_time_filter_alpha``, ``publish_frequency``, ``state_prediction_joints``).
+            (``solve_time_filter_alpha``, ``publish_frequency``).
+        state_prediction_joints: (joint name, max acceleration) pairs; see
+            :meth:`prediction_joints`.
         extras: their fields with no effect on our solution (``qp_projection_scaling``, which
             only divides the QP projection's constraint rows).
         source: the file read.
@@ -227,7 +229,24 @@ class DairlabConfig:
     projection_type: str | None = None
     controller: Mapping[str, Any] = field(default_factory=dict)
     extras: Mapping[str, Any] = field(default_factory=dict)
+    state_prediction_joints: tuple[tuple[str, float], ...] = ()
     source: str = ""
+
+    def prediction_joints(self, indices: Mapping[str, tuple[int, int]]) -> list[Any]:
+        """Their ``state_prediction_joints`` as :class:`c3mpc.state_prediction.PredictionJoint`
+        objects, given each joint's (position index, velocity index) in the state (their
+        controller reads them from the Drake plant), for
+        :func:`c3mpc.state_prediction.predict_state`."""
+        from .state_prediction import PredictionJoint
+
+        out = []
+        for name, acc in self.state_prediction_joints:
+            if name not in indices:
+                raise C3ValueError(f"{self.source}: state prediction joint {name!r} has no "
+                                   f"indices; given: {sorted(indices)}")
+            qi, vi = indices[name]
+            out.append(PredictionJoint(int(qi), int(vi), acc, name))
+        return out
 
     def cost_matrices(self, N: int | None = None
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -570,7 +589,7 @@ def load_dairlab_config(path: str | Path, projection: str | None = None,
     Raises:
         DairlabOptionError: an unknown key (with its line and the valid ones), a value of the
             wrong type, a missing required field, inconsistent sizes, or a feature we do not
-            support yet (C3+'s final augmented cost, state prediction).
+            support yet (C3+'s final augmented cost).
     """
     path = str(path)
     doc = _Doc(path)
@@ -597,19 +616,20 @@ def load_dairlab_config(path: str | Path, projection: str | None = None,
                 raise doc.error(name, f"{name} must be >= 0, got {top[name]}")
             if top.get(name) is not None and name not in overrides:
                 overrides[name] = top[name]
-        if top.get("state_prediction_joints"):
-            raise doc.error("state_prediction_joints", "state_prediction_joints is not "
-                                                       "supported yet ([] disables it)")
+        joints = []
         for i, j in enumerate(top.get("state_prediction_joints") or []):
-            _read_struct(doc, j, _JOINT_FIELDS, f"state_prediction_joints.{i}.",
-                         "C3StatePredictionJoint")
+            jp = f"state_prediction_joints.{i}."
+            jd = _read_struct(doc, j, _JOINT_FIELDS, jp, "C3StatePredictionJoint")
+            if not jd.get("name") or not (jd.get("max_acceleration") or 0) > 0:
+                raise doc.error(jp.rstrip("."), "a state prediction joint needs a name and "
+                                                "max_acceleration > 0")
+            joints.append((jd["name"], jd["max_acceleration"]))
         c3 = _read_struct(doc, top["c3_options"], _C3_FIELDS, "c3_options.", "C3Options")
         prefix = "c3_options."
-        controller = {k: top.get(k) for k in ("solve_time_filter_alpha", "publish_frequency",
-                                               "state_prediction_joints")}
+        controller = {k: top.get(k) for k in ("solve_time_filter_alpha", "publish_frequency")}
     else:
         c3 = _read_struct(doc, data, _C3_FIELDS, "", "C3Options")
-        prefix, ptype, factory, controller = "", None, None, {}
+        prefix, ptype, factory, controller, joints = "", None, None, {}, []
     proj = projection or PROJECTION_TYPES.get(ptype or "MIQP")
     n_lambda = factory.num_lambda() if factory is not None else None
     Q, R, G, U = _costs(doc, c3, prefix, n_lambda)
@@ -618,7 +638,7 @@ def load_dairlab_config(path: str | Path, projection: str | None = None,
                          N=None if factory is None else factory.N,
                          dt=None if factory is None else factory.dt, lcs_factory=factory,
                          projection_type=ptype, controller=controller, extras=extras,
-                         source=path)
+                         state_prediction_joints=tuple(joints), source=path)
 
 
 def load_dairlab_factory_options(path: str | Path) -> DairlabLCSFactoryOptions:
