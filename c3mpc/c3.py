@@ -374,7 +374,9 @@ class C3:
         iterations = 0
         for i in range(opts.admm_iter + 1):
             t0 = time.perf_counter()
-            qp_res = qp.solve(X0, g_c, self._weighted_reference(delta - w), sigma)
+            ref = delta if (i == opts.admm_iter and self._extended
+                            and opts.c3plus_final_reference == "projection") else delta - w
+            qp_res = qp.solve(X0, g_c, self._weighted_reference(ref), sigma)
             t_qp += time.perf_counter() - t0
             if not qp_res.ok:
                 return self._failure(C3Status.QP_FAILED, f"QP step {i} failed: {qp_res.status}",

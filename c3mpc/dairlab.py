@@ -495,6 +495,7 @@ def _options(doc: _Doc, c3: Mapping[str, Any], prefix: str, projection: str,
         discount_admm_weights=False,
         projection_plan_states="qp",
         on_qp_failure="hold",
+        c3plus_final_reference="projection",
     )
     if c3.get("qp_projection_alpha") is not None:
         kw["qp_alpha"] = c3["qp_projection_alpha"]

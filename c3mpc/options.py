@@ -135,6 +135,11 @@ class C3Options:
     feasible plan shifted by one knot, NaN arrays when there is none) or "hold" (DAIRLab/c3's
     fallback: x_k = x0 for every knot, zero inputs and forces)."""
 
+    c3plus_final_reference: str = "consensus"
+    """C3+ only: reference of the final QP step, "consensus" (δ − w, as every ADMM QP step)
+    or "projection" (δ, DAIRLab/c3's C3Plus: the final plan is pulled to the last
+    projection)."""
+
     quaternion_weight: float = 0.0
     """DAIRLab/c3's ``quaternion_weight`` w: with w > 0 the 4×4 block of Q_k of each quaternion
     listed in ``quaternion_indices`` is replaced at every solve by γ^k w (∇²θ² + shift·I
@@ -218,6 +223,9 @@ class C3Options:
                 isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in idx):
             raise C3ValueError(f"C3Options.quaternion_indices must be a tuple of state indices "
                                f">= 0, got {idx!r}")
+        if self.c3plus_final_reference not in ("consensus", "projection"):
+            raise C3ValueError(f"C3Options.c3plus_final_reference must be 'consensus' or "
+                               f"'projection', got {self.c3plus_final_reference!r}")
         if self.on_qp_failure not in ("shift", "hold"):
             raise C3ValueError(f"C3Options.on_qp_failure must be 'shift' or 'hold', got "
                                f"{self.on_qp_failure!r}")

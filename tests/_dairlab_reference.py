@@ -30,8 +30,12 @@ import numpy as np
 from lcs import LCS, solve_lcp
 
 
-def qp_step(lcs: LCS, Q, R, G, x_des, x0, ref, u_prev, lam0):
-    """One QP step in the full variables by a dense KKT solve. Returns z (N, n_z), x (N+1, n_x)."""
+def qp_step(lcs: LCS, Q, R, G, x_des, x0, ref, u_prev, lam0, c3plus=False):
+    """One QP step in the full variables by a dense KKT solve. Returns z (N, n_z), x (N+1, n_x).
+
+    ``c3plus``: their C3Plus augmented cost, on the λ and η blocks of G only, with
+    η_k = E x_k + F λ_k + H u_k + c substituted (their equality constraint); z then carries η.
+    """
     N = len(R)
     n_x, n_l, n_u = lcs.n_x, lcs.n_lambda, lcs.n_u
     n_z = n_x + n_l + n_u
@@ -50,8 +54,19 @@ def qp_step(lcs: LCS, Q, R, G, x_des, x0, ref, u_prev, lam0):
         if u_prev is not None:
             q[ui(k)] -= R[k] @ u_prev[k]
         idx = np.r_[np.arange(nv)[xi(k)], np.arange(nv)[li(k)], np.arange(nv)[ui(k)]]
-        P[np.ix_(idx, idx)] += G[k]
-        q[idx] -= G[k] @ ref[k]
+        if not c3plus:
+            P[np.ix_(idx, idx)] += G[k]
+            q[idx] -= G[k] @ ref[k]
+            continue
+        lam_b = slice(n_x, n_x + n_l)
+        eta_b = slice(n_z, n_z + n_l)
+        il = np.arange(nv)[li(k)]
+        P[np.ix_(il, il)] += G[k][lam_b, lam_b]
+        q[il] -= G[k][lam_b, lam_b] @ ref[k][lam_b]
+        M = np.hstack([lcs.E, lcs.F, lcs.H])  # η = M [x; λ; u] + c
+        Ge = G[k][eta_b, eta_b]
+        P[np.ix_(idx, idx)] += M.T @ Ge @ M
+        q[idx] += M.T @ Ge @ (lcs.c - ref[k][eta_b])
     rows, rhs = [], []
     A, B, D, d = lcs.A, lcs.B, lcs.D, lcs.d
     r0 = np.zeros((n_x, nv))
@@ -78,7 +93,25 @@ def qp_step(lcs: LCS, Q, R, G, x_des, x0, ref, u_prev, lam0):
     x = sol[:base].reshape(N + 1, n_x)
     z = np.stack([np.concatenate([x[k], sol[li(k)], sol[ui(k)]]) for k in range(N)])
     assert z.shape == (N, n_z)
+    if c3plus:
+        eta = z @ np.hstack([lcs.E, lcs.F, lcs.H]).T + lcs.c
+        z = np.hstack([z, eta])
     return z, x
+
+
+def c3plus_projection(lcs: LCS, U, v):
+    """Their C3Plus projection: per pair keep the larger of √U_λ λ and √U_η η, zero the other,
+    clip both at 0; everything else passes through."""
+    n_x, n_l, n_u = lcs.n_x, lcs.n_lambda, lcs.n_u
+    lam_b, eta_b = slice(n_x, n_x + n_l), slice(n_x + n_l + n_u, n_x + 2 * n_l + n_u)
+    out = v.copy()
+    for k in range(v.shape[0]):
+        wl, we = np.diag(U[k])[lam_b], np.diag(U[k])[eta_b]
+        lam, eta = v[k, lam_b], v[k, eta_b]
+        eta_larger = eta * np.sqrt(we) > lam * np.sqrt(wl)
+        out[k, lam_b] = np.maximum(np.where(eta_larger, 0.0, lam), 0.0)
+        out[k, eta_b] = np.maximum(np.where(eta_larger, eta, 0.0), 0.0)
+    return out
 
 
 def miqp_projection(lcs: LCS, U, v):
@@ -126,7 +159,7 @@ def miqp_projection(lcs: LCS, U, v):
 
 
 def reference_solve(lcs: LCS, Q, R, G, U, x_des, x0, *, admm_iter, rho_scale, delta_option,
-                    scale_lcs, u_prev=None, end_on_qp_step=True):
+                    scale_lcs, u_prev=None, end_on_qp_step=True, c3plus=False):
     """Their Solve from x0; returns dict(x_qp (N+1,n_x), u_qp, lam_qp, z_full (N, n_z), u_final).
 
     ``lam_qp`` and ``z_full``'s λ are in physical units (their unscaling); ``u_final`` is the
@@ -142,20 +175,23 @@ def reference_solve(lcs: LCS, Q, R, G, U, x_des, x0, *, admm_iter, rho_scale, de
     lam0 = None
     if np.all(plan.H == 0):
         lam0 = solve_lcp(plan.F, plan.E @ x0 + plan.c).z
-    n_z = n_x + n_l + lcs.n_u
+    n_z = n_x + n_l + lcs.n_u + (n_l if c3plus else 0)
     delta = np.zeros((N, n_z))
     if delta_option == 1:
         delta[:, :n_x] = x0
     w = np.zeros((N, n_z))
     Gk = [g.copy() for g in G]
     Uproj = U if np.any(U[0] != 0) else None
+    project = c3plus_projection if c3plus else miqp_projection
     for _ in range(admm_iter):
-        z, _x = qp_step(plan, Q, R, Gk, x_des, x0, delta - w, u_prev, lam0)
-        delta = miqp_projection(plan, np.stack(Uproj if Uproj is not None else Gk), z + w)
+        z, _x = qp_step(plan, Q, R, Gk, x_des, x0, delta - w, u_prev, lam0, c3plus)
+        delta = project(plan, np.stack(Uproj if Uproj is not None else Gk), z + w)
         w = (w + z - delta) / rho_scale
         Gk = [g * rho_scale for g in Gk]
-    z, x = qp_step(plan, Q, R, Gk, x_des, x0, delta - w, u_prev, lam0)
-    u_qp = z[:, n_x + n_l:]
+    # C3Plus's final step is pulled to the projection δ itself; C3's to δ − w
+    z, x = qp_step(plan, Q, R, Gk, x_des, x0, delta if c3plus else delta - w, u_prev, lam0,
+                   c3plus)
+    u_qp = z[:, n_x + n_l:n_x + n_l + lcs.n_u]
     lam_qp = z[:, n_x:n_x + n_l] * s
     z_full = z.copy()
     if not end_on_qp_step:

@@ -374,6 +374,29 @@ def _c3plus_costs(pb):
     return G, U
 
 
+@pytest.mark.parametrize("scale_lcs", [False, True])
+def test_c3plus_matches_their_c3plus(problem, scale_lcs):
+    """Their C3Plus (η = E x + F λ + H u + c as a variable, the λ/η blocks of G, the closed-
+    form projection, the final QP pulled to δ): ours with c3plus_final_reference="projection"
+    (the loader's setting); ours by default (δ − w in the final step too) differs."""
+    G, U = _c3plus_costs(problem)
+    opts = problem["cfg"].options.replace(num_threads=1, projection="c3plus",
+                                          scale_lcs=scale_lcs)
+    assert opts.c3plus_final_reference == "projection"
+    ref = reference_solve(problem["lcs"], problem["Q"], problem["R"], [G] * problem["N"],
+                          [U] * problem["N"], problem["x_des"], X0, admm_iter=opts.admm_iter,
+                          rho_scale=opts.rho_scale, delta_option=0, scale_lcs=scale_lcs,
+                          c3plus=True)
+    ctrl = C3(problem["lcs"], problem["Q"], problem["R"][0], G, U, N=problem["N"],
+              options=opts)
+    res = ctrl.solve(X0)
+    np.testing.assert_allclose(res.u, ref["u_qp"], atol=1e-8)
+    np.testing.assert_allclose(res.lam, ref["lam_qp"], atol=1e-7)
+    ours = C3(problem["lcs"], problem["Q"], problem["R"][0], G, U, N=problem["N"],
+              options=opts.replace(c3plus_final_reference="consensus")).solve(X0)
+    assert np.abs(ours.u - ref["u_qp"]).max() > 1e-3
+
+
 @pytest.mark.parametrize("projection", ["qp", "miqp", "c3plus"])
 def test_end_to_end_cartpole_balances(problem, projection):
     """Their End2EndCartpoleTest (typed over C3QP, C3MIQP, C3Plus): from x0, at most 1000
