@@ -376,7 +376,10 @@ class C3:
             t0 = time.perf_counter()
             ref = delta if (i == opts.admm_iter and self._extended
                             and opts.c3plus_final_reference == "projection") else delta - w
-            qp_res = qp.solve(X0, g_c, self._weighted_reference(ref), sigma)
+            if i == opts.admm_iter and self._final_contact_scaling_on():
+                qp_res = self._final_scaled_step(qp, X0, g_c, ref, delta, sigma)
+            else:
+                qp_res = qp.solve(X0, g_c, self._weighted_reference(ref), sigma)
             t_qp += time.perf_counter() - t0
             if not qp_res.ok:
                 return self._failure(C3Status.QP_FAILED, f"QP step {i} failed: {qp_res.status}",
@@ -443,6 +446,33 @@ class C3:
         if opts.lambda0_from_lcp and self.n_lambda:
             qp.set_fixed_force0(self.initial_force_from_lcp(x0))
         return g_c
+
+    def _final_contact_scaling_on(self) -> bool:
+        o = self.options
+        return (self._extended and o.final_augmented_cost_contact_scaling is not None
+                and o.final_augmented_cost_contact_indices is not None)
+
+    def _final_scaled_step(self, qp: CondensedQP, X0: np.ndarray, g_c: np.ndarray,
+                           ref: np.ndarray, delta: np.ndarray, sigma: float) -> Any:
+        """C3+'s final QP step with ``final_augmented_cost_contact_scaling`` (DAIRLab/c3):
+        per listed pair i, the G weight of λ_i (if the last projection zeroed δ^λ_i) or of
+        η_i (otherwise) multiplied by the factor, as the symmetric D G D with D = diag(√s)."""
+        o = self.options
+        n_x, n_l, n_u = self.n_x, self.n_lambda, self.n_u
+        idx = np.asarray(o.final_augmented_cost_contact_indices, dtype=int)
+        if idx.size and idx.max() >= n_l:
+            raise C3ValueError(f"final_augmented_cost_contact_indices must be < n_lambda="
+                               f"{n_l}, got {tuple(idx)}")
+        scale = np.ones((self.N, self.n_zt))
+        for k in range(self.N):
+            zero = delta[k, n_x + idx] == 0
+            scale[k, n_x + idx[zero]] *= o.final_augmented_cost_contact_scaling
+            scale[k, n_x + n_l + n_u + idx[~zero]] *= o.final_augmented_cost_contact_scaling
+        d = np.sqrt(scale)
+        G = d[:, :, None] * self._G * d[:, None, :]
+        G_eff = np.einsum("kab,kbc,kcd->kad", self._M.transpose(0, 2, 1), G, self._M)
+        Gr = np.einsum("kba,kbc,kc->ka", self._M, G, ref - self._e)
+        return qp.solve_with_weights(X0, g_c, Gr, sigma, G_eff)
 
     def initial_force_from_lcp(self, x0: Any) -> np.ndarray | None:
         """λ_0 = LCP(F_0, E_0 x0 + c_0) in the planning LCS's units when H_0 = 0, else None.

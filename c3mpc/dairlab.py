@@ -467,10 +467,6 @@ def _options(doc: _Doc, c3: Mapping[str, Any], prefix: str, projection: str,
         v = c3.get(name)
         return default if v is None else v
 
-    for name in ("final_augmented_cost_contact_scaling", "final_augmented_cost_contact_indices"):
-        if c3.get(name) is not None:
-            raise doc.error(prefix + name, f"{prefix}{name} (C3+'s final augmented cost) is "
-                                           f"not supported yet; remove it or set it to null")
     delta_option = get("delta_option", 1)
     if delta_option not in (0, 1):
         raise doc.error(prefix + "delta_option", f"{prefix}delta_option must be 0 or 1, got "
@@ -497,6 +493,9 @@ def _options(doc: _Doc, c3: Mapping[str, Any], prefix: str, projection: str,
         on_qp_failure="hold",
         c3plus_final_reference="projection",
     )
+    for name in ("final_augmented_cost_contact_scaling", "final_augmented_cost_contact_indices"):
+        if c3.get(name) is not None:
+            kw[name] = c3[name]
     if c3.get("qp_projection_alpha") is not None:
         kw["qp_alpha"] = c3["qp_projection_alpha"]
     kw.update(base)
@@ -589,8 +588,7 @@ def load_dairlab_config(path: str | Path, projection: str | None = None,
 
     Raises:
         DairlabOptionError: an unknown key (with its line and the valid ones), a value of the
-            wrong type, a missing required field, inconsistent sizes, or a feature we do not
-            support yet (C3+'s final augmented cost).
+            wrong type, a missing required field, or inconsistent sizes.
     """
     path = str(path)
     doc = _Doc(path)

@@ -140,6 +140,16 @@ class C3Options:
     or "projection" (δ, DAIRLab/c3's C3Plus: the final plan is pulled to the last
     projection)."""
 
+    final_augmented_cost_contact_scaling: float | None = None
+    """C3+ only (DAIRLab/c3's option of the same name): in the final QP step multiply the G
+    weight of, for each pair listed in ``final_augmented_cost_contact_indices``, λ_i when the
+    last projection set δ^λ_i = 0 and η_i otherwise, by this factor (> 0). Both options must
+    be set. The final step is then condensed and factored at every solve."""
+
+    final_augmented_cost_contact_indices: tuple[int, ...] | None = None
+    """C3+ only: the complementarity pairs (indices into λ) that
+    ``final_augmented_cost_contact_scaling`` applies to."""
+
     quaternion_weight: float = 0.0
     """DAIRLab/c3's ``quaternion_weight`` w: with w > 0 the 4×4 block of Q_k of each quaternion
     listed in ``quaternion_indices`` is replaced at every solve by γ^k w (∇²θ² + shift·I
@@ -223,6 +233,18 @@ class C3Options:
                 isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in idx):
             raise C3ValueError(f"C3Options.quaternion_indices must be a tuple of state indices "
                                f">= 0, got {idx!r}")
+        if isinstance(self.final_augmented_cost_contact_indices, list):  # from YAML/TOML
+            object.__setattr__(self, "final_augmented_cost_contact_indices",
+                               tuple(self.final_augmented_cost_contact_indices))
+        fs, fi = self.final_augmented_cost_contact_scaling, self.final_augmented_cost_contact_indices
+        if fs is not None and (isinstance(fs, bool) or not isinstance(fs, (int, float))
+                               or not (fs > 0 and _finite(fs))):
+            raise C3ValueError(f"C3Options.final_augmented_cost_contact_scaling must be None or "
+                               f"a positive number, got {fs!r}")
+        if fi is not None and (not isinstance(fi, tuple) or not all(
+                isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in fi)):
+            raise C3ValueError(f"C3Options.final_augmented_cost_contact_indices must be None or "
+                               f"a tuple of indices >= 0, got {fi!r}")
         if self.c3plus_final_reference not in ("consensus", "projection"):
             raise C3ValueError(f"C3Options.c3plus_final_reference must be 'consensus' or "
                                f"'projection', got {self.c3plus_final_reference!r}")

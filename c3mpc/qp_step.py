@@ -362,6 +362,60 @@ class CondensedQP:
         Ax = self._Acon.ravel(order="F")
         return Px, Ax
 
+    # ------------------------------------------------------------------ one-off weights
+    def solve_with_weights(self, X0: np.ndarray, g_c: np.ndarray, Gr: np.ndarray,
+                           sigma: float, G: np.ndarray) -> QPStepResult:
+        """The QP step once with other ADMM weights ``G`` (N, n_z, n_z) at σ, nothing cached
+        (C3+'s final augmented cost scaling, which depends on the last projection).
+
+        Condensed as :meth:`set_data` does for its G; solved by a fresh Cholesky factor
+        (λ_0 fixed by the same Schur complement) or, with linear constraints, by a one-off
+        OSQP problem. User convex sets are not supported here (ValueError).
+        """
+        if self.convex_sets:
+            raise ValueError("solve_with_weights does not support user convex sets")
+        n_x, m, N = self.n_x, self.m, self.N
+        Ts = self._T[: N * n_x]
+        Gxx = _blockdiag(G[:, :n_x, :n_x])
+        Gxp = _blockdiag(G[:, :n_x, n_x:])
+        Gpp = _blockdiag(G[:, n_x:, n_x:])
+        K1 = Ts.T @ Gxx + Gxp.T
+        H_G = K1 @ Ts + Ts.T @ Gxp + Gpp
+        H = self._H_c + sigma * 0.5 * (H_G + H_G.T)
+        g = g_c + sigma * (K1 @ X0[: N * n_x] - Ts.T @ Gr[:, :n_x].reshape(-1)
+                           - Gr[:, n_x:].reshape(-1))
+        if self._n_con:
+            import osqp
+
+            off = self._SX @ X0
+            n = N * m
+            P = sp.csc_matrix(np.triu(H))
+            solver = osqp.OSQP()
+            solver.setup(P, g, sp.csc_matrix(self._Acon),
+                         np.maximum(self._lo - off, -1e30), np.minimum(self._hi - off, 1e30),
+                         verbose=False, **self.osqp_settings)
+            res = solver.solve(raise_error=False)
+            ok = (int(res.info.status_val) in (1, 2) and res.x is not None
+                  and bool(np.all(np.isfinite(res.x))))
+            p = np.asarray(res.x, dtype=float) if ok else np.full(n, np.nan)
+            status, iters = str(res.info.status), int(res.info.iter)
+        else:
+            try:
+                fac: tuple[str, Any] = ("chol", scipy.linalg.cho_factor(H, lower=True,
+                                                                         check_finite=False))
+                p = -scipy.linalg.cho_solve(fac[1], g, check_finite=False)
+            except np.linalg.LinAlgError:
+                fac = ("pinv", np.linalg.pinv(H, rcond=1e-12, hermitian=True))
+                p = -(fac[1] @ g)
+            if self._force0 is not None:
+                p = self._impose_force0(p, fac, -1.0)  # key -1: never a real σ
+                self._force0_cache.pop(-1.0, None)
+            ok = bool(np.all(np.isfinite(p)))
+            status, iters = ("solved" if ok else "non-finite"), 0
+        X = X0 + self._T @ p
+        z = np.concatenate([X[: N * n_x].reshape(N, n_x), p.reshape(N, m)], axis=1)
+        return QPStepResult(z, X[N * n_x:], ok, status, iters)
+
     def _solve_osqp(self, X0: np.ndarray, g: np.ndarray, sigma: float
                     ) -> tuple[np.ndarray, bool, str, int]:
         import osqp

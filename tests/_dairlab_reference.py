@@ -159,7 +159,8 @@ def miqp_projection(lcs: LCS, U, v):
 
 
 def reference_solve(lcs: LCS, Q, R, G, U, x_des, x0, *, admm_iter, rho_scale, delta_option,
-                    scale_lcs, u_prev=None, end_on_qp_step=True, c3plus=False):
+                    scale_lcs, u_prev=None, end_on_qp_step=True, c3plus=False,
+                    final_scaling=None, final_indices=None):
     """Their Solve from x0; returns dict(x_qp (N+1,n_x), u_qp, lam_qp, z_full (N, n_z), u_final).
 
     ``lam_qp`` and ``z_full``'s λ are in physical units (their unscaling); ``u_final`` is the
@@ -189,6 +190,16 @@ def reference_solve(lcs: LCS, Q, R, G, U, x_des, x0, *, admm_iter, rho_scale, de
         w = (w + z - delta) / rho_scale
         Gk = [g * rho_scale for g in Gk]
     # C3Plus's final step is pulled to the projection δ itself; C3's to δ − w
+    if c3plus and final_scaling is not None and final_indices is not None:
+        # their GScaling: per listed pair, scale λ's row of G if δ_λ is exactly 0, else η's
+        for k in range(N):
+            s_k = np.ones(n_z)
+            for i in final_indices:
+                if delta[k, n_x + i] == 0:
+                    s_k[n_x + i] *= final_scaling
+                else:
+                    s_k[n_x + n_l + lcs.n_u + i] *= final_scaling
+            Gk[k] = s_k[:, None] * Gk[k]
     z, x = qp_step(plan, Q, R, Gk, x_des, x0, delta if c3plus else delta - w, u_prev, lam0,
                    c3plus)
     u_qp = z[:, n_x + n_l:n_x + n_l + lcs.n_u]

@@ -397,6 +397,31 @@ def test_c3plus_matches_their_c3plus(problem, scale_lcs):
     assert np.abs(ours.u - ref["u_qp"]).max() > 1e-3
 
 
+@pytest.mark.parametrize("bounds", [False, True])
+def test_c3plus_final_augmented_cost_contact_scaling_matches_theirs(problem, bounds):
+    G, U = _c3plus_costs(problem)
+    opts = problem["cfg"].options.replace(
+        num_threads=1, projection="c3plus", final_augmented_cost_contact_scaling=50.0,
+        final_augmented_cost_contact_indices=(0, 1), qp_solver="osqp", osqp_eps_abs=1e-9,
+        osqp_eps_rel=1e-9)
+    ctrl = C3(problem["lcs"], problem["Q"], problem["R"][0], G, U, N=problem["N"],
+              options=opts)
+    if bounds:  # loose enough to be inactive: the one-off OSQP path gives the same plan
+        ctrl.set_bounds(u_lower=[-1e3], u_upper=[1e3])
+    res = ctrl.solve(X0)
+    ref = reference_solve(problem["lcs"], problem["Q"], problem["R"], [G] * problem["N"],
+                          [U] * problem["N"], problem["x_des"], X0, admm_iter=opts.admm_iter,
+                          rho_scale=opts.rho_scale, delta_option=0, scale_lcs=False,
+                          c3plus=True, final_scaling=50.0, final_indices=(0, 1))
+    np.testing.assert_allclose(res.u, ref["u_qp"], atol=1e-5 if bounds else 1e-8)
+    plain = C3(problem["lcs"], problem["Q"], problem["R"][0], G, U, N=problem["N"],
+               options=opts.replace(final_augmented_cost_contact_scaling=None)).solve(X0)
+    assert np.abs(plain.u - res.u).max() > 1e-3  # the scaling matters here
+    with pytest.raises(ValueError, match="must be < n_lambda"):
+        C3(problem["lcs"], problem["Q"], problem["R"][0], G, U, N=problem["N"],
+           options=opts.replace(final_augmented_cost_contact_indices=(2,))).solve(X0)
+
+
 @pytest.mark.parametrize("projection", ["qp", "miqp", "c3plus"])
 def test_end_to_end_cartpole_balances(problem, projection):
     """Their End2EndCartpoleTest (typed over C3QP, C3MIQP, C3Plus): from x0, at most 1000
