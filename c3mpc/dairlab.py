@@ -2,7 +2,7 @@
 
 DAIRLab/c3 (C++, Drake) configures its controller with three YAML layouts:
 
-* ``C3Options`` (``core/c3_options.h``; e.g. their ``core/test/resources/c3_cartpole_options.yaml``):
+* ``C3Options`` (``core/c3_options.h``; e.g. ``core/test/resources/c3_cartpole_options.yaml``):
   ADMM settings plus the diagonal costs ``Q = w_Q·diag(q_vector)``, ``R = w_R·diag(r_vector)``,
   ``G = w_G·diag([g_x, g_lambda, g_u, g_eta])``, ``U = w_U·diag([u_x, u_lambda, u_u, u_eta])``,
   where an empty ``g_lambda`` is ``[g_gamma, g_lambda_n, g_lambda_t]`` (Stewart-Trinkle order)
@@ -15,7 +15,8 @@ DAIRLab/c3 (C++, Drake) configures its controller with three YAML layouts:
 :func:`load_dairlab_config` reads any of the three (it tells them apart by their keys) into a
 :class:`DairlabConfig`: our :class:`~c3mpc.options.C3Options` with their semantics switched on
 (``penalize_input_change``, ``lambda0_from_lcp``, ``discount_admm_weights=False``,
-``projection_plan_states="qp"``, ``on_qp_failure="hold"``), the cost matrices, and the LCS
+``projection_plan_states="qp"``, ``on_qp_failure="hold"``,
+``c3plus_final_reference="projection"``), the cost matrices, and the LCS
 factory settings. Unknown keys are rejected with their line, as their loader does
 (``allow_yaml_with_no_cpp = false``); absent keys take their defaults. docs/c3.md ("Coming from
 DAIRLab/c3") maps every field.

@@ -236,7 +236,8 @@ class C3Options:
         if isinstance(self.final_augmented_cost_contact_indices, list):  # from YAML/TOML
             object.__setattr__(self, "final_augmented_cost_contact_indices",
                                tuple(self.final_augmented_cost_contact_indices))
-        fs, fi = self.final_augmented_cost_contact_scaling, self.final_augmented_cost_contact_indices
+        fs = self.final_augmented_cost_contact_scaling
+        fi = self.final_augmented_cost_contact_indices
         if fs is not None and (isinstance(fs, bool) or not isinstance(fs, (int, float))
                                or not (fs > 0 and _finite(fs))):
             raise C3ValueError(f"C3Options.final_augmented_cost_contact_scaling must be None or "

@@ -130,7 +130,11 @@ def zero_order_hold_plan(x: Any, u: Any, rate: int) -> tuple[np.ndarray, np.ndar
 
 
 def downsample_plan(x: Any, u: Any, rate: int) -> tuple[np.ndarray, np.ndarray]:
-    """The inverse of :func:`zero_order_hold_plan`: (N·rate+1, ·), (N·rate, ·) -> (N+1, ·), (N, ·)."""
+    """The inverse of :func:`zero_order_hold_plan`.
+
+    (N·rate+1, n_x), (N·rate, n_u) -> (N+1, n_x), (N, n_u): every rate-th sample, the final
+    state kept.
+    """
     x, u = _plan(x, u)
     return np.vstack([downsample(x[:-1], rate), x[-1:]]), downsample(u, rate)
 

@@ -2,9 +2,9 @@
 
 Written from reading their ``core/c3.cc`` (MIT licence), not translated from it: every QP step
 is solved in the full variables (x_0..x_N, λ_k, u_k) by one dense KKT system, not condensed as
-``c3mpc.qp_step`` does, and the MIQP projection enumerates the active sets of the complementarity modes
-(3^n_λ equality-constrained KKT systems per knot) instead of using our branch-and-bound. Small problems only (the cart-pole
-fixture: n_x = 4, n_λ = 2, N = 5).
+``c3mpc.qp_step`` does, and the MIQP projection enumerates the active sets of the
+complementarity modes (3^n_λ equality-constrained KKT systems per knot) instead of using our
+branch-and-bound. Small problems only (the cart-pole fixture: n_x = 4, n_λ = 2, N = 5).
 
 Their Solve, as re-stated here:
 
