@@ -19,6 +19,11 @@ Their Solve, as re-stated here:
 * end_on_qp_step false: the "full solution" is δ with states x_0 = x0, x_i = A x_{i-1} +
   B u_{i-1} + D λ_{i-1} + d from the final QP's (x, u, λ) (which equals the QP's x_i);
 * λ multiplied back by the scale s.
+
+Their C3Plus (``c3plus=True``): η_k = E x_k + F λ_k + H u_k + c enters z, the augmented cost
+uses only the λ and η blocks of G, the projection keeps per pair the larger of √U_λ λ and
+√U_η η (clipped at 0), and the final QP step is pulled to δ (not δ − w), with G's λ_i or η_i
+row scaled by ``final_augmented_cost_contact_scaling`` for the listed pairs.
 """
 
 from __future__ import annotations
