@@ -131,6 +131,9 @@ class C3:
         self._R = _per_knot("R", R, self.N, self.n_u) * gamma[: self.N, None, None]
         self._G = _per_knot("G", G, self.N, self.n_zt) * gamma[: self.N, None, None]
         self._U = _per_knot("U", U, self.N, self.n_zt) * gamma[: self.N, None, None]
+        if not options.discount_admm_weights:  # DAIRLab/c3's gamma: Q and R only
+            self._G = _per_knot("G", G, self.N, self.n_zt)
+            self._U = _per_knot("U", U, self.N, self.n_zt)
         self._x_des = self._targets(x_des)
         self._constraints: list[LinearConstraint] = []
         self._convex_sets: list[Any] = []
@@ -139,6 +142,8 @@ class C3:
         self._projection = self._make_projection()
         self._qp: CondensedQP | None = None
         self._last_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._u_prev = np.zeros((self.N, self.n_u))  # penalize_input_change's reference
+        self._x0_last = np.zeros(self.n_x)
         self.update_lcs(lcs)
 
     # ------------------------------------------------------------------ setup helpers
@@ -280,14 +285,51 @@ class C3:
             self._qp = CondensedQP(self.n_x, self.n_lambda, self.n_u, self.N,
                                    self._constraints, self._osqp_settings(),
                                    solver=self.options.qp_solver,
-                                   convex_sets=self._convex_sets)
+                                   convex_sets=self._convex_sets,
+                                   reserve_force0=self.options.lambda0_from_lcp)
         self._qp.set_data(st.A, st.B, st.D, st.d, self._Q, self._R, G_eff, self._x_des)
+        self._qp_data = (st.A, st.B, st.D, st.d, G_eff)  # for per-solve cost updates
 
     def update_target(self, x_des: Any) -> None:
         """New target states: (n_x,) for every knot or (N+1, n_x)."""
         self._x_des = self._targets(x_des)
         if self._qp is not None:
             self._qp.set_target(self._x_des)
+
+    def update_cost_matrices(self, Q: Any = None, R: Any = None, G: Any = None,
+                             U: Any = None, QN: Any = None) -> None:
+        """New costs of the same shapes (DAIRLab/c3's ``UpdateCostMatrices``); None keeps one.
+
+        Accepted as at construction (one matrix or per knot; Q may include the terminal
+        cost, QN replaces it) and discounted the same way. Takes effect from the next solve
+        (the QP is re-condensed; the factorizations are rebuilt).
+        """
+        N, opts = self.N, self.options
+        gamma = opts.discount ** np.arange(N + 1)
+        Qn = self._Q.copy()
+        if Q is not None:
+            Qs = _per_knot("Q", Q, N, self.n_x, allow_extra=True)
+            Qn = np.concatenate([Qs[:N], Qs[-1:]]) * gamma[:, None, None]
+        if QN is not None:
+            Qn[N] = _per_knot("QN", QN, 1, self.n_x)[0] * gamma[N]
+        Rn = self._R if R is None else _per_knot("R", R, N, self.n_u) * gamma[:N, None, None]
+        g_admm = gamma[:N, None, None] if opts.discount_admm_weights else 1.0
+        Gn = self._G if G is None else _per_knot("G", G, N, self.n_zt) * g_admm
+        Un = self._U if U is None else _per_knot("U", U, N, self.n_zt) * g_admm
+        self._Q, self._R, self._G, self._U = Qn, Rn, Gn, Un
+        with blas_threads(opts.blas_threads):
+            self._update_lcs(self.lcs)
+
+    @property
+    def cost_matrices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(Q (N+1, n_x, n_x), R (N, …), G (N, …), U (N, …)) as used, discount applied
+        (DAIRLab/c3's ``GetCostMatrices``); copies."""
+        return self._Q.copy(), self._R.copy(), self._G.copy(), self._U.copy()
+
+    @property
+    def linear_constraints(self) -> tuple[LinearConstraint, ...]:
+        """The user's linear constraints (DAIRLab/c3's ``GetLinearConstraints``)."""
+        return tuple(self._constraints)
 
     def _osqp_settings(self) -> dict[str, Any]:
         o = self.options
@@ -318,7 +360,11 @@ class C3:
         opts = self.options
         N, n_x, n_zt = self.N, self.n_x, self.n_zt
         t_qp = t_proj = 0.0
+        if opts.quaternion_weight > 0 and opts.quaternion_indices:
+            self._apply_quaternion_costs(qp, x0)
         X0, g_c = qp.initial_state_terms(x0)
+        self._x0_last = x0
+        g_c = self._dairlab_terms(qp, x0, g_c)
         delta = np.zeros((N, n_zt))
         if opts.delta_init == "x0":
             delta[:, :n_x] = x0
@@ -328,7 +374,12 @@ class C3:
         iterations = 0
         for i in range(opts.admm_iter + 1):
             t0 = time.perf_counter()
-            qp_res = qp.solve(X0, g_c, self._weighted_reference(delta - w), sigma)
+            ref = delta if (i == opts.admm_iter and self._extended
+                            and opts.c3plus_final_reference == "projection") else delta - w
+            if i == opts.admm_iter and self._final_contact_scaling_on():
+                qp_res = self._final_scaled_step(qp, X0, g_c, ref, delta, sigma)
+            else:
+                qp_res = qp.solve(X0, g_c, self._weighted_reference(ref), sigma)
             t_qp += time.perf_counter() - t0
             if not qp_res.ok:
                 return self._failure(C3Status.QP_FAILED, f"QP step {i} failed: {qp_res.status}",
@@ -357,7 +408,10 @@ class C3:
             x = np.vstack([zf[:, :n_x], qp_res.x_N])
         else:
             zf = delta[:, : self.n_z]
-            x = self._reroll(x0, zf)
+            if opts.projection_plan_states == "qp":  # DAIRLab/c3: the final QP step's states
+                x = np.vstack([qp_res.z[:, :n_x], qp_res.x_N])
+            else:
+                x = self._reroll(x0, zf)
         lam_plan = zf[:, n_x:n_x + self.n_lambda]
         u = zf[:, n_x + self.n_lambda: self.n_z].copy()
         lam = self._plan_lcs.unscale_lambda(lam_plan)
@@ -365,6 +419,7 @@ class C3:
         viol = float(np.max(self._plan_lcs.complementarity_residual(x[:N], u, lam_plan))
                      ) * self._plan_lcs.lambda_scale
         self._last_plan = (x, u, lam)
+        self._u_prev = qp_res.z[:, n_x + self.n_lambda: self.n_z].copy()
         timings = {"qp": t_qp, "projection": t_proj}
         total = time.perf_counter() - t_start
         timings["other"] = total - t_qp - t_proj
@@ -372,6 +427,102 @@ class C3:
                         iterations=iterations, solve_time=total, timings=timings,
                         complementarity_violation=viol, cost=self.plan_cost(x, u),
                         solver=f"c3/{opts.projection}")
+
+    # ------------------------------------------------------------------ DAIRLab/c3 terms
+    def _dairlab_terms(self, qp: CondensedQP, x0: np.ndarray, g_c: np.ndarray) -> np.ndarray:
+        """Per-solve terms of the DAIRLab/c3 options: the input-change cost and the fixed λ_0.
+
+        ``penalize_input_change`` turns u_kᵀR_k u_k into (u_k − u_k^prev)ᵀR_k(u_k − u_k^prev):
+        same Hessian, gradient (half of it, as the QP stores it) shifted by −R_k u_k^prev on
+        the u entries of p_k = [λ_k; u_k]; the constant u^prevᵀRu^prev does not change the
+        minimiser. ``lambda0_from_lcp`` fixes λ_0 to LCP(F_0, E_0 x0 + c_0) (the LCS planned
+        with, i.e. scaled when ``scale_lcs``) when H_0 = 0.
+        """
+        opts = self.options
+        if opts.penalize_input_change:
+            g = g_c.reshape(self.N, self.n_lambda + self.n_u).copy()
+            g[:, self.n_lambda:] -= np.einsum("kab,kb->ka", self._R, self._u_prev)
+            g_c = g.reshape(-1)
+        if opts.lambda0_from_lcp and self.n_lambda:
+            qp.set_fixed_force0(self.initial_force_from_lcp(x0))
+        return g_c
+
+    def _final_contact_scaling_on(self) -> bool:
+        o = self.options
+        return (self._extended and o.final_augmented_cost_contact_scaling is not None
+                and o.final_augmented_cost_contact_indices is not None)
+
+    def _final_scaled_step(self, qp: CondensedQP, X0: np.ndarray, g_c: np.ndarray,
+                           ref: np.ndarray, delta: np.ndarray, sigma: float) -> Any:
+        """C3+'s final QP step with ``final_augmented_cost_contact_scaling`` (DAIRLab/c3):
+        per listed pair i, the G weight of λ_i (if the last projection zeroed δ^λ_i) or of
+        η_i (otherwise) multiplied by the factor, as the symmetric D G D with D = diag(√s)."""
+        o = self.options
+        n_x, n_l, n_u = self.n_x, self.n_lambda, self.n_u
+        idx = np.asarray(o.final_augmented_cost_contact_indices, dtype=int)
+        if idx.size and idx.max() >= n_l:
+            raise C3ValueError(f"final_augmented_cost_contact_indices must be < n_lambda="
+                               f"{n_l}, got {tuple(idx)}")
+        scale = np.ones((self.N, self.n_zt))
+        for k in range(self.N):
+            zero = delta[k, n_x + idx] == 0
+            scale[k, n_x + idx[zero]] *= o.final_augmented_cost_contact_scaling
+            scale[k, n_x + n_l + n_u + idx[~zero]] *= o.final_augmented_cost_contact_scaling
+        d = np.sqrt(scale)
+        G = d[:, :, None] * self._G * d[:, None, :]
+        G_eff = np.einsum("kab,kbc,kcd->kad", self._M.transpose(0, 2, 1), G, self._M)
+        Gr = np.einsum("kba,kbc,kc->ka", self._M, G, ref - self._e)
+        return qp.solve_with_weights(X0, g_c, Gr, sigma, G_eff)
+
+    def initial_force_from_lcp(self, x0: Any) -> np.ndarray | None:
+        """λ_0 = LCP(F_0, E_0 x0 + c_0) in the planning LCS's units when H_0 = 0, else None.
+
+        This is the force the (passive at knot 0) system will apply whatever the input; with
+        ``lambda0_from_lcp`` every QP step plans with it. None also when the LCP solver fails
+        (λ_0 is then left free).
+        """
+        from lcs import solve_lcp
+
+        st = self._plan_lcs.stacked(1)
+        if np.any(st.H[0] != 0):
+            return None
+        x0 = _as_array("x0", x0).reshape(-1)
+        sol = solve_lcp(st.F[0], st.E[0] @ x0 + st.c[0])
+        if not sol.found:
+            return None
+        return np.asarray(sol.z, dtype=float)
+
+    def quaternion_cost_matrices(self, x0: Any) -> np.ndarray:
+        """(N+1, n_x, n_x) the Q_k a solve from ``x0`` uses with ``quaternion_weight`` > 0:
+        each quaternion's 4×4 block replaced by γ^k times
+        :func:`c3mpc.quaternion_cost.quaternion_cost_block` (current quaternion of x0, target
+        of knot k's x_des)."""
+        from .quaternion_cost import quaternion_cost_block
+
+        x0 = _as_array("x0", x0).reshape(-1)
+        opts = self.options
+        Q = self._Q.copy()
+        gamma = opts.discount ** np.arange(self.N + 1)
+        for i in opts.quaternion_indices:
+            if i + 4 > self.n_x:
+                raise C3ValueError(f"quaternion_indices: a quaternion at {i} needs n_x >= "
+                                   f"{i + 4}, got n_x={self.n_x}")
+            for k in range(self.N + 1):
+                Q[k, i:i + 4, i:i + 4] = gamma[k] * quaternion_cost_block(
+                    x0[i:i + 4], self._x_des[k, i:i + 4], opts.quaternion_weight,
+                    opts.quaternion_regularizer_fraction)
+        return Q
+
+    def _apply_quaternion_costs(self, qp: CondensedQP, x0: np.ndarray) -> None:
+        A, B, D, d, G_eff = self._qp_data
+        qp.set_data(A, B, D, d, self.quaternion_cost_matrices(x0), self._R, G_eff,
+                    self._x_des)
+
+    @property
+    def previous_input_plan(self) -> np.ndarray:
+        """(N, n_u) the reference of ``penalize_input_change``: the inputs of the last
+        successful solve's final QP step (zeros before the first solve)."""
+        return self._u_prev.copy()
 
     # ------------------------------------------------------------------ pieces
     def _weighted_reference(self, r: np.ndarray) -> np.ndarray:
@@ -402,6 +553,17 @@ class C3:
 
     def _failure(self, status: C3Status, message: str, t_start: float, iterations: int,
                  timings: dict[str, float]) -> C3Result:
+        if status is C3Status.QP_FAILED and self.options.on_qp_failure == "hold":
+            # DAIRLab/c3's fallback: hold the current state, zero inputs and forces.
+            self._u_prev = np.zeros((self.N, self.n_u))
+            return C3Result(status=status, x=np.tile(self._x0_last, (self.N + 1, 1)),
+                            u=np.zeros((self.N, self.n_u)),
+                            lam=np.zeros((self.N, self.n_lambda)), delta=None, w=None,
+                            iterations=iterations,
+                            solve_time=time.perf_counter() - t_start, timings=timings,
+                            solver=f"c3/{self.options.projection}", fallback=True,
+                            message=message + "; holding x0 with zero input (on_qp_failure="
+                                              "'hold')")
         if self._last_plan is not None:
             x, u, lam = self._last_plan
             x = np.vstack([x[1:], x[-1:]])

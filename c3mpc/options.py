@@ -105,6 +105,65 @@ class C3Options:
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Backend-specific settings passed to the projection's constructor."""
 
+    # -------------------------------------------------------- DAIRLab/c3 semantics (opt-in)
+    # Names follow DAIRLab/c3 where the concept is theirs; docs/c3.md "Coming from DAIRLab/c3"
+    # maps every option of theirs to ours. Defaults keep this package's earlier behaviour.
+
+    penalize_input_change: bool = False
+    """Replace the input cost u_kᵀR_k u_k by (u_k − u_k^prev)ᵀR_k(u_k − u_k^prev), u_k^prev the
+    input the previous solve's final QP step planned at the same knot k (not shifted; zeros
+    before the first solve and after a ``on_qp_failure="hold"`` failure), as DAIRLab/c3's
+    ``penalize_input_change`` (their default true). Off by default: it makes a plan depend on
+    the solve history, and our results so far were computed without it."""
+
+    lambda0_from_lcp: bool = False
+    """When H_0 = 0 (the input cannot change the first knot's contact forces), fix the planned
+    λ_0 of every QP step to the solution of LCP(F_0, E_0 x0 + c_0), as DAIRLab/c3 always does.
+    No effect when H_0 ≠ 0."""
+
+    discount_admm_weights: bool = True
+    """With ``discount`` γ < 1: also scale knot i's G and U by γ^i (True, ours) or scale only Q
+    and R (False, DAIRLab/c3's ``gamma``; the terminal cost is γ^N Q_N in both)."""
+
+    projection_plan_states: str = "rerolled"
+    """States returned with ``end_on_qp_step=False``: "rerolled" (the projection's λ and u
+    re-rolled through the LCS from x0, so the plan is dynamically consistent) or "qp"
+    (DAIRLab/c3: the final QP step's states next to the projection's λ and u)."""
+
+    on_qp_failure: str = "shift"
+    """Plan returned when a QP step fails (status QP_FAILED either way): "shift" (the last
+    feasible plan shifted by one knot, NaN arrays when there is none) or "hold" (DAIRLab/c3's
+    fallback: x_k = x0 for every knot, zero inputs and forces)."""
+
+    c3plus_final_reference: str = "consensus"
+    """C3+ only: reference of the final QP step, "consensus" (δ − w, as every ADMM QP step)
+    or "projection" (δ, DAIRLab/c3's C3Plus: the final plan is pulled to the last
+    projection)."""
+
+    final_augmented_cost_contact_scaling: float | None = None
+    """C3+ only (DAIRLab/c3's option of the same name): in the final QP step multiply the G
+    weight of, for each pair listed in ``final_augmented_cost_contact_indices``, λ_i when the
+    last projection set δ^λ_i = 0 and η_i otherwise, by this factor (> 0). Both options must
+    be set. The final step is then condensed and factored at every solve."""
+
+    final_augmented_cost_contact_indices: tuple[int, ...] | None = None
+    """C3+ only: the complementarity pairs (indices into λ) that
+    ``final_augmented_cost_contact_scaling`` applies to."""
+
+    quaternion_weight: float = 0.0
+    """DAIRLab/c3's ``quaternion_weight`` w: with w > 0 the 4×4 block of Q_k of each quaternion
+    listed in ``quaternion_indices`` is replaced at every solve by γ^k w (∇²θ² + shift·I
+    + φ r rᵀ + 1e-8 I), the PSD-shifted Hessian of the squared rotation angle θ between the
+    current quaternion and the target r (c3mpc.quaternion_cost). 0 disables it."""
+
+    quaternion_regularizer_fraction: float = 0.0
+    """DAIRLab/c3's ``quaternion_regularizer_fraction`` φ (>= 0): weight of r rᵀ in that block."""
+
+    quaternion_indices: tuple[int, ...] = ()
+    """State indices where unit quaternions (w, x, y, z) start (e.g. the floating bases'
+    orientation, ``plant.n_q`` layout); used by ``quaternion_weight``."""
+
+
     def __post_init__(self) -> None:
         def bad(name: str, expected: str) -> C3ValueError:
             return C3ValueError(f"C3Options.{name} must be {expected}, got "
@@ -150,6 +209,49 @@ class C3Options:
             raise bad("blas_threads", "None or an int >= 1")
         if not isinstance(self.extra, Mapping):
             raise bad("extra", "a mapping")
+        self._check_dairlab_semantics()
+
+    def _check_dairlab_semantics(self) -> None:
+        """Validate the DAIRLab/c3-semantics fields (kept apart so the checks stay additive)."""
+        for name in ("penalize_input_change", "lambda0_from_lcp", "discount_admm_weights"):
+            if not isinstance(getattr(self, name), bool):
+                raise C3TypeError(f"C3Options.{name} must be a bool, got "
+                                  f"{type(getattr(self, name)).__name__} "
+                                  f"{getattr(self, name)!r}")
+        if self.projection_plan_states not in ("rerolled", "qp"):
+            raise C3ValueError(f"C3Options.projection_plan_states must be 'rerolled' or 'qp', "
+                               f"got {self.projection_plan_states!r}")
+        for name in ("quaternion_weight", "quaternion_regularizer_fraction"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                    v >= 0 and _finite(v)):
+                raise C3ValueError(f"C3Options.{name} must be a finite number >= 0, got {v!r}")
+        if isinstance(self.quaternion_indices, list):  # from YAML/TOML
+            object.__setattr__(self, "quaternion_indices", tuple(self.quaternion_indices))
+        idx = self.quaternion_indices
+        if not isinstance(idx, tuple) or not all(
+                isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in idx):
+            raise C3ValueError(f"C3Options.quaternion_indices must be a tuple of state indices "
+                               f">= 0, got {idx!r}")
+        if isinstance(self.final_augmented_cost_contact_indices, list):  # from YAML/TOML
+            object.__setattr__(self, "final_augmented_cost_contact_indices",
+                               tuple(self.final_augmented_cost_contact_indices))
+        fs = self.final_augmented_cost_contact_scaling
+        fi = self.final_augmented_cost_contact_indices
+        if fs is not None and (isinstance(fs, bool) or not isinstance(fs, (int, float))
+                               or not (fs > 0 and _finite(fs))):
+            raise C3ValueError(f"C3Options.final_augmented_cost_contact_scaling must be None or "
+                               f"a positive number, got {fs!r}")
+        if fi is not None and (not isinstance(fi, tuple) or not all(
+                isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in fi)):
+            raise C3ValueError(f"C3Options.final_augmented_cost_contact_indices must be None or "
+                               f"a tuple of indices >= 0, got {fi!r}")
+        if self.c3plus_final_reference not in ("consensus", "projection"):
+            raise C3ValueError(f"C3Options.c3plus_final_reference must be 'consensus' or "
+                               f"'projection', got {self.c3plus_final_reference!r}")
+        if self.on_qp_failure not in ("shift", "hold"):
+            raise C3ValueError(f"C3Options.on_qp_failure must be 'shift' or 'hold', got "
+                               f"{self.on_qp_failure!r}")
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -205,6 +307,20 @@ class C3Options:
         if suffix == ".toml":
             return cls.from_toml(path, key)
         raise C3ValueError(f"options file must end in .yaml, .yml or .toml, got {path}")
+
+    @classmethod
+    def from_dairlab_yaml(cls, path: str | Path, projection: str | None = None,
+                          **overrides: Any) -> "C3Options":
+        """Options from a DAIRLab/c3 option file, unchanged (``C3ControllerOptions`` with
+        ``c3_options``, or a bare ``C3Options`` file), with their semantics switched on.
+
+        The costs, horizon and LCS factory settings of the file are in
+        :func:`c3mpc.dairlab.load_dairlab_config`, which this calls; unknown keys raise
+        :class:`c3mpc.dairlab.DairlabOptionError` with their line.
+        """
+        from .dairlab import load_dairlab_config
+
+        return load_dairlab_config(path, projection, **overrides).options
 
     def replace(self, **changes: Any) -> "C3Options":
         """A copy with some options changed (validated)."""

@@ -90,11 +90,21 @@ class CondensedQP:
 
     def __init__(self, n_x: int, n_lambda: int, n_u: int, N: int,
                  constraints: list[LinearConstraint], osqp_settings: dict[str, Any],
-                 solver: str = "active-set", convex_sets: list[Any] | None = None):
+                 solver: str = "active-set", convex_sets: list[Any] | None = None,
+                 reserve_force0: bool = False):
         self.n_x, self.n_lambda, self.n_u, self.N = n_x, n_lambda, n_u, N
         self.m = n_lambda + n_u
         self.n_z = n_x + self.m
         self.constraints = list(constraints)
+        self._force0: np.ndarray | None = None
+        self._force0_cache: dict[float, Any] = {}
+        self._force0_rows: slice | None = None
+        if reserve_force0 and (self.constraints or convex_sets) and n_lambda:
+            # λ_0 = value as a two-sided row block (bounds set per solve by set_fixed_force0);
+            # without other constraints the equality is imposed by a Schur complement instead.
+            self.constraints.append(LinearConstraint("force", np.eye(n_lambda),
+                                                     np.full(n_lambda, -np.inf),
+                                                     np.full(n_lambda, np.inf), (0,)))
         self.osqp_settings = dict(osqp_settings)
         if solver not in ("active-set", "osqp"):
             raise ValueError(f"solver must be 'active-set' or 'osqp', got {solver!r}")
@@ -103,6 +113,8 @@ class CondensedQP:
         self.convex_sets = list(convex_sets or [])
         self._cvx: dict[float, Any] = {}
         self._build_constraint_selectors()
+        if len(self.constraints) > len(constraints):
+            self._force0_rows = slice(self._n_con - n_lambda, self._n_con)
         self._factors: dict[float, Any] = {}
         self._J0: dict[float, np.ndarray] = {}
         self._osqp: dict[float, Any] = {}
@@ -255,6 +267,8 @@ class CondensedQP:
             p = -scipy.linalg.cho_solve(fac[1], g, check_finite=False)
         else:
             p = -(fac[1] @ g)
+        if self._force0 is not None:
+            p = self._impose_force0(p, fac, sigma)
         ok = bool(np.all(np.isfinite(p)))
         return p, ok, "solved" if ok else "non-finite", 0
 
@@ -270,6 +284,50 @@ class CondensedQP:
                 fac = ("pinv", np.linalg.pinv(H, rcond=1e-12, hermitian=True))
             self._factors[sigma] = fac
         return fac
+
+    # ------------------------------------------------------------------ fixed λ_0
+    def set_fixed_force0(self, lam0: np.ndarray | None) -> None:
+        """Fix the first knot's λ_0 to ``lam0`` (n_lambda,) in the next solves; None frees it.
+
+        Without inequality constraints the equality ``S p = λ_0`` (S selects λ_0 from p) is
+        imposed exactly on the unconstrained minimiser p_f by the Schur complement
+        ``p = p_f + H⁻¹Sᵀ (S H⁻¹ Sᵀ)⁻¹ (λ_0 − S p_f)`` (H⁻¹Sᵀ cached per σ); with constraints
+        it is a two-sided row block reserved at construction (``reserve_force0=True``).
+        """
+        was_fixed = self._force0 is not None
+        self._force0 = None if lam0 is None else np.array(lam0, dtype=float).reshape(-1)
+        if self._force0_rows is not None:
+            rows = self._force0_rows
+            self._lo[rows] = -np.inf if lam0 is None else self._force0
+            self._hi[rows] = np.inf if lam0 is None else self._force0
+            self._cvx.clear()  # cvxpy problems hold the bounds as constants: rebuilt
+            if was_fixed != (lam0 is not None):  # the finite-bound row sets changed
+                self._fin_lo = np.flatnonzero(np.isfinite(self._lo))
+                self._fin_hi = np.flatnonzero(np.isfinite(self._hi))
+                if self._ready:
+                    self._Cgi = np.ascontiguousarray(np.vstack([self._Acon[self._fin_lo],
+                                                                -self._Acon[self._fin_hi]]))
+        elif lam0 is not None and self._n_con:
+            raise ValueError("set_fixed_force0 with constraints needs reserve_force0=True at "
+                             "construction")
+
+    def _impose_force0(self, p: np.ndarray, fac: tuple[str, Any], sigma: float) -> np.ndarray:
+        nl = self.n_lambda
+        cached = self._force0_cache.get(sigma)
+        if cached is None or cached[0] is not fac:  # new σ or a new factor (set_data)
+            S_T = np.zeros((p.shape[0], nl))
+            S_T[:nl] = np.eye(nl)
+            if fac[0] == "chol":
+                HinvST = scipy.linalg.cho_solve(fac[1], S_T, check_finite=False)
+            else:
+                HinvST = fac[1] @ S_T
+            W_pinv = np.linalg.pinv(0.5 * (HinvST[:nl] + HinvST[:nl].T), rcond=1e-12,
+                                    hermitian=True)
+            cached = (fac, HinvST, W_pinv)
+            self._force0_cache[sigma] = cached
+        _, HinvST, W_pinv = cached
+        assert self._force0 is not None
+        return p + HinvST @ (W_pinv @ (self._force0 - p[:nl]))
 
     def _solve_active_set(self, X0: np.ndarray, g: np.ndarray, sigma: float
                           ) -> tuple[np.ndarray, bool, str, int]:
@@ -303,6 +361,60 @@ class CondensedQP:
         Px = H[cc, rr]
         Ax = self._Acon.ravel(order="F")
         return Px, Ax
+
+    # ------------------------------------------------------------------ one-off weights
+    def solve_with_weights(self, X0: np.ndarray, g_c: np.ndarray, Gr: np.ndarray,
+                           sigma: float, G: np.ndarray) -> QPStepResult:
+        """The QP step once with other ADMM weights ``G`` (N, n_z, n_z) at σ, nothing cached
+        (C3+'s final augmented cost scaling, which depends on the last projection).
+
+        Condensed as :meth:`set_data` does for its G; solved by a fresh Cholesky factor
+        (λ_0 fixed by the same Schur complement) or, with linear constraints, by a one-off
+        OSQP problem. User convex sets are not supported here (ValueError).
+        """
+        if self.convex_sets:
+            raise ValueError("solve_with_weights does not support user convex sets")
+        n_x, m, N = self.n_x, self.m, self.N
+        Ts = self._T[: N * n_x]
+        Gxx = _blockdiag(G[:, :n_x, :n_x])
+        Gxp = _blockdiag(G[:, :n_x, n_x:])
+        Gpp = _blockdiag(G[:, n_x:, n_x:])
+        K1 = Ts.T @ Gxx + Gxp.T
+        H_G = K1 @ Ts + Ts.T @ Gxp + Gpp
+        H = self._H_c + sigma * 0.5 * (H_G + H_G.T)
+        g = g_c + sigma * (K1 @ X0[: N * n_x] - Ts.T @ Gr[:, :n_x].reshape(-1)
+                           - Gr[:, n_x:].reshape(-1))
+        if self._n_con:
+            import osqp
+
+            off = self._SX @ X0
+            n = N * m
+            P = sp.csc_matrix(np.triu(H))
+            solver = osqp.OSQP()
+            solver.setup(P, g, sp.csc_matrix(self._Acon),
+                         np.maximum(self._lo - off, -1e30), np.minimum(self._hi - off, 1e30),
+                         verbose=False, **self.osqp_settings)
+            res = solver.solve(raise_error=False)
+            ok = (int(res.info.status_val) in (1, 2) and res.x is not None
+                  and bool(np.all(np.isfinite(res.x))))
+            p = np.asarray(res.x, dtype=float) if ok else np.full(n, np.nan)
+            status, iters = str(res.info.status), int(res.info.iter)
+        else:
+            try:
+                fac: tuple[str, Any] = ("chol", scipy.linalg.cho_factor(H, lower=True,
+                                                                         check_finite=False))
+                p = -scipy.linalg.cho_solve(fac[1], g, check_finite=False)
+            except np.linalg.LinAlgError:
+                fac = ("pinv", np.linalg.pinv(H, rcond=1e-12, hermitian=True))
+                p = -(fac[1] @ g)
+            if self._force0 is not None:
+                p = self._impose_force0(p, fac, -1.0)  # key -1: never a real σ
+                self._force0_cache.pop(-1.0, None)
+            ok = bool(np.all(np.isfinite(p)))
+            status, iters = ("solved" if ok else "non-finite"), 0
+        X = X0 + self._T @ p
+        z = np.concatenate([X[: N * n_x].reshape(N, n_x), p.reshape(N, m)], axis=1)
+        return QPStepResult(z, X[N * n_x:], ok, status, iters)
 
     def _solve_osqp(self, X0: np.ndarray, g: np.ndarray, sigma: float
                     ) -> tuple[np.ndarray, bool, str, int]:
