@@ -51,3 +51,15 @@ def test_sweep_on_a_local_dask_cluster(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr[-2000:]
     assert "2 complete, 0 failed on tcp://127.0.0.1:" in out.stdout
     assert len((tmp_path / "run" / "trials.csv").read_text().splitlines()) == 3
+
+
+def test_deploy_rehearsal_is_authenticated_and_safe(tmp_path):
+    out = run_example("deploy_rehearsal.py", "--duration", "1", "--report",
+                      str(tmp_path / "rep"), cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+    assert "exit: completed" in out.stdout
+    assert "safety interventions 0, watchdog trips 0, rejected by the robot 0" in out.stdout
+    import json
+
+    summary = json.loads((tmp_path / "rep" / "summary.json").read_text())
+    assert summary["commands_sent"] >= 80 and (tmp_path / "rep" / "run.mcap").is_file()
