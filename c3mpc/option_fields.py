@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 from .errors import C3ValueError
 
 __all__ = ["OptionValueError", "FieldInfo", "parse_value", "coerce_value", "parse_assignment",
-           "read_mapping", "flatten_mapping", "resolve_options", "describe_fields",
+           "read_mapping", "read_mapping_located", "flatten_mapping", "resolve_options", "describe_fields",
            "field_docs", "type_name", "NestedField"]
 
 T = TypeVar("T")
@@ -278,7 +278,13 @@ def coerce_value(value: Any, tp: Any, where: str = "value", field: str | None = 
     if tp in _FROM_TEXT:
         accepted = (int, float) if tp is float else tp  # an int is a fine float
         if isinstance(value, accepted) and (tp is bool or not isinstance(value, bool)):
-            return float(value) if tp is float else value
+            if tp is float:
+                try:
+                    return float(value)
+                except OverflowError:  # an int like 10**400
+                    raise OptionValueError(f"{where}: {field or 'value'} is outside float64 "
+                                           f"range", field=field, expected="float") from None
+            return value
         raise _fail(where, tp, value, field)
     if origin is typing.Literal:
         if value in typing.get_args(tp):
@@ -321,18 +327,27 @@ def parse_assignment(text: str) -> tuple[str, str]:
 def read_mapping(path: str | Path) -> dict[str, Any]:
     """Read a YAML (``.yaml``/``.yml``) or TOML (``.toml``) file into a dict.
 
+    YAML goes through the guarded loader of :mod:`c3mpc._yaml` (size and alias limits).
+
     Raises:
-        C3ValueError: another suffix, a file that does not exist or does not parse, or a top
-            level that is not a mapping.
+        C3ValueError: another suffix, a file that does not exist or does not parse (the message
+            names the file and, for YAML, the line), a document beyond the loader's limits, or
+            a top level that is not a mapping.
     """
+    return read_mapping_located(path)[0]
+
+
+def read_mapping_located(path: str | Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
+    """:func:`read_mapping` plus the 1-based line of each key path (YAML; {} for TOML)."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in (".yaml", ".yml", ".toml"):
         raise C3ValueError(f"config file must be .yaml/.yml/.toml, got {str(path)!r}")
     try:
         text = p.read_text()
-    except OSError as e:
+    except (OSError, UnicodeDecodeError) as e:
         raise C3ValueError(f"cannot read config file {str(path)!r}: {e}") from None
+    key_lines: dict[tuple[Any, ...], int] = {}
     if suffix == ".toml":
         try:
             import tomllib
@@ -345,13 +360,21 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     else:
         import yaml
 
+        from ._yaml import load_located, yaml_error_line
+
         try:
-            data = yaml.safe_load(text) or {}
+            data, _, key_lines = load_located(text)
         except yaml.YAMLError as e:
-            raise C3ValueError(f"config file {str(path)!r} is not valid YAML: {e}") from None
+            line = yaml_error_line(e)
+            at = f", line {line}" if line else ""
+            problem = " ".join(str(getattr(e, "problem", None) or e).split())
+            raise C3ValueError(f"config file {str(path)!r}{at}: not valid YAML: "
+                               f"{problem}") from None
+        data = {} if data is None else data
     if not isinstance(data, dict):
-        raise C3ValueError(f"config file {str(path)!r} must hold a mapping at top level")
-    return data
+        raise C3ValueError(f"config file {str(path)!r} must hold a mapping at top level, got "
+                           f"{type(data).__name__}")
+    return data, key_lines
 
 
 def flatten_mapping(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -42,7 +42,7 @@ import yaml
 
 from ..errors import C3ValueError
 from ..options import C3Options
-from ._yaml_lines import load_located
+from ._yaml_lines import YAMLLimitError, load_located
 from .episodes import WEIGHT_SCALES, ClosedLoopTask, SweepTask, resolve_task
 from .objectives import DIRECTIONS, METRICS
 
@@ -288,7 +288,8 @@ class _Parser:
             self.data, self.value_lines, self.key_lines = load_located(text)
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
-            raise StudyFileError(f"malformed YAML: {getattr(e, 'problem', None) or e}",
+            what = "" if isinstance(e, YAMLLimitError) else "malformed YAML: "
+            raise StudyFileError(f"{what}{getattr(e, 'problem', None) or e}",
                                  source, mark.line + 1 if mark else 0, "") from None
 
     # ------------------------------------------------------------------ errors
