@@ -152,17 +152,24 @@ class SamplerSpec:
     name: str = "tpe"
     seed: int | None = 0
 
-    def build(self, study: "Study") -> Any:
-        """A fresh Optuna sampler for ``study``."""
+    def build(self, study: "Study", offset: int = 0) -> Any:
+        """A fresh Optuna sampler for ``study``.
+
+        Args:
+            offset: trials already in the storage; the seed used is ``(seed + offset) mod
+                2**32``, so a resumed sampler draws a new stream instead of replaying the
+                first run's proposals (which would repeat parameter sets).
+        """
         import optuna
 
+        seed = None if self.seed is None else (self.seed + offset) % 2**32
         if self.name == "grid":
             return _GridSampler({p.name: list(p.grid_values() or ()) for p in
-                                 study.search_space}, seed=self.seed)
+                                 study.search_space}, seed=seed)
         if self.name == "random":
-            return optuna.samplers.RandomSampler(seed=self.seed)
+            return optuna.samplers.RandomSampler(seed=seed)
         # constant_liar: trials still running count as bad, so parallel asks spread out
-        return optuna.samplers.TPESampler(seed=self.seed, constant_liar=True)
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
 
 
 def _grid_sampler_class() -> type:
