@@ -123,7 +123,12 @@ def check_number(name: str, value: Any, *, integer: bool = False, minimum: float
     too_high = maximum is not None and (v >= maximum if exclusive_maximum else v > maximum)
     if too_low or too_high:
         shown = describe(value) if integer and abs(v) > 10**15 else repr(v)
-        raise value_err(f"{name} must be {expected} {bound_text()}, got {shown}")
+        if minimum == 0 and maximum is None:
+            sign = "positive" if exclusive_minimum else "non-negative"
+            what = f"a {sign} {'integer' if integer else 'real number'}"
+        else:
+            what = f"{expected} {bound_text()}"
+        raise value_err(f"{name} must be {what}, got {shown}")
     return v
 
 
