@@ -247,6 +247,7 @@ class LCS:
 
         For a time-varying LCS, ``N`` must not exceed :attr:`N` (the first N knots are used).
         """
+        N = check_number("N", N, integer=True, minimum=1)
         if self._N is not None and N > self._N:
             raise LCSValueError(f"N={N} knots requested from a time-varying LCS with only "
                                 f"{self._N} knots")

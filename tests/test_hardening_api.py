@@ -264,3 +264,23 @@ def test_ball_filter_names_must_match_positions():
         f.step(P, 0.0, names=("left", "right"))
     state = f.step(P, 0.0, names=("a", "b", "c"))  # the failed call did not consume t = 0
     assert np.allclose(state.position, P.mean(axis=0), atol=1e-3)
+
+
+# ------------------------------------------------------------ closed loop
+@pytest.mark.parametrize("kw, message", [
+    (dict(noise_std=float("nan")), "noise_std must be a real number, got NaN"),
+    (dict(noise_std="0.1"), "noise_std must be a real number, got str"),
+    (dict(steps=True), "steps must be an integer, got bool"),
+    (dict(replan_every=0), "replan_every must be an integer >= 1, got 0"),
+    (dict(x0=np.zeros((2, 2))), r"x0 must be a vector of shape \(4,\)"),
+])
+def test_run_closed_loop_rejects_what_it_used_to_ignore(kw, message):
+    from c3mpc import run_closed_loop
+    from c3mpc.tasks import TASKS, build_controller
+
+    plant = TASKS["cartpole-softwalls"].plant()
+    ctrl = build_controller(plant, C3Options(projection="lcp"), x0=plant.defaults.x0)
+    args = dict(x0=plant.defaults.x0, steps=3)
+    args.update(kw)
+    with pytest.raises((ValueError, TypeError), match=message):
+        run_closed_loop(plant, ctrl, args.pop("x0"), args.pop("steps"), **args)
