@@ -154,3 +154,21 @@ def test_signal_writes_a_partial_report_and_exits_130(sig, tmp_path):
     assert (report / "trajectory.npz").exists()
     assert f"interrupted by {sig.name}" in out and "partial report written" in out
     assert "Traceback" not in "".join(err)
+
+
+def test_franka_ball_run_stops_on_request_with_a_summarizable_partial_log():
+    """The hook `c3mpc run franka-ball` passes its Ctrl-C/SIGTERM flag through."""
+    from c3mpc.tasks_franka import FrankaBallOptions, run_franka_ball, summarize
+
+    calls = []
+
+    def should_stop() -> bool:
+        calls.append(1)
+        return len(calls) >= 5
+
+    o = FrankaBallOptions(world="model")
+    log = run_franka_ball(o, should_stop=should_stop)
+    assert log.info["interrupted"] is True
+    assert len(log.t) == 5 and log.t[-1] == pytest.approx(4 * o.sim_dt)
+    s = summarize(log)
+    assert s["simulated_time_s"] == pytest.approx(log.t[-1]) and not s["task_completed"]
