@@ -45,6 +45,12 @@ MAX_HORIZON = 10**9
 """Largest horizon N accepted; in practice the memory check (:func:`_qp_memory`) binds first."""
 
 
+CONSTRAINT_TOLERANCE = 1e-3
+"""Largest relative violation of a linear constraint (``/(1 + |C v|)``) accepted in a plan that
+the QP solver reported as solved; beyond it the solve is ``QP_FAILED`` (OSQP can report success
+on data it cannot represent, e.g. |x0| = 1e31 against bounds of 10)."""
+
+
 def _check_finite(name: str, arr: np.ndarray) -> None:
     _v.check_finite(name, arr, _ERRORS)
 
@@ -432,6 +438,13 @@ class C3:
                      ) * self._plan_lcs.lambda_scale
         cost = self.plan_cost(x, u)
         timings = {"qp": t_qp, "projection": t_proj}
+        if opts.end_on_qp_step and self._constraints:
+            worst = self._constraint_violation(x, lam_plan, u)
+            if worst > CONSTRAINT_TOLERANCE:
+                return self._failure(
+                    C3Status.QP_FAILED, f"the QP solver reported success but its plan violates "
+                    f"a linear constraint by {worst:.3g} (relative; tolerance "
+                    f"{CONSTRAINT_TOLERANCE:g})", t_start, iterations, timings)
         if not (np.isfinite(cost) and np.isfinite(viol) and np.all(np.isfinite(x))
                 and np.all(np.isfinite(u)) and np.all(np.isfinite(lam))):
             return self._failure(
@@ -466,6 +479,23 @@ class C3:
             x[k + 1] = (st.A[k] @ x[k] + st.D[k] @ z[k, self.n_x:self.n_x + self.n_lambda]
                         + st.B[k] @ z[k, self.n_x + self.n_lambda:] + st.d[k])
         return x
+
+    def _constraint_violation(self, x: np.ndarray, lam: np.ndarray, u: np.ndarray) -> float:
+        """Largest relative violation ``max(lower - C v, C v - upper) / (1 + |C v|)`` of the
+        linear constraints by a plan (lam in the planning LCS's units, as the QP sees it)."""
+        worst = 0.0
+        for con in self._constraints:
+            V = {"state": x, "input": u, "force": lam}[con.variable]
+            first = 1 if con.variable == "state" else 0
+            knots = list(con.knots) if con.knots is not None else list(range(first,
+                                                                              first + self.N))
+            if not knots:
+                continue
+            vals = V[knots] @ con.C.T
+            with np.errstate(invalid="ignore"):
+                viol = np.maximum(con.lower - vals, vals - con.upper) / (1.0 + np.abs(vals))
+            worst = max(worst, float(np.nanmax(viol, initial=0.0)))
+        return worst
 
     def plan_cost(self, x: np.ndarray, u: np.ndarray) -> float:
         """Eq. (15)'s cost of a plan: Σ_k (x_k − x^d_k)ᵀQ_k(·) + u_kᵀR_k u_k, with Q_N."""

@@ -284,3 +284,17 @@ def test_run_closed_loop_rejects_what_it_used_to_ignore(kw, message):
     args.update(kw)
     with pytest.raises((ValueError, TypeError), match=message):
         run_closed_loop(plant, ctrl, args.pop("x0"), args.pop("steps"), **args)
+
+
+def test_osqp_success_with_a_plan_that_violates_the_bounds_is_qp_failed():
+    """OSQP reports SOLVED for |x0| = 1e31 against state bounds of 10 (data beyond what it
+    represents); the plan broke the bounds by 1e31. The plan is now checked."""
+    ctrl = controller(qp_solver="osqp")
+    ctrl.set_bounds(x_lower=[-10.0, -10.0], x_upper=[10.0, 10.0])
+    assert ctrl.solve([1.0, 0.0]).status is C3Status.SOLVED  # the OSQP workspaces exist now
+    res = ctrl.solve([1e31, 0.0])  # updated in place: OSQP says solved
+    assert res.status is C3Status.QP_FAILED and "violates a linear constraint" in res.message
+    assert res.fallback and np.all(np.abs(res.x) <= 10.0 + 1e-5)
+    ok = ctrl.solve([9.0, 5.0])  # near the bound, feasible: solved and within the bounds
+    assert ok.status is C3Status.SOLVED
+    assert np.all(np.abs(ok.x[1:]) <= 10.0 + 1e-5)

@@ -138,12 +138,15 @@ def test_signal_writes_a_partial_report_and_exits_130(sig, tmp_path):
             if "steps/s" in "".join(err[-3:]):
                 started.set()
 
-    threading.Thread(target=read_progress, daemon=True).start()
+    reader = threading.Thread(target=read_progress, daemon=True)
+    reader.start()
     try:
         assert started.wait(120), "the run did not start: " + "".join(err)[-500:]
         time.sleep(0.5)
         proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+        reader.join(10)  # stderr reaches EOF with the process
+        out = proc.stdout.read()
     finally:
         if proc.poll() is None:
             proc.kill()
