@@ -28,7 +28,7 @@ from lcs import LCS, solve_lcp
 from lcs.errors import LCSError
 from lcs.lcp import LCPStatus
 
-FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
 
 #: values that are never a number: they must be rejected, not converted

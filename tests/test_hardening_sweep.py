@@ -209,3 +209,65 @@ def test_kill_9_of_the_driver_takes_its_workers_with_it(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+def test_chaos_kills_and_a_garbage_journal_lose_and_duplicate_nothing(tmp_path):
+    """The issue's acceptance: 5 random ``kill -9``s of the driver during a 40-trial sweep, then
+    a journal with a garbage line (refused, backed up; restored from the backup), then the
+    same command until the budget is spent: no finished trial lost or changed, no parameter
+    set repeated, no process left behind."""
+    import random
+
+    study = tmp_path / "chaos.yaml"
+    study.write_text(STUDY.replace("trials: 3", "trials: 40"))
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "c3mpc.cli", "sweep", str(study), "--out", str(out),
+           "--workers", "2", "--quiet", "--no-report"]
+    rng = random.Random(26)
+    seen: dict[str, dict[str, str]] = {}
+    leftovers: set[int] = set()
+
+    def check_grown() -> None:
+        now = {r["number"]: r for r in rows(out / "trials.csv")} if (
+            out / "trials.csv").exists() else {}
+        for number, row in seen.items():
+            assert now.get(number) == row, f"trial {number} lost or changed"
+        seen.update(now)
+
+    for _ in range(5):
+        proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(2.0, 5.0))
+        leftovers |= _descendants(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        check_grown()
+    journal = out / "study.journal"
+    good = journal.read_bytes()
+    lines = good.splitlines(keepends=True)
+    journal.write_bytes(b"".join(lines[:5] + [b"garbage\n"] + lines[5:]))
+    refused = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120)
+    assert refused.returncode == 2 and "Nothing was overwritten" in refused.stderr
+    check_grown()
+    backups = list(out.glob("study.journal.damaged-*"))
+    assert len(backups) == 1
+    journal.write_bytes(good)  # the user restores the journal
+    done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    check_grown()
+    final = rows(out / "trials.csv")
+    counted = [r for r in final if r["state"] == "COMPLETE"
+               or (r["state"] == "FAIL" and r["interrupted"] != "True")]
+    assert len(counted) == 40
+    finished = [(r["param_rho_scale"], r["param_G_scale"]) for r in final if r["state"] in
+                ("COMPLETE", "FAIL")]
+    assert len(set(finished)) == len(finished), "a parameter set was run twice"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(p) for p in leftovers):
+        time.sleep(0.2)
+    assert not [p for p in leftovers if _alive(p)], "processes left behind"
