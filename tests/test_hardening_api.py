@@ -298,3 +298,20 @@ def test_osqp_success_with_a_plan_that_violates_the_bounds_is_qp_failed():
     ok = ctrl.solve([9.0, 5.0])  # near the bound, feasible: solved and within the bounds
     assert ok.status is C3Status.SOLVED
     assert np.all(np.abs(ok.x[1:]) <= 10.0 + 1e-5)
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(x0=["1.0", "0.0"]), "x0 must be an array of real numbers, got strings"),
+    (dict(x0=np.array([1.0, 0.0], dtype=complex)), "x0 must be an array of real numbers, got "
+                                                   "complex"),
+    (dict(M="1000"), "M \\(the big-M constant\\) must be a real number, got str"),
+    (dict(N=True), "N must be an integer, got bool"),
+    (dict(x_lower=[True, False]), "x_lower must be an array of real numbers, got booleans"),
+])
+def test_miqp_baseline_does_not_coerce(kw, message):
+    from c3mpc import solve_miqp_mpc
+
+    args = dict(N=3, x0=[1.0, 0.0])
+    args.update(kw)
+    with pytest.raises(ValueError, match=message):
+        solve_miqp_mpc(small_lcs(), np.eye(2), np.eye(1), **args)
