@@ -27,6 +27,7 @@ import ast
 import dataclasses
 import difflib
 import inspect
+import numbers
 import re
 import textwrap
 import types
@@ -36,9 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
 from .errors import C3ValueError
 
-__all__ = ["OptionValueError", "FieldInfo", "parse_value", "coerce_value", "parse_assignment",
+__all__ = ["OptionValueError", "FieldInfo", "parse_value", "coerce_value", "check_value",
+           "check_field_types", "parse_assignment",
            "read_mapping", "read_mapping_located", "flatten_mapping", "resolve_options", "describe_fields",
            "field_docs", "type_name", "NestedField"]
 
@@ -307,6 +311,102 @@ def coerce_value(value: Any, tp: Any, where: str = "value", field: str | None = 
     if isinstance(tp, type) and isinstance(value, tp):
         return value
     raise _fail(where, tp, value, field)
+
+
+def check_value(value: Any, tp: Any, name: str) -> Any:
+    """``value`` if it has type ``tp`` exactly as given in Python (no text parsing): the rules of
+    :mod:`lcs._validation` (a bool is not a number, a number is not a bool, NaN and complex
+    are refused, ints beyond float64 are errors); ints are accepted (and returned as floats)
+    for ``float``; lists, tuples and 1-D arrays for ``tuple[...]``.
+
+    Raises:
+        OptionValueError: the value does not have the type (the message names ``name``, the
+            expected type and the value).
+    """
+    from lcs import _validation as _v
+
+    def fail() -> OptionValueError:
+        return OptionValueError(f"{name} must be {type_name(tp)}, got {_v.describe(value)}",
+                                field=name, expected=type_name(tp))
+
+    if tp is Any:
+        return value
+    inner, opt = _optional(tp)
+    if value is None:
+        u = _union(tp)
+        if opt or (u is not None and u[1]):
+            return None
+        raise fail()
+    if opt:
+        try:
+            return check_value(value, inner, name)
+        except OptionValueError:
+            raise fail() from None
+    u = _union(tp)
+    if u is not None:
+        for member in u[0]:
+            try:
+                return check_value(value, member, name)
+            except OptionValueError:
+                pass
+        raise fail()
+    errors = (OptionValueError, OptionValueError)
+    if tp is bool:
+        return _v.check_bool(name, value, errors) if isinstance(value, (bool, np.bool_)) \
+            else _raise(fail())
+    if tp is int or tp is float:
+        try:
+            return _v.check_number(name, value, integer=tp is int, finite=False, errors=errors)
+        except OptionValueError as e:
+            if isinstance(value, (bool, np.bool_, str, bytes)) or not isinstance(
+                    value, numbers.Real):
+                raise fail() from None
+            e.field = name
+            raise
+    if tp is str:
+        return value if isinstance(value, str) else _raise(fail())
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        for choice in typing.get_args(tp):
+            if type(value) is type(choice) and value == choice:
+                return value
+        raise fail()
+    if origin is tuple:
+        if isinstance(value, np.ndarray) and value.ndim == 1:
+            value = value.tolist()
+        if not isinstance(value, (list, tuple)):
+            raise fail()
+        elem = _element_types(tp, len(value), name, name, value)
+        return tuple(check_value(v, t, name) for v, t in zip(value, elem))
+    if dataclasses.is_dataclass(tp):
+        return value if isinstance(value, tp) else _raise(fail())
+    if tp is Any:
+        return value
+    if isinstance(tp, type):
+        return value if isinstance(value, tp) else _raise(fail())
+    return value
+
+
+def _raise(e: Exception) -> Any:
+    raise e
+
+
+def check_field_types(obj: Any, skip: Sequence[str] = ()) -> None:
+    """Check (and normalise: ints to floats, lists to tuples) every field of the dataclass
+    instance ``obj`` against its type hint with :func:`check_value`; for ``__post_init__``.
+
+    Raises:
+        OptionValueError: the first field whose value does not have its type.
+    """
+    cls = type(obj)
+    hints = _hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        value = getattr(obj, f.name)
+        checked = check_value(value, hints[f.name], f"{cls.__name__}.{f.name}")
+        if checked is not value:
+            object.__setattr__(obj, f.name, checked)
 
 
 # --------------------------------------------------------------------------- text and files

@@ -48,6 +48,7 @@ from .algorithm3 import (
 from .c3 import C3
 from .contact_sensing import ForceSensedGap
 from .errors import C3ValueError
+from .option_fields import check_field_types
 from .options import C3Options
 
 __all__ = ["FrankaBallOptions", "FrankaBallLog", "run_franka_ball", "franka_layout",
@@ -257,6 +258,7 @@ class FrankaBallOptions:
     tuning: str = "auto"
 
     def __post_init__(self) -> None:
+        check_field_types(self)  # strict types first: no "0.1", True or 5.0 for an int
         if self.tuning not in ("auto", "nominal", "noisy"):
             raise C3ValueError(f"tuning must be 'auto', 'nominal' or 'noisy', got "
                                f"{self.tuning!r}")

@@ -315,3 +315,26 @@ def test_miqp_baseline_does_not_coerce(kw, message):
     args.update(kw)
     with pytest.raises(ValueError, match=message):
         solve_miqp_mpc(small_lcs(), np.eye(2), np.eye(1), **args)
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(noise_std="0.001"), "FrankaBallOptions.noise_std must be float, got str"),
+    (dict(radius=True), "FrankaBallOptions.radius must be float, got bool"),
+    (dict(horizon=5.0), "FrankaBallOptions.horizon must be an integer, got float 5.0"),
+    (dict(seed="1"), "FrankaBallOptions.seed must be int, got str"),
+    (dict(duration=float("nan")), "FrankaBallOptions.duration must be float \\| None"),
+    (dict(stop_after_lap="no"), "FrankaBallOptions.stop_after_lap must be bool, got str"),
+    (dict(radius=1 + 0j), "FrankaBallOptions.radius must be float, got complex"),
+])
+def test_franka_ball_options_do_not_coerce(kw, message):
+    from c3mpc.tasks_franka import FrankaBallOptions
+
+    with pytest.raises(ValueError, match=message):
+        FrankaBallOptions(**kw)
+
+
+def test_franka_ball_options_normalise_exact_values():
+    from c3mpc.tasks_franka import FrankaBallOptions
+
+    o = FrankaBallOptions(radius=1, center=np.array([0.5, 0.1]))
+    assert type(o.radius) is float and o.radius == 1.0 and o.center == (0.5, 0.1)
