@@ -61,3 +61,28 @@ def check_image(name: str, image: Any, width: int | None = None, height: int | N
         raise EstimatorValueError(f"{name} must be {width}x{height} (W x H) for this camera, got "
                                   f"shape {image.shape}")
     return image
+
+
+def load_yaml(path: Any) -> Any:
+    """A YAML file's data through the guarded loader of :mod:`c3mpc._yaml` (size and alias
+    limits); an unreadable or malformed file is one EstimatorValueError naming the file and
+    the line."""
+    from pathlib import Path
+
+    import yaml
+
+    from c3mpc._yaml import load_located, yaml_error_line
+
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise EstimatorValueError(f"cannot read {p}: {e}") from None
+    try:
+        data, _, _ = load_located(text)
+    except yaml.YAMLError as e:
+        line = yaml_error_line(e)
+        at = f", line {line}" if line else ""
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise EstimatorValueError(f"{p}{at}: not valid YAML: {problem}") from None
+    return data

@@ -128,9 +128,9 @@ class BallTrackerOptions:
     @classmethod
     def from_yaml(cls, path: str | Path, key: str | None = None) -> "BallTrackerOptions":
         """Options from a YAML file (optionally the mapping under ``key``)."""
-        import yaml
+        from ._validation import load_yaml
 
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        data = load_yaml(path) or {}
         return cls.from_dict(data[key] if key else data)
 
 

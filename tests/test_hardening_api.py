@@ -338,3 +338,17 @@ def test_franka_ball_options_normalise_exact_values():
 
     o = FrankaBallOptions(radius=1, center=np.array([0.5, 0.1]))
     assert type(o.radius) is float and o.radius == 1.0 and o.center == (0.5, 0.1)
+
+
+def test_estimator_yaml_is_guarded_and_errors_name_file_and_line(tmp_path):
+    bad = tmp_path / "tracker.yaml"
+    bad.write_text("radius: 0.03\nfilter: [kalman\n")
+    with pytest.raises(ValueError, match=r"tracker\.yaml, line 3: not valid YAML"):
+        BallTrackerOptions.from_yaml(bad)
+    levels = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        levels.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(levels) + "\n")
+    with pytest.raises(ValueError, match="alias"):
+        BallTrackerOptions.from_yaml(bomb)
