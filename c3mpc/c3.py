@@ -81,8 +81,8 @@ def _bound(name: str, value: Any, n: int, default: float) -> np.ndarray:
         raise C3ValueError(f"{name} must be a scalar or have shape ({n},), got shape "
                            f"{arr.shape}")
     if np.isnan(arr).any():
-        raise C3ValueError(f"{name} has a NaN entry at index {int(np.flatnonzero(np.isnan(arr))[0])}"
-                           f" (use -inf/inf for no bound)")
+        i = int(np.flatnonzero(np.isnan(arr))[0])
+        raise C3ValueError(f"{name} has a NaN entry at index {i} (use -inf/inf for no bound)")
     return arr
 
 

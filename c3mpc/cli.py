@@ -194,8 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--horizon", type=positive_int, help="MPC horizon N (>= 1; default: "
                      "paper's)")
     run.add_argument("--report", help="directory for summary.json and plots")
-    run.add_argument("--seed", type=non_negative_int, help="random start from the paper's distribution "
-                     "(finger gaiting) and noise seed")
+    run.add_argument("--seed", type=non_negative_int, help="random start from the paper's "
+                     "distribution (finger gaiting) and noise seed")
     run.add_argument("--noise", type=non_negative_float, default=None,
                      help="process-noise σ in the task's units (per-step std = σ × the task's "
                           "noise scale: 1, or Δt for pivoting as in the paper's script; "

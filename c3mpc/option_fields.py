@@ -43,7 +43,8 @@ from .errors import C3ValueError
 
 __all__ = ["OptionValueError", "FieldInfo", "parse_value", "coerce_value", "check_value",
            "check_field_types", "parse_assignment",
-           "read_mapping", "read_mapping_located", "flatten_mapping", "resolve_options", "describe_fields",
+           "read_mapping", "read_mapping_located", "flatten_mapping", "resolve_options",
+           "describe_fields",
            "field_docs", "type_name", "NestedField"]
 
 T = TypeVar("T")
