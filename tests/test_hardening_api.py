@@ -7,6 +7,8 @@ non-finite content; solver exceptions become statuses.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -352,3 +354,21 @@ def test_estimator_yaml_is_guarded_and_errors_name_file_and_line(tmp_path):
     bomb.write_text("\n".join(levels) + "\n")
     with pytest.raises(ValueError, match="alias"):
         BallTrackerOptions.from_yaml(bomb)
+
+
+def test_lcs_factory_rejects_complex_linearizations_and_string_dt():
+    from lcs.factory import ContactData, SmoothLinearization, build_lcs_matrices
+
+    n = 2
+    lin = SmoothLinearization(Minv=np.eye(n), Jf_q=np.zeros((n, n)), Jf_v=np.zeros((n, n)),
+                              Jf_u=np.eye(n), d_v=np.zeros(n), K_q=np.eye(n),
+                              K_v=np.eye(n), q_c=np.zeros(n), N_plus=np.eye(n),
+                              q_star=np.zeros(n))
+    contacts = ContactData(phi=np.zeros(1), J_n=np.ones((1, n)), J_t=np.ones((2, n)),
+                           mu=np.ones(1), num_edges=np.array([2]))
+    assert len(build_lcs_matrices(lin, contacts, dt=0.01)) == 8
+    with pytest.raises(TypeError, match="dt must be a real number, got str"):
+        build_lcs_matrices(lin, contacts, dt="0.01")
+    bad = dataclasses.replace(lin, Jf_u=np.eye(n) * (1 + 1e-3j))
+    with pytest.raises(TypeError, match="SmoothLinearization.Jf_u must hold real numbers"):
+        build_lcs_matrices(bad, contacts, dt=0.01)
