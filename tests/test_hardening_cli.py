@@ -175,3 +175,9 @@ def test_franka_ball_run_stops_on_request_with_a_summarizable_partial_log():
     assert len(log.t) == 5 and log.t[-1] == pytest.approx(4 * o.sim_dt)
     s = summarize(log)
     assert s["simulated_time_s"] == pytest.approx(log.t[-1]) and not s["task_completed"]
+
+
+def test_absurd_duration_is_refused_up_front_with_its_memory_estimate(capsys):
+    assert main(["run", "cartpole-softwalls", "--duration", "1e300", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "would need about" in err[0] and "--duration 1e+300" in err[0]

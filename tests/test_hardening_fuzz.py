@@ -201,3 +201,31 @@ def test_cli_numbers_are_valid_or_rejected(flag, text):
         assert value >= 1
     if flag in ("--noise", "--seed"):
         assert value >= 0
+
+
+# ------------------------------------------------------------ study files
+@FUZZ
+@given(value=st.one_of(st.sampled_from(["1e3", "-1", "0", "[1, 2]", "{low: 1}", "&a [*a]",
+                                         "{low: 2, high: 1}", "{low: .nan, high: 1}",
+                                         "[1", "true", "~", "'x'", "1e400"]),
+                       st.text(alphabet="0123456789.e-+[]{}:,' lowhigh", max_size=12)),
+       key=st.sampled_from(["trials", "seeds", "duration", "timeout", "noise",
+                            "search_space.admm_iter", "sampler"]))
+def test_study_files_are_valid_or_one_clear_error(value, key):
+    from c3mpc.sweep.study import StudyFileError, parse_study
+
+    base = {"name": "fuzz", "task": "cartpole-softwalls", "objectives": "accumulated_cost",
+            "search_space": "{admm_iter: {low: 2, high: 6}}", "trials": "4"}
+    head, _, sub = key.partition(".")
+    if sub:
+        base[head] = f"{{{sub}: {value}}}"
+    else:
+        base[head] = value
+    text = "".join(f"{k}: {v}\n" for k, v in base.items())
+    try:
+        study = parse_study(text, source="fuzz.yaml")
+    except StudyFileError as e:
+        assert "\n" not in str(e).strip() and "fuzz.yaml" in str(e)
+        return
+    assert study.trials >= 1 and len(study.seeds) >= 1
+    assert math.isfinite(study.timeout) and study.timeout > 0
