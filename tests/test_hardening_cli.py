@@ -181,3 +181,34 @@ def test_absurd_duration_is_refused_up_front_with_its_memory_estimate(capsys):
     assert main(["run", "cartpole-softwalls", "--duration", "1e300", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "would need about" in err[0] and "--duration 1e+300" in err[0]
+
+
+def test_ctrl_c_in_run_franka_ball_writes_a_partial_report_and_exits_130(tmp_path, monkeypatch,
+                                                                        capsys):
+    """The real SIGINT handler of `c3mpc run franka-ball`: the signal is raised (to this
+    process) from inside the loop after 20 simulator steps."""
+    import c3mpc.tasks_franka as tf
+
+    original = tf.run_franka_ball
+
+    def run_with_ctrl_c(o, **kw):
+        inner = kw.pop("should_stop")
+        calls = []
+
+        def should_stop() -> bool:
+            calls.append(1)
+            if len(calls) == 20:
+                os.kill(os.getpid(), signal.SIGINT)
+            return inner()
+
+        return original(o, should_stop=should_stop, **kw)
+
+    monkeypatch.setattr(tf, "run_franka_ball", run_with_ctrl_c)
+    report = tmp_path / "fb"
+    rc = main(["run", "franka-ball", "--world", "model", "--quiet", "--no-html", "--report",
+               str(report)])
+    out = capsys.readouterr().out
+    assert rc == 130 and "interrupted by SIGINT" in out and "partial report written" in out
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    assert summary["simulated_time_s"] < 0.1  # stopped within a step of the signal
