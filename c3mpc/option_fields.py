@@ -353,8 +353,9 @@ def check_value(value: Any, tp: Any, name: str) -> Any:
         raise fail()
     errors = (OptionValueError, OptionValueError)
     if tp is bool:
-        return _v.check_bool(name, value, errors) if isinstance(value, (bool, np.bool_)) \
-            else _raise(fail())
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        raise fail()
     if tp is int or tp is float:
         try:
             return _v.check_number(name, value, integer=tp is int, finite=False, errors=errors)
@@ -365,7 +366,9 @@ def check_value(value: Any, tp: Any, name: str) -> Any:
             e.field = name
             raise
     if tp is str:
-        return value if isinstance(value, str) else _raise(fail())
+        if isinstance(value, str):
+            return value
+        raise fail()
     origin = typing.get_origin(tp)
     if origin is typing.Literal:
         for choice in typing.get_args(tp):
@@ -379,17 +382,11 @@ def check_value(value: Any, tp: Any, name: str) -> Any:
             raise fail()
         elem = _element_types(tp, len(value), name, name, value)
         return tuple(check_value(v, t, name) for v, t in zip(value, elem))
-    if dataclasses.is_dataclass(tp):
-        return value if isinstance(value, tp) else _raise(fail())
-    if tp is Any:
-        return value
-    if isinstance(tp, type):
-        return value if isinstance(value, tp) else _raise(fail())
+    if isinstance(tp, type):  # a dataclass or another class
+        if isinstance(value, tp):
+            return value
+        raise fail()
     return value
-
-
-def _raise(e: Exception) -> Any:
-    raise e
 
 
 def check_field_types(obj: Any, skip: Sequence[str] = ()) -> None:
