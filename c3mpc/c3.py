@@ -27,9 +27,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from lcs import LCS
+from lcs import _validation as _v
 
 from ._blas import blas_threads
-from .errors import C3TypeError, C3ValueError
+from .errors import C3Error, C3TypeError, C3ValueError
 from .options import C3Options
 from .projections.base import Projection, ProjectionData, ProjectionStatus
 from .qp_step import CondensedQP, LinearConstraint
@@ -38,16 +39,59 @@ from .result import C3Result, C3Status
 __all__ = ["C3"]
 
 
+_ERRORS = (C3TypeError, C3ValueError)
+
+MAX_HORIZON = 10**9
+"""Largest horizon N accepted; in practice the memory check (:func:`_qp_memory`) binds first."""
+
+
+CONSTRAINT_TOLERANCE = 1e-3
+"""Largest relative violation of a linear constraint (``/(1 + |C v|)``) accepted in a plan that
+the QP solver reported as solved; beyond it the solve is ``QP_FAILED`` (OSQP can report success
+on data it cannot represent, e.g. |x0| = 1e31 against bounds of 10)."""
+
+
 def _check_finite(name: str, arr: np.ndarray) -> None:
-    if not np.isfinite(arr).all():
-        raise C3ValueError(f"{name} has a non-finite (NaN/Inf) entry")
+    _v.check_finite(name, arr, _ERRORS)
 
 
 def _as_array(name: str, value: Any) -> np.ndarray:
-    try:
-        return np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as e:
-        raise C3TypeError(f"{name} must be a real array, got {type(value).__name__}") from e
+    """A float64 array, strictly (no strings, booleans, complex; see lcs._validation)."""
+    return _v.as_float_array(name, value, _ERRORS)
+
+
+def _qp_memory(N: int, n_x: int, n_lambda: int, n_u: int, n_zt: int) -> float:
+    """Bytes the condensed QP step and the per-knot weights need (an estimate).
+
+    The condensed map T is (N+1) n_x x N m and the Hessians (N m)^2 with m = n_lambda + n_u
+    (a few copies: H_c, H_G and one factor per penalty); G, U are N n_zt^2 each.
+    """
+    m = n_lambda + n_u
+    return 8.0 * ((N + 1) * n_x * N * m + 4.0 * (N * m) ** 2 + 2.0 * N * n_zt ** 2)
+
+
+def _bound(name: str, value: Any, n: int, default: float) -> np.ndarray:
+    """A box bound: None (all ``default``), a scalar, or an (n,) vector; NaN rejected."""
+    if value is None:
+        return np.full(n, default)
+    arr = _as_array(name, value)
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    elif arr.shape != (n,):
+        raise C3ValueError(f"{name} must be a scalar or have shape ({n},), got shape "
+                           f"{arr.shape}")
+    if np.isnan(arr).any():
+        i = int(np.flatnonzero(np.isnan(arr))[0])
+        raise C3ValueError(f"{name} has a NaN entry at index {i} (use -inf/inf for no bound)")
+    return arr
+
+
+def _check_box(var: str, lo: np.ndarray, hi: np.ndarray) -> None:
+    """lower <= upper, lower != +inf and upper != -inf (empty sets, not skipped rows)."""
+    for i in range(lo.shape[0]):
+        if lo[i] == np.inf or hi[i] == -np.inf or lo[i] > hi[i]:
+            raise C3ValueError(f"{var} bounds at index {i} are empty: lower={lo[i]}, "
+                               f"upper={hi[i]} (need lower <= upper, lower < inf, upper > -inf)")
 
 
 def _per_knot(name: str, value: Any, count: int, n: int, psd: bool = True,
@@ -111,15 +155,18 @@ class C3:
             options = C3Options()
         if not isinstance(options, C3Options):
             raise C3TypeError(f"options must be a C3Options, got {type(options).__name__}")
-        if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 1:
-            raise C3ValueError(f"N must be an integer >= 1, got {N!r}")
         self.options = options
-        self.N = int(N)
+        self.N = _v.check_number("N", N, integer=True, minimum=1, maximum=MAX_HORIZON,
+                                 errors=_ERRORS)
         self._check_lcs(lcs, first=True)
         self.n_x, self.n_u, self.n_lambda = lcs.n_x, lcs.n_u, lcs.n_lambda
         self.n_z = self.n_x + self.n_lambda + self.n_u
         self._extended = options.projection == "c3plus"
         self.n_zt = self.n_z + (self.n_lambda if self._extended else 0)
+        _v.check_memory(f"C3 with N={self.N}, n_x={self.n_x}, n_lambda={self.n_lambda}, "
+                        f"n_u={self.n_u}",
+                        _qp_memory(self.N, self.n_x, self.n_lambda, self.n_u, self.n_zt),
+                        _ERRORS)
         gamma = options.discount ** np.arange(self.N + 1)
 
         Qs = _per_knot("Q", Q, self.N, self.n_x, allow_extra=True)
@@ -163,6 +210,8 @@ class C3:
         if x_des is None:
             return np.zeros((self.N + 1, self.n_x))
         arr = _as_array("x_des", x_des)
+        if arr.shape == (self.n_x, 1):
+            arr = arr[:, 0]
         if arr.shape == (self.n_x,):
             arr = np.broadcast_to(arr, (self.N + 1, self.n_x)).copy()
         if arr.shape != (self.N + 1, self.n_x):
@@ -190,20 +239,23 @@ class C3:
         sizes = {"state": self.n_x, "input": self.n_u, "force": self.n_lambda}
         if variable not in sizes:
             raise C3ValueError(f"variable must be one of {list(sizes)}, got {variable!r}")
-        C = np.atleast_2d(_as_array("C", C))
-        if C.shape[1] != sizes[variable]:
-            raise C3ValueError(f"C for a {variable} constraint must have {sizes[variable]} "
-                               f"columns, got shape {C.shape}")
+        C = _as_array("C", C)
+        if C.ndim == 1:
+            C = C[None, :]
+        if C.ndim != 2 or C.shape[1] != sizes[variable] or C.shape[0] < 1:
+            raise C3ValueError(f"C for a {variable} constraint must have shape (r, "
+                               f"{sizes[variable]}) with r >= 1, got shape {C.shape}")
         _check_finite("C", C)
-        lo = np.broadcast_to(_as_array("lower", lower), (C.shape[0],)).astype(float)
-        hi = np.broadcast_to(_as_array("upper", upper), (C.shape[0],)).astype(float)
-        if np.isnan(lo).any() or np.isnan(hi).any() or np.any(lo > hi):
-            raise C3ValueError("lower and upper must be non-NaN with lower <= upper")
+        lo = _bound("lower", lower, C.shape[0], -np.inf)
+        hi = _bound("upper", upper, C.shape[0], np.inf)
+        _check_box(f"{variable} constraint", lo, hi)
         if knots is not None:
             top = self.N if variable == "state" else self.N - 1
-            knots = tuple(int(k) for k in knots)
-            if any(not 0 <= k <= top for k in knots):
-                raise C3ValueError(f"knots for a {variable} constraint must be in 0..{top}")
+            if isinstance(knots, (str, bytes)) or not hasattr(knots, "__iter__"):
+                raise C3TypeError(f"knots must be a sequence of knot indices, got "
+                                  f"{_v.describe(knots)}")
+            knots = tuple(_v.check_number("knots entry", k, integer=True, minimum=0,
+                                          maximum=top, errors=_ERRORS) for k in knots)
         self._add_constraint(LinearConstraint(variable, C, lo, hi, knots))
 
     def _add_constraint(self, con: LinearConstraint) -> None:
@@ -215,16 +267,21 @@ class C3:
 
     def set_bounds(self, x_lower: Any = None, x_upper: Any = None, u_lower: Any = None,
                    u_upper: Any = None, lam_lower: Any = None, lam_upper: Any = None) -> None:
-        """Box bounds on states (knots 1..N), inputs and forces; ±inf entries are skipped."""
+        """Box bounds on states (knots 1..N), inputs and forces.
+
+        Each bound is None, a scalar or an (n,) vector; ``-inf``/``inf`` entries mean "no
+        bound" and those rows are skipped. NaN, a wrong length, ``lower = +inf``,
+        ``upper = -inf`` or ``lower > upper`` raise ValueError (the set would be empty).
+        """
         for var, lo, hi, n in (("state", x_lower, x_upper, self.n_x),
                                ("input", u_lower, u_upper, self.n_u),
                                ("force", lam_lower, lam_upper, self.n_lambda)):
             if lo is None and hi is None:
                 continue
-            lo = np.full(n, -np.inf) if lo is None else np.broadcast_to(
-                _as_array(f"{var} lower bound", lo), (n,))
-            hi = np.full(n, np.inf) if hi is None else np.broadcast_to(
-                _as_array(f"{var} upper bound", hi), (n,))
+            short = {"state": "x", "input": "u", "force": "lam"}[var]
+            lo = _bound(f"{short}_lower", lo, n, -np.inf)
+            hi = _bound(f"{short}_upper", hi, n, np.inf)
+            _check_box(var, lo, hi)
             rows = np.flatnonzero(np.isfinite(lo) | np.isfinite(hi))
             if rows.size:
                 self.add_linear_constraint(np.eye(n)[rows], lo[rows], hi[rows], var)
@@ -340,19 +397,22 @@ class C3:
     def solve(self, x0: Any) -> C3Result:
         """Run Algorithm 1 from state ``x0`` (n_x,) and return the plan as a :class:`C3Result`.
 
-        Never raises on solver failure: a failed QP step or projection gives a result with a
-        failure status and the last feasible plan shifted by one knot (``fallback=True``), or
-        NaN arrays when there is none.
+        Never raises on solver failure: a failed QP step or projection (including an exception
+        raised by the QP solver, e.g. OSQP's), or a plan with non-finite entries (status
+        ``FAILED``: e.g. |x0| so large that the cost overflows), gives a result with a failure
+        status and the last feasible plan shifted by one knot (``fallback=True``), or NaN
+        arrays when there is none. A success status always comes with finite x, u, lam, cost.
+
+        Raises:
+            ValueError: x0 is not a finite vector of shape (n_x,) (an (n_x, 1) column is
+                accepted).
         """
         with blas_threads(self.options.blas_threads):
             return self._solve(x0)
 
     def _solve(self, x0: Any) -> C3Result:
         t_start = time.perf_counter()
-        x0 = _as_array("x0", x0).reshape(-1)
-        if x0.shape != (self.n_x,):
-            raise C3ValueError(f"x0 must have shape ({self.n_x},), got {x0.shape}")
-        _check_finite("x0", x0)
+        x0 = _v.as_vector("x0", x0, self.n_x, _ERRORS)
         if self._qp is None:
             self._update_lcs(self.lcs)
         qp = self._qp
@@ -376,10 +436,15 @@ class C3:
             t0 = time.perf_counter()
             ref = delta if (i == opts.admm_iter and self._extended
                             and opts.c3plus_final_reference == "projection") else delta - w
-            if i == opts.admm_iter and self._final_contact_scaling_on():
-                qp_res = self._final_scaled_step(qp, X0, g_c, ref, delta, sigma)
-            else:
-                qp_res = qp.solve(X0, g_c, self._weighted_reference(ref), sigma)
+            try:
+                if i == opts.admm_iter and self._final_contact_scaling_on():
+                    qp_res = self._final_scaled_step(qp, X0, g_c, ref, delta, sigma)
+                else:
+                    qp_res = qp.solve(X0, g_c, self._weighted_reference(ref), sigma)
+            except Exception as e:  # noqa: BLE001 -- inputs are validated: a solver failure
+                return self._failure(C3Status.QP_FAILED, f"QP step {i} raised "
+                                     f"{type(e).__name__}: {e}", t_start, iterations,
+                                     {"qp": t_qp, "projection": t_proj})
             t_qp += time.perf_counter() - t0
             if not qp_res.ok:
                 return self._failure(C3Status.QP_FAILED, f"QP step {i} failed: {qp_res.status}",
@@ -388,7 +453,14 @@ class C3:
                 break
             z = self._extend(qp_res.z)
             t0 = time.perf_counter()
-            proj = self._projection.project(z + w, self._data, i)
+            try:
+                proj = self._projection.project(z + w, self._data, i)
+            except C3Error:
+                raise  # configuration errors of the projection (e.g. a missing backend)
+            except Exception as e:  # noqa: BLE001 -- a solver failure becomes a status
+                return self._failure(C3Status.PROJECTION_FAILED, f"projection at ADMM "
+                                     f"iteration {i} raised {type(e).__name__}: {e}", t_start,
+                                     iterations, {"qp": t_qp, "projection": t_proj})
             t_proj += time.perf_counter() - t0
             if not proj.ok:
                 bad = int(np.argmax(proj.status > ProjectionStatus.TIME_LIMIT))
@@ -418,14 +490,28 @@ class C3:
         status = C3Status.SOLVED if np.all(proj_status == 0) else C3Status.MAX_ITERATIONS
         viol = float(np.max(self._plan_lcs.complementarity_residual(x[:N], u, lam_plan))
                      ) * self._plan_lcs.lambda_scale
+        cost = self.plan_cost(x, u)
+        timings = {"qp": t_qp, "projection": t_proj}
+        if opts.end_on_qp_step and self._constraints:
+            worst = self._constraint_violation(x, lam_plan, u)
+            if worst > CONSTRAINT_TOLERANCE:
+                return self._failure(
+                    C3Status.QP_FAILED, f"the QP solver reported success but its plan violates "
+                    f"a linear constraint by {worst:.3g} (relative; tolerance "
+                    f"{CONSTRAINT_TOLERANCE:g})", t_start, iterations, timings)
+        if not (np.isfinite(cost) and np.isfinite(viol) and np.all(np.isfinite(x))
+                and np.all(np.isfinite(u)) and np.all(np.isfinite(lam))):
+            return self._failure(
+                C3Status.FAILED, f"the plan has non-finite entries (cost {cost}); max |x0| = "
+                f"{np.max(np.abs(x0)):.3g} may be beyond what float64 arithmetic on this "
+                f"problem can represent", t_start, iterations, timings)
         self._last_plan = (x, u, lam)
         self._u_prev = qp_res.z[:, n_x + self.n_lambda: self.n_z].copy()
-        timings = {"qp": t_qp, "projection": t_proj}
         total = time.perf_counter() - t_start
         timings["other"] = total - t_qp - t_proj
         return C3Result(status=status, x=x, u=u, lam=lam, delta=delta, w=w,
                         iterations=iterations, solve_time=total, timings=timings,
-                        complementarity_violation=viol, cost=self.plan_cost(x, u),
+                        complementarity_violation=viol, cost=cost,
                         solver=f"c3/{opts.projection}")
 
     # ------------------------------------------------------------------ DAIRLab/c3 terms
@@ -544,6 +630,23 @@ class C3:
             x[k + 1] = (st.A[k] @ x[k] + st.D[k] @ z[k, self.n_x:self.n_x + self.n_lambda]
                         + st.B[k] @ z[k, self.n_x + self.n_lambda:] + st.d[k])
         return x
+
+    def _constraint_violation(self, x: np.ndarray, lam: np.ndarray, u: np.ndarray) -> float:
+        """Largest relative violation ``max(lower - C v, C v - upper) / (1 + |C v|)`` of the
+        linear constraints by a plan (lam in the planning LCS's units, as the QP sees it)."""
+        worst = 0.0
+        for con in self._constraints:
+            V = {"state": x, "input": u, "force": lam}[con.variable]
+            first = 1 if con.variable == "state" else 0
+            knots = list(con.knots) if con.knots is not None else list(range(first,
+                                                                              first + self.N))
+            if not knots:
+                continue
+            vals = V[knots] @ con.C.T
+            with np.errstate(invalid="ignore"):
+                viol = np.maximum(con.lower - vals, vals - con.upper) / (1.0 + np.abs(vals))
+            worst = max(worst, float(np.nanmax(viol, initial=0.0)))
+        return worst
 
     def plan_cost(self, x: np.ndarray, u: np.ndarray) -> float:
         """Eq. (15)'s cost of a plan: Σ_k (x_k − x^d_k)ᵀQ_k(·) + u_kᵀR_k u_k, with Q_N."""

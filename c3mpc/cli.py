@@ -42,6 +42,11 @@ from typing import Any
 
 import numpy as np
 
+from lcs._validation import check_memory
+
+from ._run_guard import (EXIT_INTERRUPTED, StopRequest, non_negative_float, non_negative_int,
+                         positive_float, positive_int, prepare_report_dir)
+from .errors import C3Error, C3TypeError, C3ValueError
 from .mcap_log import write_closed_loop
 from .option_fields import read_mapping
 from .options import PROJECTIONS, C3Options
@@ -124,39 +129,52 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.projection:
         base["projection"] = args.projection
     options = C3Options.from_dict(base)
-    N = args.horizon or d.N
+    N = d.N if args.horizon is None else args.horizon
+    duration = task.duration if args.duration is None else args.duration
+    steps = max(1, int(round(duration / plant.dt)))
+    check_memory(f"a run of {steps} steps (--duration {duration:g} s at dt {plant.dt} s)",
+                 8.0 * steps * (2 * plant.n_x + plant.n_u + getattr(plant, "n_lambda", 0) + 4),
+                 (C3TypeError, C3ValueError))
+    report = prepare_report_dir(args.report) if args.report else None  # before the run
     x0 = d.x0 if args.seed is None or task.start is None else task.start(
         np.random.default_rng(args.seed))
     ctrl = build_controller(plant, options, N=N, x0=x0)
-    steps = max(1, int(round((args.duration or task.duration) / plant.dt)))
     if not args.quiet:
         print(f"c3mpc run {task.name}: projection={options.projection}, N={N}, "
               f"admm_iter={options.admm_iter}, {steps} steps of {plant.dt} s")
-    replan_every = args.replan_every or task.replan_every
-    log = run_closed_loop(plant, ctrl, x0, steps, noise_std=noise * task.noise_scale,
-                          rng=np.random.default_rng(args.seed or 0), replan_every=replan_every,
-                          progress=not args.quiet)
-    ok = task.success(log)
+    replan_every = task.replan_every if args.replan_every is None else args.replan_every
+    with StopRequest() as stop:
+        log = run_closed_loop(plant, ctrl, x0, steps, noise_std=noise * task.noise_scale,
+                              rng=np.random.default_rng(args.seed or 0),
+                              replan_every=replan_every, progress=not args.quiet, stop=stop)
+    interrupted = stop.requested
+    ok = task.success(log) and not interrupted
     summary = _summary(task.name, log, ok, task.criterion, options, N)
     summary.update(replan_every=replan_every, noise_sigma=noise,
-                   noise_std_per_step=noise * task.noise_scale)
+                   noise_std_per_step=noise * task.noise_scale, interrupted=interrupted,
+                   requested_steps=steps)
+    if interrupted:
+        print(f"  interrupted by {stop.signal_name} after {log.u.shape[0]} of {steps} steps; "
+              f"the summary covers those steps")
     print(f"  success: {ok} ({task.criterion})")
     print(f"  accumulated cost {summary['accumulated_cost']:.6g}; solve time median "
           f"{summary['median_solve_time_s'] * 1e3:.2f} ms, mean "
           f"{summary['mean_solve_time_s'] * 1e3:.2f} ms ({summary['control_rate_hz']:.0f} Hz); "
           f"failed steps {summary['failed_steps']}")
     print(f"  final state {np.array2string(log.x[-1], precision=3)}")
-    if args.report:
-        _write_report(Path(args.report), summary, log, plant)
-        print(f"  report written to {args.report}/ (summary.json, trajectory.png, "
-              f"trajectory.npz, run.mcap)")
+    if report is not None:
+        _write_report(report, summary, log, plant)
+        print(f"  {'partial ' if interrupted else ''}report written to {args.report}/ "
+              f"(summary.json, trajectory.png, trajectory.npz, run.mcap)")
+    if interrupted:
+        return EXIT_INTERRUPTED
     return 0 if ok else 1
 
 
 def _read_config(path: str) -> dict[str, Any]:
     """Option overrides from a YAML/TOML file, validated against C3Options' fields."""
     data = read_mapping(path)  # C3ValueError for another suffix, a parse error, a non-mapping
-    C3Options.from_dict(data)  # validates names and values now, with a clear message
+    C3Options.from_file(path)  # validates names and values now: one line with file and line
     return dict(data)
 
 
@@ -181,16 +199,18 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: the paper's for the task)")
     run.add_argument("--config", help="YAML/TOML file of C3Options overrides (franka-ball: "
                      "of FrankaBallOptions, at top level or under [franka_ball])")
-    run.add_argument("--duration", type=float, help="simulated time [s] (default: task's)")
-    run.add_argument("--horizon", type=int, help="MPC horizon N (default: paper's)")
+    run.add_argument("--duration", type=positive_float,
+                     help="simulated time [s] (> 0; default: task's)")
+    run.add_argument("--horizon", type=positive_int, help="MPC horizon N (>= 1; default: "
+                     "paper's)")
     run.add_argument("--report", help="directory for summary.json and plots")
-    run.add_argument("--seed", type=int, help="random start from the paper's distribution "
-                     "(finger gaiting) and noise seed")
-    run.add_argument("--noise", type=float, default=None,
+    run.add_argument("--seed", type=non_negative_int, help="random start from the paper's "
+                     "distribution (finger gaiting) and noise seed")
+    run.add_argument("--noise", type=non_negative_float, default=None,
                      help="process-noise σ in the task's units (per-step std = σ × the task's "
                           "noise scale: 1, or Δt for pivoting as in the paper's script; "
                           "default 0); franka-ball: vision noise [m] (noise_std)")
-    run.add_argument("--replan-every", type=int, default=None, metavar="M",
+    run.add_argument("--replan-every", type=positive_int, default=None, metavar="M",
                      help="re-plan every M plant steps, holding u_0 in between (default: the "
                           "task's protocol; 7 for pivoting, else 1)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -219,12 +239,14 @@ def _add_sweep_parsers(sub: Any) -> None:
     sweep = sub.add_parser("sweep", help="hyperparameter sweep of C3 on a task (Optuna)",
                            description="Run or resume the study in STUDY.yaml (docs/sweeps.md).")
     sweep.add_argument("study", help="study file (see examples/sweeps/cartpole.yaml)")
-    sweep.add_argument("--trials", type=int, help="trial budget (default: the study's)")
+    sweep.add_argument("--trials", type=positive_int, help="trial budget (default: the "
+                       "study's)")
     sweep.add_argument("--out", help="run folder (default: sweeps/<study name>); re-running "
                        "with the same folder resumes the study")
     sweep.add_argument("--dask", metavar="ADDRESS", help="run trials on this Dask scheduler "
                        "(e.g. tcp://host:8786) instead of a local process pool")
-    sweep.add_argument("--workers", type=int, help="local pool size (default: number of cores)")
+    sweep.add_argument("--workers", type=positive_int, help="local pool size (default: number "
+                       "of cores)")
     sweep.add_argument("--quiet", action="store_true", help="no progress line")
     sweep.add_argument("--no-report", action="store_true", help="skip the report at the end")
     sweep.set_defaults(func=_cmd_sweep)
@@ -255,9 +277,11 @@ def _add_deploy_parser(sub: Any) -> None:
     dep.add_argument("--bridge", required=True, metavar="ws://HOST:PORT",
                      help="rosbridge websocket URL")
     dep.add_argument("--config", help="YAML/TOML of hardware.deploy.DeployOptions")
-    dep.add_argument("--duration", type=float, help="seconds to run (default: until Ctrl-C)")
+    dep.add_argument("--duration", type=positive_float, help="seconds to run (default: until "
+                     "Ctrl-C)")
     dep.add_argument("--report", help="directory for summary.json, interventions.json, log.csv")
-    dep.add_argument("--rate", type=float, help="control rate [Hz] (default: config's, 100)")
+    dep.add_argument("--rate", type=positive_float, help="control rate [Hz] (default: config's, "
+                     "100)")
     dep.add_argument("--quiet", action="store_true", help="no status line")
     dep.add_argument("--auth-secret-file", metavar="FILE", help="authenticate to the bridge "
                      "(rosauth MAC) with the secret in FILE (default: $C3MPC_BRIDGE_SECRET "
@@ -270,7 +294,8 @@ def _add_deploy_parser(sub: Any) -> None:
     twin.add_argument("task", choices=["franka-ball"], help="task name")
     twin.add_argument("--port", type=int, required=True, help="TCP port (0: any free port)")
     twin.add_argument("--host", default="127.0.0.1", help="interface to bind")
-    twin.add_argument("--duration", type=float, help="seconds to serve (default: until Ctrl-C)")
+    twin.add_argument("--duration", type=positive_float, help="seconds to serve (default: until "
+                      "Ctrl-C)")
     twin.add_argument("--config", help="YAML/TOML of hardware.twin.TwinOptions")
     twin.add_argument("--status-interval", type=_non_negative_seconds, default=5.0, metavar="S",
                       help="print simulated time and real-time factor every S seconds "
@@ -286,6 +311,10 @@ def _add_deploy_parser(sub: Any) -> None:
 def _cmd_deploy(args: argparse.Namespace) -> int:
     from hardware.deploy import deploy_command  # lazy: hardware depends on c3mpc, not reverse
 
+    if getattr(args, "config", None):
+        read_mapping(args.config)  # one line with file and line for malformed YAML/TOML
+    if getattr(args, "report", None):
+        prepare_report_dir(args.report)  # before connecting to the robot
     return deploy_command(args)
 
 
@@ -311,9 +340,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except ValueError as e:  # bad input: one clear line, no traceback
-        print(f"c3mpc: error: {e}", file=sys.stderr)
+    except (ValueError, C3Error) as e:  # bad input: one clear line, no traceback
+        print(f"c3mpc: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # a second Ctrl-C, or one outside a run's loop
+        print("c3mpc: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

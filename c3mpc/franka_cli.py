@@ -28,13 +28,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._run_guard import EXIT_INTERRUPTED, StopRequest, prepare_report_dir
 from .option_fields import (
     NestedField,
     OptionValueError,
     describe_fields,
     flatten_mapping,
     parse_assignment,
-    read_mapping,
+    read_mapping_located,
     resolve_options,
 )
 
@@ -91,11 +92,15 @@ def franka_ball_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     layers: list[tuple[str, dict[str, Any]]] = []
     config = getattr(args, "config", None)
     if config:
-        data = read_mapping(config)
+        data, key_lines = read_mapping_located(config)
         section = data.get(CONFIG_SECTION, data)
         if not isinstance(section, dict):
             raise OptionValueError(f"--config {config}: [{CONFIG_SECTION}] must be a table")
-        layers.append((f"--config {config}:", flatten_mapping(section)))
+        prefix = (CONFIG_SECTION,) if CONFIG_SECTION in data else ()
+        for name, value in flatten_mapping(section).items():  # one layer per key: its line
+            line = key_lines.get(prefix + tuple(name.split(".")))
+            at = f", line {line}" if line else ""
+            layers.append((f"--config {config}{at}:", {name: value}))
     flags = {field: getattr(args, dest) for dest, field in LEGACY_FLAGS.items()
              if getattr(args, dest, None) is not None}
     layers.append(("flag", flags))
@@ -154,6 +159,8 @@ def run_franka_ball_command(args: argparse.Namespace) -> int:
         print(list_options_text())
         return 0
     o, sources = franka_ball_options(args)
+    if args.report:
+        prepare_report_dir(args.report)  # before the run: an unusable folder loses nothing
     quiet = args.quiet
     viewer = None
     if args.report and not args.no_html:
@@ -168,18 +175,26 @@ def run_franka_ball_command(args: argparse.Namespace) -> int:
         changed = _changed(o)
         print(f"  options changed from the defaults: {', '.join(changed) if changed else 'none'}")
     on_plan = _live_updater(viewer) if viewer is not None else None
-    log = run_franka_ball(o, progress=not quiet, on_plan=on_plan)
+    with StopRequest() as stop:
+        log = run_franka_ball(o, progress=not quiet, on_plan=on_plan, should_stop=stop)
     s = summarize(log)
     s["options_sources"] = sources
+    s["interrupted"] = stop.requested
+    if stop.requested:
+        print(f"  interrupted by {stop.signal_name} at t = {log.t[-1]:.2f} s simulated; the "
+              f"summary covers the run so far")
     _print_summary(s)
     if args.report:
         from .franka_report import write_report
 
         paths = write_report(args.report, log, s, viewer)
-        print(f"  report written to {Path(args.report).resolve()}/ "
+        print(f"  {'partial ' if stop.requested else ''}report written to "
+              f"{Path(args.report).resolve()}/ "
               f"({', '.join(sorted(p.name for p in paths.values()))})")
     if viewer is not None:
         viewer.close()
+    if stop.requested:
+        return EXIT_INTERRUPTED
     return 0 if success(o, s) else 1
 
 

@@ -52,6 +52,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from lcs import LCS
+from lcs import _validation as _v
 from lcs.errors import LCSValueError
 
 from ._blas import blas_threads
@@ -96,12 +97,13 @@ class _Data:
     lambda_scale: float
 
 
+_ERRORS = (C3ValueError, C3ValueError)
+"""solve_miqp_mpc documents C3ValueError for every bad argument (type errors included)."""
+
+
 def _finite_array(name: str, value: Any, allow_inf: bool = False) -> np.ndarray:
-    try:
-        arr = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        raise C3ValueError(f"{name} must be a real array, got {type(value).__name__} "
-                           f"({e})") from None
+    # strict: no strings, booleans or complex values (the shared rules of lcs._validation)
+    arr = np.array(_v.as_float_array(name, value, _ERRORS))
     bad = np.isnan(arr) if allow_inf else ~np.isfinite(arr)
     if np.any(bad):
         what = "NaN" if allow_inf else "non-finite (NaN/Inf)"
@@ -174,9 +176,7 @@ def _validate(lcs: Any, Q: Any, R: Any, N: Any, x0: Any, QN: Any, x_des: Any, M:
               lam_upper: Any) -> _Data:
     if not isinstance(lcs, LCS):
         raise C3TypeError(f"lcs must be an lcs.LCS, got {type(lcs).__name__}")
-    if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 1:
-        raise C3ValueError(f"N must be an integer horizon >= 1, got {N!r}")
-    N = int(N)
+    N = _v.check_number("N", N, integer=True, minimum=1, maximum=10**9, errors=_ERRORS)
     try:
         st = lcs.stacked(N)
     except LCSValueError as e:
@@ -202,12 +202,8 @@ def _validate(lcs: Any, Q: Any, R: Any, N: Any, x0: Any, QN: Any, x_des: Any, M:
         elif xd.shape != (N + 1, n_x):
             raise C3ValueError(f"x_des must have shape ({n_x},) or ({N + 1}, {n_x}) (knots "
                                f"0..N), got {xd.shape}")
-    try:
-        Mf = float(M)
-    except (TypeError, ValueError):
-        raise C3ValueError(f"M must be a positive finite number, got {M!r}") from None
-    if not (np.isfinite(Mf) and Mf > 0):
-        raise C3ValueError(f"M must be a positive finite number (the big-M constant), got {M!r}")
+    Mf = _v.check_number("M (the big-M constant)", M, minimum=0.0, exclusive_minimum=True,
+                         errors=_ERRORS)
     xl = _bounds("x_lower", x_lower, n_x, N, -np.inf)
     xu = _bounds("x_upper", x_upper, n_x, N, np.inf)
     ul = _bounds("u_lower", u_lower, n_u, N, -np.inf)

@@ -27,6 +27,7 @@ import ast
 import dataclasses
 import difflib
 import inspect
+import numbers
 import re
 import textwrap
 import types
@@ -36,10 +37,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
 from .errors import C3ValueError
 
-__all__ = ["OptionValueError", "FieldInfo", "parse_value", "coerce_value", "parse_assignment",
-           "read_mapping", "flatten_mapping", "resolve_options", "describe_fields",
+__all__ = ["OptionValueError", "FieldInfo", "parse_value", "coerce_value", "check_value",
+           "check_field_types", "parse_assignment",
+           "read_mapping", "read_mapping_located", "flatten_mapping", "resolve_options",
+           "describe_fields",
            "field_docs", "type_name", "NestedField"]
 
 T = TypeVar("T")
@@ -278,7 +283,13 @@ def coerce_value(value: Any, tp: Any, where: str = "value", field: str | None = 
     if tp in _FROM_TEXT:
         accepted = (int, float) if tp is float else tp  # an int is a fine float
         if isinstance(value, accepted) and (tp is bool or not isinstance(value, bool)):
-            return float(value) if tp is float else value
+            if tp is float:
+                try:
+                    return float(value)
+                except OverflowError:  # an int like 10**400
+                    raise OptionValueError(f"{where}: {field or 'value'} is outside float64 "
+                                           f"range", field=field, expected="float") from None
+            return value
         raise _fail(where, tp, value, field)
     if origin is typing.Literal:
         if value in typing.get_args(tp):
@@ -303,6 +314,99 @@ def coerce_value(value: Any, tp: Any, where: str = "value", field: str | None = 
     raise _fail(where, tp, value, field)
 
 
+def check_value(value: Any, tp: Any, name: str) -> Any:
+    """``value`` if it has type ``tp`` exactly as given in Python (no text parsing): the rules of
+    :mod:`lcs._validation` (a bool is not a number, a number is not a bool, NaN and complex
+    are refused, ints beyond float64 are errors); ints are accepted (and returned as floats)
+    for ``float``; lists, tuples and 1-D arrays for ``tuple[...]``.
+
+    Raises:
+        OptionValueError: the value does not have the type (the message names ``name``, the
+            expected type and the value).
+    """
+    from lcs import _validation as _v
+
+    def fail() -> OptionValueError:
+        return OptionValueError(f"{name} must be {type_name(tp)}, got {_v.describe(value)}",
+                                field=name, expected=type_name(tp))
+
+    if tp is Any:
+        return value
+    inner, opt = _optional(tp)
+    if value is None:
+        u = _union(tp)
+        if opt or (u is not None and u[1]):
+            return None
+        raise fail()
+    if opt:
+        try:
+            return check_value(value, inner, name)
+        except OptionValueError:
+            raise fail() from None
+    u = _union(tp)
+    if u is not None:
+        for member in u[0]:
+            try:
+                return check_value(value, member, name)
+            except OptionValueError:
+                pass
+        raise fail()
+    errors = (OptionValueError, OptionValueError)
+    if tp is bool:
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        raise fail()
+    if tp is int or tp is float:
+        try:
+            return _v.check_number(name, value, integer=tp is int, finite=False, errors=errors)
+        except OptionValueError as e:
+            if isinstance(value, (bool, np.bool_, str, bytes)) or not isinstance(
+                    value, numbers.Real):
+                raise fail() from None
+            e.field = name
+            raise
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise fail()
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        for choice in typing.get_args(tp):
+            if type(value) is type(choice) and value == choice:
+                return value
+        raise fail()
+    if origin is tuple:
+        if isinstance(value, np.ndarray) and value.ndim == 1:
+            value = value.tolist()
+        if not isinstance(value, (list, tuple)):
+            raise fail()
+        elem = _element_types(tp, len(value), name, name, value)
+        return tuple(check_value(v, t, name) for v, t in zip(value, elem))
+    if isinstance(tp, type):  # a dataclass or another class
+        if isinstance(value, tp):
+            return value
+        raise fail()
+    return value
+
+
+def check_field_types(obj: Any, skip: Sequence[str] = ()) -> None:
+    """Check (and normalise: ints to floats, lists to tuples) every field of the dataclass
+    instance ``obj`` against its type hint with :func:`check_value`; for ``__post_init__``.
+
+    Raises:
+        OptionValueError: the first field whose value does not have its type.
+    """
+    cls = type(obj)
+    hints = _hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        value = getattr(obj, f.name)
+        checked = check_value(value, hints[f.name], f"{cls.__name__}.{f.name}")
+        if checked is not value:
+            object.__setattr__(obj, f.name, checked)
+
+
 # --------------------------------------------------------------------------- text and files
 def parse_assignment(text: str) -> tuple[str, str]:
     """Split ``"NAME=VALUE"`` into ``("NAME", "VALUE")`` (the value may contain ``=``).
@@ -321,18 +425,27 @@ def parse_assignment(text: str) -> tuple[str, str]:
 def read_mapping(path: str | Path) -> dict[str, Any]:
     """Read a YAML (``.yaml``/``.yml``) or TOML (``.toml``) file into a dict.
 
+    YAML goes through the guarded loader of :mod:`c3mpc._yaml` (size and alias limits).
+
     Raises:
-        C3ValueError: another suffix, a file that does not exist or does not parse, or a top
-            level that is not a mapping.
+        C3ValueError: another suffix, a file that does not exist or does not parse (the message
+            names the file and, for YAML, the line), a document beyond the loader's limits, or
+            a top level that is not a mapping.
     """
+    return read_mapping_located(path)[0]
+
+
+def read_mapping_located(path: str | Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
+    """:func:`read_mapping` plus the 1-based line of each key path (YAML; {} for TOML)."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in (".yaml", ".yml", ".toml"):
         raise C3ValueError(f"config file must be .yaml/.yml/.toml, got {str(path)!r}")
     try:
         text = p.read_text()
-    except OSError as e:
+    except (OSError, UnicodeDecodeError) as e:
         raise C3ValueError(f"cannot read config file {str(path)!r}: {e}") from None
+    key_lines: dict[tuple[Any, ...], int] = {}
     if suffix == ".toml":
         try:
             import tomllib
@@ -345,13 +458,21 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     else:
         import yaml
 
+        from ._yaml import load_located, yaml_error_line
+
         try:
-            data = yaml.safe_load(text) or {}
+            data, _, key_lines = load_located(text)
         except yaml.YAMLError as e:
-            raise C3ValueError(f"config file {str(path)!r} is not valid YAML: {e}") from None
+            line = yaml_error_line(e)
+            at = f", line {line}" if line else ""
+            problem = " ".join(str(getattr(e, "problem", None) or e).split())
+            raise C3ValueError(f"config file {str(path)!r}{at}: not valid YAML: "
+                               f"{problem}") from None
+        data = {} if data is None else data
     if not isinstance(data, dict):
-        raise C3ValueError(f"config file {str(path)!r} must hold a mapping at top level")
-    return data
+        raise C3ValueError(f"config file {str(path)!r} must hold a mapping at top level, got "
+                           f"{type(data).__name__}")
+    return data, key_lines
 
 
 def flatten_mapping(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -8,11 +8,14 @@ the valid ones) and validate values in ``__post_init__``.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from .errors import C3TypeError, C3ValueError
+from lcs._validation import check_bool, check_choice, check_number
+
+from .errors import C3Error, C3TypeError, C3ValueError
 
 __all__ = ["C3Options", "PROJECTIONS"]
 
@@ -163,69 +166,20 @@ class C3Options:
     """State indices where unit quaternions (w, x, y, z) start (e.g. the floating bases'
     orientation, ``plant.n_q`` layout); used by ``quaternion_weight``."""
 
-
     def __post_init__(self) -> None:
-        def bad(name: str, expected: str) -> C3ValueError:
-            return C3ValueError(f"C3Options.{name} must be {expected}, got "
-                                f"{getattr(self, name)!r}")
-
-        if self.projection not in PROJECTIONS:
-            raise C3ValueError(f"C3Options.projection must be one of {list(PROJECTIONS)}, got "
-                               f"{self.projection!r}")
-        for name in ("admm_iter", "admm_projection_iter", "osqp_max_iter", "num_threads"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise C3TypeError(f"C3Options.{name} must be an int, got {type(v).__name__}")
-        if self.admm_iter < 1:
-            raise bad("admm_iter", ">= 1")
-        if self.admm_projection_iter < 1:
-            raise bad("admm_projection_iter", ">= 1")
-        if self.num_threads < 1:
-            raise bad("num_threads", ">= 1")
-        if not (self.rho > 0 and _finite(self.rho)):
-            raise bad("rho", "a positive finite number")
-        if not (self.rho_scale >= 1 and _finite(self.rho_scale)):
-            raise bad("rho_scale", "a finite number >= 1")
-        if not (self.big_m > 0 and _finite(self.big_m)):
-            raise bad("big_m", "a positive finite number")
-        if self.qp_solver not in ("active-set", "osqp"):
-            raise bad("qp_solver", "'active-set' or 'osqp'")
-        if self.delta_init not in ("x0", "zeros"):
-            raise bad("delta_init", "'x0' or 'zeros'")
-        if not (0 < self.discount <= 1):
-            raise bad("discount", "in (0, 1]")
-        if not (0 < self.qp_alpha <= 1):
-            raise bad("qp_alpha", "in (0, 1]")
-        if not (self.qp_epsilon >= 0 and _finite(self.qp_epsilon)):
-            raise bad("qp_epsilon", ">= 0")
-        if self.projection_time_limit is not None and not self.projection_time_limit > 0:
-            raise bad("projection_time_limit", "None or a positive time in [s]")
-        for name in ("osqp_eps_abs", "osqp_eps_rel"):
-            if not getattr(self, name) > 0:
-                raise bad(name, "positive")
-        if self.blas_threads is not None and (isinstance(self.blas_threads, bool) or not
-                                              isinstance(self.blas_threads, int)
-                                              or self.blas_threads < 1):
-            raise bad("blas_threads", "None or an int >= 1")
-        if not isinstance(self.extra, Mapping):
-            raise bad("extra", "a mapping")
+        """Check every field strictly (no strings for numbers, no non-bools for booleans);
+        ints given for float fields are stored as floats. Errors carry ``.field``."""
+        for name, check in _CHECKS.items():
+            try:
+                value = check(f"C3Options.{name}", getattr(self, name))
+            except C3Error as e:
+                e.field = name  # type: ignore[attr-defined]
+                raise
+            object.__setattr__(self, name, value)
         self._check_dairlab_semantics()
 
     def _check_dairlab_semantics(self) -> None:
-        """Validate the DAIRLab/c3-semantics fields (kept apart so the checks stay additive)."""
-        for name in ("penalize_input_change", "lambda0_from_lcp", "discount_admm_weights"):
-            if not isinstance(getattr(self, name), bool):
-                raise C3TypeError(f"C3Options.{name} must be a bool, got "
-                                  f"{type(getattr(self, name)).__name__} "
-                                  f"{getattr(self, name)!r}")
-        if self.projection_plan_states not in ("rerolled", "qp"):
-            raise C3ValueError(f"C3Options.projection_plan_states must be 'rerolled' or 'qp', "
-                               f"got {self.projection_plan_states!r}")
-        for name in ("quaternion_weight", "quaternion_regularizer_fraction"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
-                    v >= 0 and _finite(v)):
-                raise C3ValueError(f"C3Options.{name} must be a finite number >= 0, got {v!r}")
+        """The DAIRLab/c3-semantics fields the table of checks cannot say: index tuples."""
         if isinstance(self.quaternion_indices, list):  # from YAML/TOML
             object.__setattr__(self, "quaternion_indices", tuple(self.quaternion_indices))
         idx = self.quaternion_indices
@@ -236,22 +190,11 @@ class C3Options:
         if isinstance(self.final_augmented_cost_contact_indices, list):  # from YAML/TOML
             object.__setattr__(self, "final_augmented_cost_contact_indices",
                                tuple(self.final_augmented_cost_contact_indices))
-        fs = self.final_augmented_cost_contact_scaling
         fi = self.final_augmented_cost_contact_indices
-        if fs is not None and (isinstance(fs, bool) or not isinstance(fs, (int, float))
-                               or not (fs > 0 and _finite(fs))):
-            raise C3ValueError(f"C3Options.final_augmented_cost_contact_scaling must be None or "
-                               f"a positive number, got {fs!r}")
         if fi is not None and (not isinstance(fi, tuple) or not all(
                 isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in fi)):
             raise C3ValueError(f"C3Options.final_augmented_cost_contact_indices must be None or "
                                f"a tuple of indices >= 0, got {fi!r}")
-        if self.c3plus_final_reference not in ("consensus", "projection"):
-            raise C3ValueError(f"C3Options.c3plus_final_reference must be 'consensus' or "
-                               f"'projection', got {self.c3plus_final_reference!r}")
-        if self.on_qp_failure not in ("shift", "hold"):
-            raise C3ValueError(f"C3Options.on_qp_failure must be 'shift' or 'hold', got "
-                               f"{self.on_qp_failure!r}")
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -261,31 +204,55 @@ class C3Options:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "C3Options":
-        """Options from a mapping; unknown keys raise ValueError listing the valid ones."""
+        """Options from a mapping; unknown keys raise ValueError listing the valid ones.
+
+        Values must have their field's type, except that a float field also takes a string
+        holding a float literal (YAML 1.1 reads ``1e-6``, without a dot, as a string). An int
+        field does not take ``1e3`` or ``"10"``, a bool field does not take ``"false"``.
+
+        Raises:
+            C3ValueError / C3TypeError: an unknown key or a bad value (``.field`` names it).
+        """
         if not isinstance(data, Mapping):
             raise C3TypeError(f"C3 options must be a mapping, got {type(data).__name__}")
+        bad_keys = [k for k in data if not isinstance(k, str)]
+        if bad_keys:
+            raise C3TypeError(f"C3 option names must be strings, got {bad_keys[0]!r}")
         unknown = sorted(set(data) - set(cls.field_names()))
         if unknown:
-            raise C3ValueError(f"unknown C3 option(s) {unknown}; valid options: "
+            err = C3ValueError(f"unknown C3 option(s) {unknown}; valid options: "
                                f"{cls.field_names()}")
+            err.field = unknown[0]  # type: ignore[attr-defined]
+            raise err
         kwargs = dict(data)
-        for f in dataclasses.fields(cls):  # YAML reads 1e-6 as a string in some dialects
-            if f.name in kwargs and f.type in ("float", "float | None") and isinstance(
-                    kwargs[f.name], str):
-                try:
-                    kwargs[f.name] = float(kwargs[f.name])
-                except ValueError:
-                    raise C3ValueError(f"C3Options.{f.name} must be a number, got "
-                                       f"{kwargs[f.name]!r}") from None
+        for name in _FLOAT_FIELDS:  # YAML 1.1 reads 1e-6 (no dot) as a string
+            v = kwargs.get(name)
+            if isinstance(v, str) and _FLOAT_LITERAL.fullmatch(v.strip()):
+                kwargs[name] = float(v)
         return cls(**kwargs)
 
     @classmethod
     def from_yaml(cls, path: str | Path, key: str | None = None) -> "C3Options":
-        """Options from a YAML file (optionally the mapping under ``key``)."""
+        """Options from a YAML file (optionally the mapping under ``key``).
+
+        Raises:
+            C3ValueError: the file cannot be read, is not YAML, exceeds the loader's limits
+                (:mod:`c3mpc._yaml`), or holds a bad option; one line naming the file and the
+                line of the offending key.
+        """
+        from ._yaml import load_located, yaml_error_line
+
         import yaml
 
-        data = yaml.safe_load(Path(path).read_text()) or {}
-        return cls.from_dict(data[key] if key else data)
+        text = _read_text(path)
+        try:
+            data, _, key_lines = load_located(text)
+        except yaml.YAMLError as e:
+            line = yaml_error_line(e)
+            at = f", line {line}" if line else ""
+            raise C3ValueError(f"{path}{at}: not valid YAML: "
+                               f"{getattr(e, 'problem', None) or e}") from None
+        return cls._from_file_data(path, data or {}, key, key_lines)
 
     @classmethod
     def from_toml(cls, path: str | Path, key: str | None = None) -> "C3Options":
@@ -295,12 +262,40 @@ class C3Options:
         except ImportError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
 
-        data = tomllib.loads(Path(path).read_text())
-        return cls.from_dict(data[key] if key else data)
+        text = _read_text(path)
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise C3ValueError(f"{path}: not valid TOML: {e}") from None
+        lines = {}
+        for i, raw in enumerate(text.splitlines(), start=1):  # `name = ...` lines
+            m = re.match(r"\s*([A-Za-z_][\w-]*)\s*=", raw)
+            if m:
+                lines.setdefault((key, m.group(1)) if key else (m.group(1),), i)
+        return cls._from_file_data(path, data, key, lines)
+
+    @classmethod
+    def _from_file_data(cls, path: str | Path, data: Any, key: str | None,
+                        key_lines: Mapping[tuple[Any, ...], int]) -> "C3Options":
+        if key:
+            if not isinstance(data, Mapping) or key not in data:
+                raise C3ValueError(f"{path}: no section {key!r} of C3 options")
+            data = data[key]
+        if not isinstance(data, Mapping):
+            raise C3ValueError(f"{path}: C3 options must be a mapping, got "
+                               f"{type(data).__name__}")
+        try:
+            return cls.from_dict(data)
+        except C3Error as e:
+            name = getattr(e, "field", None)
+            line = key_lines.get((key, name) if key else (name,)) if name else None
+            at = f", line {line}" if line else ""
+            raise C3ValueError(f"{path}{at}: {e}") from None
 
     @classmethod
     def from_file(cls, path: str | Path, key: str | None = None) -> "C3Options":
-        """Options from a ``.yaml``/``.yml`` or ``.toml`` file."""
+        """Options from a ``.yaml``/``.yml`` or ``.toml`` file (errors: one line naming the
+        file and the line)."""
         suffix = Path(path).suffix.lower()
         if suffix in (".yaml", ".yml"):
             return cls.from_yaml(path, key)
@@ -337,8 +332,80 @@ class C3Options:
         return d
 
 
-def _finite(v: Any) -> bool:
+def _read_text(path: str | Path) -> str:
     try:
-        return float(v) == float(v) and abs(float(v)) != float("inf")
-    except (TypeError, ValueError):
-        return False
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise C3ValueError(f"cannot read options file {str(path)!r}: {e}") from None
+
+
+_ERRORS = (C3TypeError, C3ValueError)
+_MAX_COUNT = 2**31 - 1  # iteration and thread counts reach C code as 32-bit ints
+_FLOAT_LITERAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _num(**kw: Any) -> Callable[[str, Any], Any]:
+    return lambda name, v: check_number(name, v, errors=_ERRORS, **kw)
+
+
+def _count(minimum: int = 1) -> Callable[[str, Any], Any]:
+    return _num(integer=True, minimum=minimum, maximum=_MAX_COUNT)
+
+
+def _choice(choices: tuple[str, ...]) -> Callable[[str, Any], Any]:
+    return lambda name, v: check_choice(name, v, choices, _ERRORS)
+
+
+def _flag(name: str, v: Any) -> bool:
+    return check_bool(name, v, _ERRORS)
+
+
+def _mapping(name: str, v: Any) -> Any:
+    if not isinstance(v, Mapping):
+        raise C3TypeError(f"{name} must be a mapping, got {type(v).__name__}")
+    return v
+
+
+_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "projection": _choice(PROJECTIONS),
+    "admm_iter": _count(),
+    "rho": _num(minimum=0.0, exclusive_minimum=True),
+    "rho_scale": _num(minimum=1.0),
+    "big_m": _num(minimum=0.0, exclusive_minimum=True),
+    "warm_start": _flag,
+    "delta_init": _choice(("x0", "zeros")),
+    "discount": _num(minimum=0.0, maximum=1.0, exclusive_minimum=True),
+    "scale_lcs": _flag,
+    "end_on_qp_step": _flag,
+    "qp_alpha": _num(minimum=0.0, maximum=1.0, exclusive_minimum=True),
+    "qp_epsilon": _num(minimum=0.0),
+    "admm_projection_iter": _count(),
+    "projection_time_limit": _num(minimum=0.0, exclusive_minimum=True, allow_none=True),
+    "qp_solver": _choice(("active-set", "osqp")),
+    "osqp_eps_abs": _num(minimum=0.0, exclusive_minimum=True),
+    "osqp_eps_rel": _num(minimum=0.0, exclusive_minimum=True),
+    "osqp_max_iter": _count(),
+    "osqp_polish": _flag,
+    "num_threads": _num(integer=True, minimum=1, maximum=4096),
+    "blas_threads": _num(integer=True, minimum=1, maximum=4096, allow_none=True),
+    "extra": _mapping,
+    # DAIRLab/c3 semantics (docs/c3.md "Coming from DAIRLab/c3"); index tuples and cross-field
+    # rules in C3Options._check_dairlab_semantics
+    "penalize_input_change": _flag,
+    "lambda0_from_lcp": _flag,
+    "discount_admm_weights": _flag,
+    "projection_plan_states": _choice(("rerolled", "qp")),
+    "on_qp_failure": _choice(("shift", "hold")),
+    "c3plus_final_reference": _choice(("consensus", "projection")),
+    "final_augmented_cost_contact_scaling": _num(minimum=0.0, exclusive_minimum=True,
+                                                 allow_none=True),
+    "quaternion_weight": _num(minimum=0.0),
+    "quaternion_regularizer_fraction": _num(minimum=0.0),
+}
+"""One strict check per field (lcs._validation rules: the error names the field, what was
+expected and what was given)."""
+
+_FLOAT_FIELDS = tuple(n for n in ("rho", "rho_scale", "big_m", "discount", "qp_alpha",
+                                  "qp_epsilon", "projection_time_limit", "osqp_eps_abs",
+                                  "osqp_eps_rel", "final_augmented_cost_contact_scaling",
+                                  "quaternion_weight", "quaternion_regularizer_fraction"))

@@ -15,7 +15,11 @@ from typing import Any, Callable
 import numpy as np
 
 from .c3 import C3
-from .errors import C3ValueError
+from lcs import _validation as _v
+
+from .errors import C3TypeError, C3ValueError
+
+_ERRORS = (C3TypeError, C3ValueError)
 from .result import C3Status
 
 __all__ = ["ClosedLoopLog", "run_closed_loop"]
@@ -109,12 +113,12 @@ def run_closed_loop(plant: Any, controller: C3, x0: Any, steps: int, *,
         :class:`ClosedLoopLog`. A failed controller step is logged with its status; its
         ``u[0]`` (the fallback plan's, or zero input if there is no plan at all) is applied.
     """
-    if not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise C3ValueError(f"steps must be an integer >= 1, got {steps!r}")
-    if noise_std < 0:
-        raise C3ValueError(f"noise_std must be >= 0, got {noise_std}")
-    if not isinstance(replan_every, (int, np.integer)) or replan_every < 1:
-        raise C3ValueError(f"replan_every must be an integer >= 1, got {replan_every!r}")
+    steps = _v.check_number("steps", steps, integer=True, minimum=1, errors=_ERRORS)
+    noise_std = _v.check_number("noise_std", noise_std, minimum=0.0, errors=_ERRORS)
+    replan_every = _v.check_number("replan_every", replan_every, integer=True, minimum=1,
+                                   errors=_ERRORS)
+    _v.check_memory(f"a closed-loop log of {steps} steps",
+                    8.0 * steps * (2 * plant.n_x + plant.n_u + plant.n_lambda + 4), _ERRORS)
     dflt = getattr(plant, "defaults", None)
     Q = dflt.Q if Q is None and dflt is not None else Q
     R = dflt.R if R is None and dflt is not None else R
@@ -125,7 +129,7 @@ def run_closed_loop(plant: Any, controller: C3, x0: Any, steps: int, *,
     rng = np.random.default_rng(0) if rng is None else rng
     stream = sys.stderr if stream is None else stream
 
-    x = np.asarray(x0, dtype=float).copy()
+    x = _v.as_vector("x0", x0, plant.n_x, _ERRORS).copy()
     xs = np.empty((steps + 1, plant.n_x))
     us = np.empty((steps, plant.n_u))
     lams = np.empty((steps, plant.n_lambda))

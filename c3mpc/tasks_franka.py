@@ -48,6 +48,7 @@ from .algorithm3 import (
 from .c3 import C3
 from .contact_sensing import ForceSensedGap
 from .errors import C3ValueError
+from .option_fields import check_field_types
 from .options import C3Options
 
 __all__ = ["FrankaBallOptions", "FrankaBallLog", "run_franka_ball", "franka_layout",
@@ -257,6 +258,7 @@ class FrankaBallOptions:
     tuning: str = "auto"
 
     def __post_init__(self) -> None:
+        check_field_types(self)  # strict types first: no "0.1", True or 5.0 for an int
         if self.tuning not in ("auto", "nominal", "noisy"):
             raise C3ValueError(f"tuning must be 'auto', 'nominal' or 'noisy', got "
                                f"{self.tuning!r}")
@@ -570,8 +572,8 @@ def make_world(o: FrankaBallOptions, gains: Any, plant: Any, layout: BallTaskLay
 def run_franka_ball(options: FrankaBallOptions | None = None, *,
                     vision_factory: Callable[[FrankaBallOptions, int], Any] | None = None,
                     progress: bool = False, stream: Any = None,
-                    on_plan: Callable[[float, Plan, dict[str, Any]], None] | None = None
-                    ) -> FrankaBallLog:
+                    on_plan: Callable[[float, Plan, dict[str, Any]], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> FrankaBallLog:
     """Run the closed loop (module docstring) and return its :class:`FrankaBallLog`.
 
     Args:
@@ -584,6 +586,9 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         on_plan: optional callback ``on_plan(t, plan, frame)`` after every plan (live
             visualization); ``frame`` holds ``q_arm``, ``balls``, ``ball_quat``, ``ee`` and
             ``plan_ee`` (C3's planned end-effector positions (N+1, 3)).
+        should_stop: optional ``should_stop() -> bool`` checked after every simulator step
+            (e.g. Ctrl-C); when it returns True the run ends there and the log covers the
+            steps so far (``info["interrupted"]`` is True).
     """
     from plants import load_plant
 
@@ -630,6 +635,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
     i_end = n_steps
     last_sample_t = -math.inf
     sim_error = None
+    interrupted = False
     r_sum = layout.ee_radius + layout.ball_radius
     sensing, force_sensor, pair_k, sensed_plans = None, None, 0.0, 0
     if o.force_sensing and k == 1 and o.world == "panda":
@@ -707,6 +713,8 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         tgt_log[i] = tgt
         stop = (o.n_balls == 1 and o.stop_after_lap and lap_time is not None) or (
             o.n_balls > 1 and done_time is not None)
+        if should_stop is not None and should_stop():
+            interrupted = stop = True
         if i == n_steps or stop:
             i_end = i
             break
@@ -742,6 +750,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         "impedance": dataclasses.asdict(gains), "lap_time_s": lap_time,
         "lap_angle_deg": math.degrees(lap_angle), "line_done_time_s": done_time,
         "ball_start": balls0.tolist(), "ee_start": ee0.tolist(), "sim_error": sim_error,
+        "interrupted": interrupted,
         "simulated": world.description,
         "torque_saturated_steps": getattr(world, "saturated_steps", None),
         "force_sensing": sensing is not None, "force_sensed_plans": sensed_plans,

@@ -6,20 +6,20 @@ from typing import Any
 
 import numpy as np
 
+from lcs import _validation as _v
+
 from .errors import EstimatorTypeError, EstimatorValueError
+
+
+_ERRORS = (EstimatorTypeError, EstimatorValueError)
 
 
 def as_float_array(name: str, value: Any, shape: tuple[int | None, ...] | None = None,
                    finite: bool = True) -> np.ndarray:
-    """``value`` as a float64 array; checks the shape (None: any size on that axis) and
+    """``value`` as a float64 array, strictly (the rules of :mod:`lcs._validation`: no
+    strings, booleans or complex numbers); checks the shape (None: any size on that axis) and
     finiteness."""
-    if isinstance(value, (str, bytes)) or value is None:
-        raise EstimatorTypeError(f"{name} must be an array of numbers, got {type(value).__name__}")
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as e:
-        raise EstimatorTypeError(f"{name} must be an array of numbers, got "
-                                 f"{type(value).__name__}") from e
+    arr = _v.as_float_array(name, value, _ERRORS)
     if shape is not None:
         ok = arr.ndim == len(shape) and all(s is None or s == a for s, a in zip(shape, arr.shape))
         if not ok:
@@ -32,12 +32,18 @@ def as_float_array(name: str, value: Any, shape: tuple[int | None, ...] | None =
 
 def positive_float(name: str, value: Any) -> float:
     """A finite float > 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise EstimatorTypeError(f"{name} must be a number, got {type(value).__name__}")
-    v = float(value)
-    if not (np.isfinite(v) and v > 0):
-        raise EstimatorValueError(f"{name} must be a positive finite number, got {value!r}")
-    return v
+    return _v.check_number(name, value, minimum=0.0, exclusive_minimum=True, errors=_ERRORS)
+
+
+def real_number(name: str, value: Any, **kw: Any) -> Any:
+    """A real number checked by :func:`lcs._validation.check_number` (keywords: ``minimum``,
+    ``allow_none``, ...), with the estimators' errors."""
+    return _v.check_number(name, value, errors=_ERRORS, **kw)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """A bool (not "no", not 0/1)."""
+    return _v.check_bool(name, value, _ERRORS)
 
 
 def check_image(name: str, image: Any, width: int | None = None, height: int | None = None
@@ -55,3 +61,28 @@ def check_image(name: str, image: Any, width: int | None = None, height: int | N
         raise EstimatorValueError(f"{name} must be {width}x{height} (W x H) for this camera, got "
                                   f"shape {image.shape}")
     return image
+
+
+def load_yaml(path: Any) -> Any:
+    """A YAML file's data through the guarded loader of :mod:`c3mpc._yaml` (size and alias
+    limits); an unreadable or malformed file is one EstimatorValueError naming the file and
+    the line."""
+    from pathlib import Path
+
+    import yaml
+
+    from c3mpc._yaml import load_located, yaml_error_line
+
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise EstimatorValueError(f"cannot read {p}: {e}") from None
+    try:
+        data, _, _ = load_located(text)
+    except yaml.YAMLError as e:
+        line = yaml_error_line(e)
+        at = f", line {line}" if line else ""
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise EstimatorValueError(f"{p}{at}: not valid YAML: {problem}") from None
+    return data

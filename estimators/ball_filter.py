@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from ._validation import as_float_array
+from ._validation import as_float_array, real_number
 from .ball_state import BallState, BallStatus
-from .errors import EstimatorValueError
+from .errors import EstimatorTypeError, EstimatorValueError
 from .options import BallTrackerOptions
 from .transforms import quaternion_from_rotvec, quaternion_multiply
 
@@ -109,12 +109,9 @@ class BallFilter:
         Returns:
             The state estimate (status says whether it is usable).
         """
-        t = float(t)
-        if not np.isfinite(t):
-            raise EstimatorValueError("t must be finite")
+        t = real_number("t", t)
         if self._last_t is not None and t <= self._last_t:
             raise EstimatorValueError(f"t must increase strictly: got {t} after {self._last_t}")
-        self._last_t = t
         if positions is None:
             P = np.zeros((0, 3))
         else:
@@ -129,6 +126,15 @@ class BallFilter:
                                           "detection')")
         if names is None:
             names = tuple(f"camera{i}" for i in range(len(P)))
+        else:
+            if isinstance(names, str) or not hasattr(names, "__len__"):
+                raise EstimatorTypeError(f"names must be a sequence of {len(P)} camera names, "
+                                         f"got {type(names).__name__}")
+            if len(names) != len(P):
+                raise EstimatorValueError(f"names must hold one camera name per position: "
+                                          f"{len(P)} position(s), got {len(names)} name(s)")
+            names = tuple(names)
+        self._last_t = t  # the input is valid: the step happens
         seen = np.all(np.isfinite(P), axis=1)
         P, names = P[seen], tuple(nm for nm, s in zip(names, seen) if s)
         z, rejected, inconsistent = self._fuse(P, names, t)

@@ -112,10 +112,10 @@ class BallTracker:
 
         Unknown keys raise ValueError.
         """
-        import yaml
+        from ._validation import load_yaml
 
         path = Path(path)
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path) or {}
         if not isinstance(data, Mapping):
             raise EstimatorValueError(f"{path}: expected a mapping at top level")
         known = {"cameras", "cameras_file", "table_corners", "options", "mask_margin_px"}

@@ -336,10 +336,10 @@ def load_cameras(path: str | Path) -> dict[str, Camera]:
     ``distortion_model``, ``rectification_matrix`` and ``projection_matrix`` are ignored);
     extrinsics default to identity then. Unknown keys raise ValueError.
     """
-    import yaml
+    from ._validation import load_yaml
 
     path = Path(path)
-    data = yaml.safe_load(path.read_text()) or {}
+    data = load_yaml(path) or {}
     if not isinstance(data, Mapping):
         raise EstimatorValueError(f"{path}: expected a mapping at top level")
     if "cameras" in data:

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .circle_detection import CircleDetectionOptions
+from ._validation import as_float_array, check_bool, real_number
 from .errors import EstimatorTypeError, EstimatorValueError
 
 __all__ = ["BallTrackerOptions", "FILTERS"]
@@ -83,33 +84,35 @@ class BallTrackerOptions:
     """Circle detection settings (images only)."""
 
     def __post_init__(self) -> None:
-        def positive(name: str) -> None:
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
-                    np.isfinite(v) and v > 0):
-                raise EstimatorValueError(f"BallTrackerOptions.{name} must be a positive finite "
-                                          f"number, got {v!r}")
+        def positive(name: str, allow_none: bool = False) -> None:
+            v = real_number(f"BallTrackerOptions.{name}", getattr(self, name), minimum=0.0,
+                            exclusive_minimum=True, allow_none=allow_none)
+            object.__setattr__(self, name, v)
 
         for name in ("radius", "outlier_sigmas", "outlier_min_distance", "gate_distance",
                      "position_cutoff_hz", "kalman_accel_std", "kalman_measurement_std",
                      "max_coast_time"):
             positive(name)
-        if self.velocity_cutoff_hz is not None:
-            positive("velocity_cutoff_hz")
-        if self.search_window_px is not None and not (
-                np.isfinite(self.search_window_px) and self.search_window_px >= 0):
-            raise EstimatorValueError("BallTrackerOptions.search_window_px must be None or >= 0")
+        positive("velocity_cutoff_hz", allow_none=True)
+        object.__setattr__(self, "search_window_px", real_number(
+            "BallTrackerOptions.search_window_px", self.search_window_px, minimum=0.0,
+            allow_none=True))
+        object.__setattr__(self, "table_height", real_number("BallTrackerOptions.table_height",
+                                                             self.table_height))
+        check_bool("BallTrackerOptions.rolling", self.rolling)
+        for name in ("depth_method", "filter"):
+            if not isinstance(getattr(self, name), str):
+                raise EstimatorTypeError(f"BallTrackerOptions.{name} must be a str, got "
+                                         f"{type(getattr(self, name)).__name__}")
         if self.depth_method not in ("plane", "size"):
             raise EstimatorValueError(f"BallTrackerOptions.depth_method must be 'plane' or "
                                       f"'size', got {self.depth_method!r}")
         if self.filter not in FILTERS:
             raise EstimatorValueError(f"BallTrackerOptions.filter must be one of {list(FILTERS)}, "
                                       f"got {self.filter!r}")
-        n = np.asarray(self.table_normal, dtype=float)
-        if n.shape != (3,) or not np.all(np.isfinite(n)) or np.linalg.norm(n) == 0:
+        n = as_float_array("BallTrackerOptions.table_normal", self.table_normal, shape=(3,))
+        if np.linalg.norm(n) == 0:
             raise EstimatorValueError("BallTrackerOptions.table_normal must be a non-zero 3-vector")
-        if not np.isfinite(self.table_height):
-            raise EstimatorValueError("BallTrackerOptions.table_height must be finite")
         if isinstance(self.detection, Mapping):
             object.__setattr__(self, "detection", _from_mapping(CircleDetectionOptions,
                                                                 self.detection, "detection"))
@@ -125,9 +128,9 @@ class BallTrackerOptions:
     @classmethod
     def from_yaml(cls, path: str | Path, key: str | None = None) -> "BallTrackerOptions":
         """Options from a YAML file (optionally the mapping under ``key``)."""
-        import yaml
+        from ._validation import load_yaml
 
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        data = load_yaml(path) or {}
         return cls.from_dict(data[key] if key else data)
 
 

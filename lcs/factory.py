@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import LCSValueError
+from ._validation import check_number
+from .errors import LCSTypeError, LCSValueError
 from .lcs import LCS
 
 __all__ = [
@@ -112,6 +113,9 @@ class SmoothLinearization:
             if not isinstance(arr, np.ndarray) or arr.shape != shape:
                 raise LCSValueError(f"SmoothLinearization.{name} must have shape {shape}, got "
                                     f"{getattr(arr, 'shape', type(arr).__name__)}")
+            if arr.dtype.kind not in "fiu":
+                raise LCSTypeError(f"SmoothLinearization.{name} must hold real numbers, got dtype "
+                                   f"{arr.dtype}")
             if not np.all(np.isfinite(arr)):
                 raise LCSValueError(f"SmoothLinearization.{name} has a non-finite entry")
 
@@ -158,6 +162,9 @@ class ContactData:
             if not isinstance(arr, np.ndarray) or arr.shape != shape:
                 raise LCSValueError(f"ContactData.{name} must have shape {shape}, got "
                                     f"{getattr(arr, 'shape', type(arr).__name__)}")
+            if arr.dtype.kind not in "fiu":
+                raise LCSTypeError(f"ContactData.{name} must hold real numbers, got dtype "
+                                   f"{arr.dtype}")
             if not np.all(np.isfinite(arr)):
                 raise LCSValueError(f"ContactData.{name} has a non-finite entry")
         if n_c and self.mu.min() < 0:
@@ -214,9 +221,9 @@ def build_lcs_matrices(
 ) -> tuple[np.ndarray, ...]:
     r"""The eight LCS matrices ``(A, B, D, d, E, F, H, c)`` (see :func:`build_lcs`)."""
     contact_model = canonical_contact_model(contact_model)
-    dt = float(dt)
-    if not (dt > 0 and np.isfinite(dt)):
-        raise LCSValueError(f"dt must be a positive time step in [s], got {dt}")
+    dt = check_number("dt", dt, minimum=0.0, exclusive_minimum=True)
+    spring_stiffness = check_number("spring_stiffness", spring_stiffness, minimum=0.0,
+                                    exclusive_minimum=True)
     if check:
         lin.check()
         contacts.check(lin.n_v)

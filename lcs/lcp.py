@@ -23,6 +23,10 @@ Method (docs/lcp.md has the derivation):
   solution whenever one exists, and its ray termination proves that none exists.
 
 Every result carries a :class:`LCPStatus`; a failed solve returns NaN in ``z``, never zeros.
+The one exception is :attr:`LCPStatus.INACCURATE`: a complementary basis *was* found, and its
+``z``, ``w`` and (too large) ``residual`` are returned so that a caller may accept a near
+solution knowingly (the C3 LCP projection does, up to its ``accept_residual``); its status is
+never ``SOLVED``, so no caller can take it for a solution by accident.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from . import _lemke_kernel as _k
-from ._validation import as_float_array, check_finite
+from ._validation import as_float_array, as_vector, check_finite, check_number
 from .errors import LCSValueError
 
 __all__ = ["LCPStatus", "LCPResult", "LCPBatchResult", "solve_lcp", "solve_lcp_batch"]
@@ -66,12 +70,13 @@ class LCPResult:
     """Solution of one LCP.
 
     Attributes:
-        z: (n,) the complementarity variable (lambda in an LCS); NaN when not solved.
-        w: (n,) ``F z + q``; NaN when not solved.
+        z: (n,) the complementarity variable (lambda in an LCS); NaN when not solved, except
+            for ``INACCURATE``, which carries the basis found (check ``residual``).
+        w: (n,) ``F z + q``; NaN when not solved (``INACCURATE``: of the basis found).
         status: see :class:`LCPStatus`.
         iterations: number of Lemke pivots (0 for the shortcut and the tiny-problem path).
         residual: relative natural residual ``max|min(z, w)| / max(1, max|q|)``;
-            ``inf`` when not solved.
+            ``inf`` when not solved (``INACCURATE``: the basis' residual, above ``tol``).
         solve_time: wall time in [s].
     """
 
@@ -147,9 +152,9 @@ def _check_batch_inputs(F: Any, q: Any) -> tuple[np.ndarray, np.ndarray]:
 def _covering(covering_vector: Any, n: int) -> np.ndarray:
     if covering_vector is None:
         return np.ones(n)
-    d = as_float_array("covering_vector", covering_vector).ravel()
-    if d.shape != (n,) or not np.all(d > 0) or not np.all(np.isfinite(d)):
-        raise LCSValueError(f"covering_vector must be a strictly positive vector of shape ({n},)")
+    d = as_vector("covering_vector", covering_vector, n)
+    if not np.all(d > 0):
+        raise LCSValueError(f"covering_vector must be strictly positive, got min {d.min():.3g}")
     return d
 
 
@@ -209,6 +214,22 @@ def _solve_validated(F: np.ndarray, q: np.ndarray, tol: float = 1e-9) -> LCPResu
                      time.perf_counter() - t0)
 
 
+MAX_ITERATIONS_LIMIT = 2**31 - 1
+"""Largest pivot budget accepted (the kernel counts pivots in 64-bit integers; a budget this
+large is already far beyond any terminating run)."""
+
+
+def _check_tol_iterations(tol: Any, max_iterations: Any, n: int) -> tuple[float, int]:
+    """``tol`` in (0, 1) (a relative residual of 1 or more, or inf, would call any z a solution)
+    and a pivot budget in [1, MAX_ITERATIONS_LIMIT] (default 50 (n + 1))."""
+    tol = check_number("tol", tol, minimum=0.0, maximum=1.0, exclusive_minimum=True,
+                       exclusive_maximum=True)
+    if max_iterations is None:
+        return tol, 50 * (n + 1)
+    return tol, check_number("max_iterations", max_iterations, integer=True, minimum=1,
+                             maximum=MAX_ITERATIONS_LIMIT)
+
+
 def solve_lcp_batch(
     F: Any,
     q: Any,
@@ -222,8 +243,8 @@ def solve_lcp_batch(
     Args:
         F: (n, n) shared matrix or (B, n, n) one per problem.
         q: (B, n) vectors.
-        tol: relative natural-residual tolerance for ``SOLVED``.
-        max_iterations: Lemke pivot budget per problem; default ``50 (n + 1)``.
+        tol: relative natural-residual tolerance for ``SOLVED``, in (0, 1).
+        max_iterations: Lemke pivot budget per problem (an int >= 1); default ``50 (n + 1)``.
         covering_vector: (n,) strictly positive covering vector; default all ones.
 
     Returns:
@@ -236,12 +257,8 @@ def solve_lcp_batch(
     t0 = time.perf_counter()
     F, q = _check_batch_inputs(F, q)
     nb, n = q.shape
-    if not (tol > 0):
-        raise LCSValueError(f"tol must be positive, got {tol}")
+    tol, max_it = _check_tol_iterations(tol, max_iterations, n)
     d = _covering(covering_vector, n)
-    max_it = 50 * (n + 1) if max_iterations is None else int(max_iterations)
-    if max_it < 1:
-        raise LCSValueError(f"max_iterations must be >= 1, got {max_iterations}")
     z, w, residual, status, iters = _lemke(F, q, d, max_it, tol)
     return LCPBatchResult(z, w, status, iters, residual, time.perf_counter() - t0)
 
@@ -259,8 +276,8 @@ def solve_lcp(
     Args:
         F: (n, n) matrix.
         q: (n,) vector (an (n, 1) column is accepted).
-        tol: relative natural-residual tolerance for ``SOLVED``.
-        max_iterations: Lemke pivot budget; default ``50 (n + 1)``.
+        tol: relative natural-residual tolerance for ``SOLVED``, in (0, 1).
+        max_iterations: Lemke pivot budget (an int >= 1); default ``50 (n + 1)``.
         covering_vector: (n,) strictly positive covering vector; default all ones.
 
     Returns:

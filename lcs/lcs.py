@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from ._validation import as_float_array, as_matrix, as_vector
+from ._validation import as_float_array, as_matrix, as_vector, check_number
 from .errors import LCPSolveError, LCSTypeError, LCSValueError
 from .lcp import LCPResult, _solve_validated, solve_lcp_batch
 
@@ -106,6 +106,16 @@ class LCS:
                     raise
                 raise LCSValueError(f"{name}: per-knot matrices must all have the same shape "
                                     f"({e})") from e
+        for name in ("A", "B", "D", "E", "F", "H"):
+            if raw[name].ndim == 3 and raw[name].shape[0] == 0:
+                raise LCSValueError(f"{name}: a time-varying LCS needs at least one knot, got "
+                                    f"an empty per-knot stack of shape {raw[name].shape}")
+        for name in ("d", "c"):
+            arr = raw[name]
+            if arr.ndim == 3 and arr.shape[0] == 0 or arr.ndim == 2 and arr.shape[0] == 0 \
+                    and arr.shape[1] != 1:
+                raise LCSValueError(f"{name}: a time-varying LCS needs at least one knot, got "
+                                    f"an empty per-knot stack of shape {raw[name].shape}")
         # Dimensions from A, B, D (knot 0 when per knot). A flat B/H is a single input column.
         A0 = raw["A"][0] if raw["A"].ndim == 3 else raw["A"]
         if A0.ndim != 2 or A0.shape[0] != A0.shape[1]:
@@ -157,12 +167,9 @@ class LCS:
             m = np.ascontiguousarray(m)
             m.setflags(write=False)
             mats[name] = m
-        dt = float(dt)
-        if not (dt > 0 and np.isfinite(dt)):
-            raise LCSValueError(f"dt must be a positive time step in [s], got {dt}")
-        lambda_scale = float(lambda_scale)
-        if not (lambda_scale > 0 and np.isfinite(lambda_scale)):
-            raise LCSValueError(f"lambda_scale must be positive and finite, got {lambda_scale}")
+        dt = check_number("dt", dt, minimum=0.0, exclusive_minimum=True)
+        lambda_scale = check_number("lambda_scale", lambda_scale, minimum=0.0,
+                                    exclusive_minimum=True)
         self._m = mats
         self._N = N
         self._dt = dt
@@ -240,6 +247,7 @@ class LCS:
 
         For a time-varying LCS, ``N`` must not exceed :attr:`N` (the first N knots are used).
         """
+        N = check_number("N", N, integer=True, minimum=1)
         if self._N is not None and N > self._N:
             raise LCSValueError(f"N={N} knots requested from a time-varying LCS with only "
                                 f"{self._N} knots")

@@ -88,8 +88,47 @@ class SweepSummary:
 
 
 # ------------------------------------------------------------------------ executors
-def _ignore_sigint() -> None:  # local workers: Ctrl-C is the driver's to handle
+def _exit_with(driver: int) -> None:
+    """Kill this process (SIGKILL) as soon as process ``driver`` is gone, on any death.
+
+    Local workers are forked by the forkserver, not by the driver, so ``prctl(PR_SET_PDEATHSIG)``
+    would watch the wrong parent: the forkserver only exits once every worker has closed its
+    copy of the forkserver's liveness pipe, i.e. after the workers. Instead a daemon thread
+    waits on a pidfd of the driver (Linux >= 5.3; ``select`` sleeps in the kernel, no polling)
+    or, where pidfds are missing, checks the driver every 0.5 s. So ``kill -9`` of the driver
+    takes the busy workers with it, and then the forkserver and the resource tracker exit on
+    their own.
+    """
+    import select
+
+    try:
+        fd = os.pidfd_open(driver)
+    except ProcessLookupError:  # the driver died before this worker started
+        os._exit(1)
+    except (AttributeError, OSError):  # no pidfd: poll
+        fd = None
+
+    def watch() -> None:
+        if fd is not None:
+            select.select([fd], [], [])  # readable once the driver has exited
+        else:
+            while True:
+                time.sleep(0.5)
+                try:
+                    os.kill(driver, 0)
+                except ProcessLookupError:
+                    break
+                except PermissionError:  # pid reused by another user's process
+                    break
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="exit-with-driver", daemon=True).start()
+
+
+def _worker_init(driver: int) -> None:
+    """Local workers: Ctrl-C is the driver's to handle; die with the driver."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with(driver)
 
 
 class _LocalExecutor:
@@ -101,7 +140,7 @@ class _LocalExecutor:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["c3mpc.sweep.worker"])
         return cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
-                                      initializer=_ignore_sigint)
+                                      initializer=_worker_init, initargs=(os.getpid(),))
 
     def describe(self) -> str:
         return f"local process pool of {self.workers} worker(s)"

@@ -37,7 +37,8 @@ from typing import Any, Iterator
 from ..errors import C3ValueError
 from .study import Study
 
-__all__ = ["RunFolder", "SweepLockedError", "open_study", "recover_interrupted",
+__all__ = ["RunFolder", "SweepLockedError", "JournalDamagedError", "TrialsShrinkError",
+           "check_journal", "open_study", "recover_interrupted",
            "enqueue_grid", "counted_trials", "write_trials_csv", "is_interrupted",
            "INTERRUPTED_ERROR"]
 
@@ -47,6 +48,26 @@ INTERRUPTED_ERROR = ("interrupted: the sweep process stopped before this trial f
 
 class SweepLockedError(C3ValueError):
     """Another sweep process holds the run folder."""
+
+
+class JournalDamagedError(C3ValueError):
+    """The journal lost finished trials that ``trials.csv`` still records (or is unreadable).
+
+    The run refuses to go on (it would rewrite ``trials.csv`` from the poorer journal).
+
+    Attributes:
+        missing: trial numbers in ``trials.csv`` that the journal does not hold as finished.
+        backup: where the damaged journal was copied (None when there was no journal).
+    """
+
+    def __init__(self, message: str, missing: tuple[int, ...] = (), backup: Path | None = None):
+        super().__init__(message)
+        self.missing = missing
+        self.backup = backup
+
+
+class TrialsShrinkError(C3ValueError):
+    """A rewrite of ``trials.csv`` would have dropped finished trials; it was not done."""
 
 
 @dataclass(frozen=True)
@@ -124,15 +145,106 @@ def _repair_journal(path: Path) -> None:
         f.truncate(data.rfind(b"\n") + 1)
 
 
+def _backup(path: Path) -> Path:
+    """Copy ``path`` to ``path.damaged-<UTC time>`` (a new name each time) and return it."""
+    import shutil
+    import time
+
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    shutil.copy2(path, target)
+    return target
+
+
+def _journal_problem(path: Path) -> str | None:
+    """Why the journal cannot be read as Optuna journal lines (None when it can)."""
+    if not path.exists():
+        return None
+    with open(path, "rb") as f:
+        for i, line in enumerate(f, start=1):
+            try:
+                entry = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                return f"line {i} is not a journal entry (not JSON)"
+            if not isinstance(entry, dict) or "op_code" not in entry:
+                return f"line {i} is not a journal entry (no op_code)"
+    return None
+
+
+def finished_in_csv(path: Path) -> dict[int, str]:
+    """``{trial number: state}`` of the rows of an existing ``trials.csv`` ({} if none)."""
+    if not path.exists():
+        return {}
+    try:
+        with open(path, newline="") as f:
+            return {int(r["number"]): r.get("state", "") for r in csv.DictReader(f)
+                    if (r.get("number") or "").strip().lstrip("-").isdigit()}
+    except (OSError, csv.Error, KeyError, UnicodeDecodeError):
+        return {}
+
+
+def check_journal(ostudy: Any, folder: RunFolder, problem: str | None = None) -> None:
+    """Refuse to go on when the journal holds fewer finished trials than ``trials.csv``.
+
+    ``trials.csv`` is rebuilt from the journal after every trial; when the journal has been
+    emptied, deleted, truncated or damaged, that rebuild would silently drop finished trials.
+    The journal (if any) is backed up and :class:`JournalDamagedError` says what is missing
+    and how to recover.
+
+    Args:
+        ostudy: the study loaded from the journal, or None when it could not be loaded.
+        problem: why the journal could not be read, if it could not.
+    """
+    in_csv = finished_in_csv(folder.trials_csv)
+    if ostudy is not None:
+        held = {t.number for t in ostudy.get_trials(deepcopy=False) if t.state.is_finished()}
+    else:
+        held = set()
+    missing = tuple(sorted(set(in_csv) - held))
+    if not missing and problem is None:
+        return
+    backup = _backup(folder.journal) if folder.journal.exists() else None
+    state = ("missing" if not folder.journal.exists() else
+             "empty" if folder.journal.stat().st_size == 0 else
+             f"damaged ({problem})" if problem else "incomplete")
+    saved = f"; it was copied to {backup}" if backup else ""
+    if missing:
+        raise JournalDamagedError(
+            f"{folder.journal} is {state}{saved}: {folder.trials_csv} records "
+            f"{len(in_csv)} finished trial(s) and {len(missing)} of them (numbers "
+            f"{_ranges(missing)}) are not in the journal. Nothing was overwritten. Restore the "
+            f"journal from a backup, or move {folder.trials_csv.name} away to start the study "
+            f"over.", missing, backup)
+    raise JournalDamagedError(
+        f"{folder.journal} is {state}{saved}. Nothing was overwritten. Restore the journal from "
+        f"a backup, or remove it (and {folder.trials_csv.name}) to start the study over.",
+        (), backup)
+
+
+def _ranges(numbers: tuple[int, ...]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:10])
+    return shown + (f", ... ({len(numbers)} in all)" if len(numbers) > 10 else "")
+
+
 def open_study(study: Study, folder: RunFolder) -> tuple[Any, Any]:
     """Create or load the Optuna study of ``study`` in ``folder`` (hold ``folder.lock()``).
 
     Returns:
         ``(optuna_study, storage)``.
 
+    The sampler is seeded with the study's seed plus the number of trials already in the
+    storage, so a resumed random or TPE sampler continues with new proposals instead of
+    repeating the first run's (the grid sampler is resumed by :func:`enqueue_grid`).
+
     Raises:
         C3ValueError: the folder holds a study of the same name with another definition
             (search space, objectives, seeds, ...), or another number of objectives.
+        JournalDamagedError: the journal is unreadable, or lost finished trials that
+            ``trials.csv`` records (see :func:`check_journal`).
     """
     import optuna
     from optuna.storages import JournalStorage
@@ -140,6 +252,10 @@ def open_study(study: Study, folder: RunFolder) -> tuple[Any, Any]:
 
     folder.root.mkdir(parents=True, exist_ok=True)
     _repair_journal(folder.journal)
+    problem = _journal_problem(folder.journal)
+    if problem is not None or (finished_in_csv(folder.trials_csv) and (
+            not folder.journal.exists() or folder.journal.stat().st_size == 0)):
+        check_journal(None, folder, problem)  # raises: nothing is written to the folder
     stale = Path(str(folder.journal) + ".lock")  # we hold the folder lock: no other writer
     if stale.exists():
         stale.unlink()
@@ -154,8 +270,19 @@ def open_study(study: Study, folder: RunFolder) -> tuple[Any, Any]:
             raise C3ValueError(f"{folder.root} holds study {study.name!r} with another "
                                f"definition (task, search space, objectives, seeds, ...); use a "
                                f"new --out or restore the study file")
-    ostudy = optuna.create_study(storage=storage, study_name=study.name, load_if_exists=True,
-                                 directions=study.directions, sampler=study.sampler.build(study))
+    if study.name in existing:  # load_study writes nothing (create_study would log a create)
+        ostudy = optuna.load_study(study_name=study.name, storage=storage,
+                                   sampler=study.sampler.build(study))
+        check_journal(ostudy, folder)
+    else:
+        if finished_in_csv(folder.trials_csv):
+            check_journal(None, folder)  # trials.csv of a study the journal does not hold
+        ostudy = optuna.create_study(storage=storage, study_name=study.name,
+                                     directions=study.directions,
+                                     sampler=study.sampler.build(study))
+    existing_trials = len(ostudy.get_trials(deepcopy=False))
+    if existing_trials and study.sampler.name != "grid":
+        ostudy.sampler = study.sampler.build(study, offset=existing_trials)
     if study.name not in existing:
         ostudy.set_user_attr("fingerprint", study.fingerprint())
         ostudy.set_user_attr("metrics", study.metrics)
@@ -249,10 +376,17 @@ def write_trials_csv(ostudy: Any, path: Path, metrics: list[str]) -> int:
     Columns: number, state, value_<metric> per objective, param_<name> per parameter, error,
     interrupted, wall_time_s, metrics (JSON of every metric), worker.
 
+    Never shrinks the table: a rewrite that would drop a trial the file already holds raises
+    :class:`TrialsShrinkError` and leaves the file as it was.
+
     Returns:
         The number of rows written.
     """
     rows = list(_rows(ostudy, metrics))
+    dropped = set(finished_in_csv(path)) - {int(r["number"]) for r in rows}
+    if dropped:
+        raise TrialsShrinkError(f"refusing to rewrite {path}: the journal no longer holds "
+                                f"trial(s) {_ranges(tuple(sorted(dropped)))} that it records")
     header = ["number", "state"] + [f"value_{m}" for m in metrics]
     for row in rows:
         header.extend(k for k in row if k not in header)

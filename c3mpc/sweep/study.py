@@ -42,7 +42,7 @@ import yaml
 
 from ..errors import C3ValueError
 from ..options import C3Options
-from ._yaml_lines import load_located
+from ._yaml_lines import YAMLLimitError, load_located
 from .episodes import WEIGHT_SCALES, ClosedLoopTask, SweepTask, resolve_task
 from .objectives import DIRECTIONS, METRICS
 
@@ -152,17 +152,24 @@ class SamplerSpec:
     name: str = "tpe"
     seed: int | None = 0
 
-    def build(self, study: "Study") -> Any:
-        """A fresh Optuna sampler for ``study``."""
+    def build(self, study: "Study", offset: int = 0) -> Any:
+        """A fresh Optuna sampler for ``study``.
+
+        Args:
+            offset: trials already in the storage; the seed used is ``(seed + offset) mod
+                2**32``, so a resumed sampler draws a new stream instead of replaying the
+                first run's proposals (which would repeat parameter sets).
+        """
         import optuna
 
+        seed = None if self.seed is None else (self.seed + offset) % 2**32
         if self.name == "grid":
             return _GridSampler({p.name: list(p.grid_values() or ()) for p in
-                                 study.search_space}, seed=self.seed)
+                                 study.search_space}, seed=seed)
         if self.name == "random":
-            return optuna.samplers.RandomSampler(seed=self.seed)
+            return optuna.samplers.RandomSampler(seed=seed)
         # constant_liar: trials still running count as bad, so parallel asks spread out
-        return optuna.samplers.TPESampler(seed=self.seed, constant_liar=True)
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
 
 
 def _grid_sampler_class() -> type:
@@ -288,7 +295,8 @@ class _Parser:
             self.data, self.value_lines, self.key_lines = load_located(text)
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
-            raise StudyFileError(f"malformed YAML: {getattr(e, 'problem', None) or e}",
+            what = "" if isinstance(e, YAMLLimitError) else "malformed YAML: "
+            raise StudyFileError(f"{what}{getattr(e, 'problem', None) or e}",
                                  source, mark.line + 1 if mark else 0, "") from None
 
     # ------------------------------------------------------------------ errors
