@@ -441,6 +441,8 @@ class C3:
                     qp_res = self._final_scaled_step(qp, X0, g_c, ref, delta, sigma)
                 else:
                     qp_res = qp.solve(X0, g_c, self._weighted_reference(ref), sigma)
+            except C3Error:  # bad input (e.g. option indices beyond n_lambda): the caller's
+                raise
             except Exception as e:  # noqa: BLE001 -- inputs are validated: a solver failure
                 return self._failure(C3Status.QP_FAILED, f"QP step {i} raised "
                                      f"{type(e).__name__}: {e}", t_start, iterations,

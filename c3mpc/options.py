@@ -179,22 +179,27 @@ class C3Options:
         self._check_dairlab_semantics()
 
     def _check_dairlab_semantics(self) -> None:
-        """The DAIRLab/c3-semantics fields the table of checks cannot say: index tuples."""
-        if isinstance(self.quaternion_indices, list):  # from YAML/TOML
-            object.__setattr__(self, "quaternion_indices", tuple(self.quaternion_indices))
-        idx = self.quaternion_indices
-        if not isinstance(idx, tuple) or not all(
-                isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in idx):
-            raise C3ValueError(f"C3Options.quaternion_indices must be a tuple of state indices "
-                               f">= 0, got {idx!r}")
-        if isinstance(self.final_augmented_cost_contact_indices, list):  # from YAML/TOML
-            object.__setattr__(self, "final_augmented_cost_contact_indices",
-                               tuple(self.final_augmented_cost_contact_indices))
-        fi = self.final_augmented_cost_contact_indices
-        if fi is not None and (not isinstance(fi, tuple) or not all(
-                isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in fi)):
-            raise C3ValueError(f"C3Options.final_augmented_cost_contact_indices must be None or "
-                               f"a tuple of indices >= 0, got {fi!r}")
+        """The DAIRLab/c3-semantics fields the table of checks cannot say: index tuples
+        (a list from YAML/TOML is stored as a tuple). Errors carry ``.field``."""
+        for name in ("quaternion_indices", "final_augmented_cost_contact_indices"):
+            try:
+                self._check_index_tuple(name)
+            except C3Error as e:
+                e.field = name  # type: ignore[attr-defined]
+                raise
+
+    def _check_index_tuple(self, name: str) -> None:
+        value = getattr(self, name)
+        if isinstance(value, list):  # from YAML/TOML
+            value = tuple(value)
+            object.__setattr__(self, name, value)
+        if value is None and name == "final_augmented_cost_contact_indices":
+            return
+        if not isinstance(value, tuple) or not all(
+                isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value):
+            raise C3TypeError(f"C3Options.{name} must be a tuple of indices >= 0"
+                              f"{' or None' if name != 'quaternion_indices' else ''}, got "
+                              f"{value!r}")
 
     # ------------------------------------------------------------------ loading
     @classmethod
