@@ -3,8 +3,8 @@
 Every ```` ```python ```` block is written to a file and run as a script (``python
 snippet.py``, ``__name__ == "__main__"``) in an empty folder, so a snippet that only works
 from the repository root, inside a test process or without an ``if __name__ ==
-"__main__":`` guard fails here as it would for a user. Paths a snippet names (``examples/``)
-are linked into that folder.
+"__main__":`` guard fails here as it would for a user. The folders whose data the docs name
+(``examples/``, ``tests/data/``) are linked into that folder.
 
 Printed output is checked where the text shows it: a ``print(...)`` line whose comment starts
 with ``# ->`` states what that call prints::
@@ -114,7 +114,7 @@ def run(snippet: Snippet, workdir: Path, timeout: float = 600.0) -> list[tuple[i
     The file is padded with blank lines so that its line numbers are the document's.
     Raises ``AssertionError`` with the output when the script fails.
     """
-    for name in ("examples",):
+    for name in ("examples", "tests"):  # the data files the docs name
         link = workdir / name
         if not link.exists():
             link.symlink_to(ROOT / name)
