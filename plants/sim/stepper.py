@@ -17,6 +17,7 @@ optional controller (the actuation hook), held constant over the step.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -31,7 +32,16 @@ from .contact_problem import (
     ContactProblem,
     ContactSolver,
     ContactSolverResult,
+    ContactSolverStatus,
     make_contact_solver,
+)
+from .diagnostics import (
+    NonConvergenceWarning,
+    PlausibilityFlag,
+    PlausibilityOptions,
+    PlausibilityWarning,
+    body_sizes,
+    suggest_dt,
 )
 from .geometry import tangent_basis
 from .scene import Scene
@@ -58,7 +68,10 @@ STAT_FIELDS = (
     "free_motion_iterations",
     "solve_time",
     "step_time",
+    "penetration_ratio",
+    "flags",
 )
+_INT_STATS = ("status", "iterations", "line_search_iterations", "n_contacts", "free_motion_iterations", "flags")
 
 
 @dataclass(frozen=True)
@@ -72,13 +85,20 @@ class Trajectory:
         stats: per-step arrays (N,) keyed by :data:`STAT_FIELDS`: solver ``status``, Newton
             ``iterations``, ``line_search_iterations``, ``n_contacts``, ``residual`` (eq. 26 left
             side), ``momentum_error`` (eq. 32), ``cost``, ``min_phi`` (smallest signed distance
-            at the step's start [m]), ``free_motion_iterations``, ``solve_time`` and ``step_time`` [s].
+            at the step's start [m]), ``free_motion_iterations``, ``solve_time`` and ``step_time`` [s],
+            ``penetration_ratio`` (deepest overlap at the step's start over its allowance, see
+            :class:`~plants.sim.diagnostics.PlausibilityOptions`; ≥ 1 is deep) and ``flags``
+            (:class:`~plants.sim.diagnostics.PlausibilityFlag` bits).
+        summary: what the run's warnings said, as data: ``non_converged`` (count),
+            ``first_non_converged_step``, ``worst_residual`` (and its step), ``deep_penetration_steps``,
+            ``energy_growth_steps``, ``suggested_dt`` [s] (None when nothing was flagged).
     """
 
     t: np.ndarray
     q: np.ndarray
     v: np.ndarray
     stats: dict[str, np.ndarray] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_steps(self) -> int:
@@ -95,7 +115,16 @@ class Simulator:
         scheme: one of :data:`SCHEMES` ("symplectic_euler" by default, as Drake's discrete SAP).
         controller: optional ``controller(t, q, v) -> tau`` returning generalized forces (n_v,)
             applied during the step (zero on unactuated dofs).
-        solver_options: keyword options for the solver when ``solver`` is a name.
+        solver_options: options of the solver when ``solver`` is a name: keyword options (a dict),
+            a preset name (``"default"``, ``"realtime"``: the fixed iteration budgets of the seeds,
+            see each solver's ``Options.realtime``) or an options object.
+        strict: raise :class:`plants.errors.ContactSolveError` on a step whose solve did not meet
+            its stopping criterion (tests, solver research). Default False: the step advances on
+            the solver's best iterate, ``traj.stats`` records its status, residual and iterations,
+            and :meth:`run` ends with one :class:`~plants.sim.diagnostics.NonConvergenceWarning`
+            summarizing such steps. A non-finite solution always raises.
+        plausibility: thresholds of the per-step plausibility checks (deep penetration, energy
+            growth), warned once per run with a suggested δt; None disables them.
         free_motion_tol: relative tolerance of the implicit free-motion Newton solve.
         blas_threads: BLAS threads while stepping (1: the matrices are small; None: leave as is).
         max_speed: largest |v_i| [m/s or rad/s] a step may produce before the simulator reports
@@ -117,6 +146,8 @@ class Simulator:
         free_motion_max_iterations: int = 30,
         blas_threads: int | None = 1,
         max_speed: float | None = 1e3,
+        strict: bool = False,
+        plausibility: PlausibilityOptions | None = PlausibilityOptions(),
     ):
         import pinocchio as pin
 
@@ -137,7 +168,21 @@ class Simulator:
         self.dt = dt
         self.scheme = scheme
         self.theta, self.theta_vq = SCHEMES[scheme]
-        self.solver = make_contact_solver(solver, **(solver_options or {})) if isinstance(solver, str) else solver
+        if not isinstance(strict, (bool, np.bool_)):
+            raise TypeError(f"strict must be a bool, got {strict!r}")
+        if plausibility is not None and not isinstance(plausibility, PlausibilityOptions):
+            raise TypeError(f"plausibility must be PlausibilityOptions or None, got {type(plausibility).__name__}")
+        self.strict = bool(strict)
+        self.plausibility = plausibility
+        if isinstance(solver, str):
+            if solver_options is None or isinstance(solver_options, dict):
+                self.solver = make_contact_solver(solver, **(solver_options or {}))
+            else:  # a preset name or an options object
+                self.solver = make_contact_solver(solver, options=solver_options)
+        else:
+            if solver_options is not None:
+                raise ValueError("solver_options applies only when solver is a name, not a ContactSolver instance")
+            self.solver = solver
         if not isinstance(self.solver, ContactSolver):
             raise TypeError(f"solver must be a name or a ContactSolver, got {type(solver).__name__}")
         self.controller = controller
@@ -186,6 +231,8 @@ class Simulator:
         self._pair_mu = scene.pair_mu.reshape(-1)
         self._tree_starts = np.array(scene.tree_starts, dtype=np.int64)
         self._tree_starts.flags.writeable = False
+        self._geom_size = body_sizes(scene.geometries)  # (n_geoms,) [m], for the penetration check
+        self._geom_names = [g.name for g in scene.geometries]
 
     # ------------------------------------------------------------------ dynamics pieces
     def _mass(self, q: np.ndarray) -> np.ndarray:
@@ -302,15 +349,20 @@ class Simulator:
 
     # ------------------------------------------------------------------ stepping
     def step(self) -> ContactSolverResult:
-        """Advance one step; raises :class:`plants.errors.ContactSolveError` if the solver fails
-        (the state is then left unchanged and the error carries the step's problem).
+        """Advance one step on the solver's result: converged, or (unless ``strict``) the best
+        iterate of a solve that did not meet its criterion (``result.status`` says which).
+
+        Raises :class:`plants.errors.ContactSolveError` when ``strict`` and the solve did not
+        converge, and :class:`plants.errors.SimulationDivergedError` when the solution is not
+        finite or exceeds ``max_speed``; the state is then left unchanged and the error carries
+        the step's problem.
         """
         with blas_threads(self.blas_threads):
             problem, info = self.contact_problem()
             result = self.solver.solve(problem)
         self.last_problem, self.last_result = problem, result
         self._last_contacts = info["contacts"]
-        if not result.ok:
+        if not result.ok and (self.strict or not result.usable):
             raise ContactSolveError(
                 f"contact solver {result.solver or type(self.solver).__name__} failed at step "
                 f"{self.step_index} (t = {self.t:.6g} s): {result.status.name} {result.message}",
@@ -322,7 +374,9 @@ class Simulator:
             raise SimulationDivergedError(
                 f"simulation diverged at step {self.step_index} (t = {self.t:.6g} s): the "
                 f"{result.solver or type(self.solver).__name__} solution has |v| = {peak:.3g}"
-                f" > max_speed = {self.max_speed} (state left unchanged)",
+                f" > max_speed = {self.max_speed} (state left unchanged); likely cause: δt = {self.dt:.3g} s"
+                f" is too large for the contact stiffness or mass ratio (seed 001 §VIII), or the"
+                f" solve did not converge (status {result.status.name})",
                 problem, result, self.step_index, self.t,
             )
         vq = self.theta_vq * v + (1.0 - self.theta_vq) * self.v
@@ -341,11 +395,14 @@ class Simulator:
         t = np.empty(n + 1)
         q = np.empty((n + 1, self.model.nq))
         v = np.empty((n + 1, self.model.nv))
-        stats = {f: np.zeros(n, dtype=np.int64 if f in ("status", "iterations", "line_search_iterations", "n_contacts", "free_motion_iterations") else float) for f in STAT_FIELDS}
+        stats = {f: np.zeros(n, dtype=np.int64 if f in _INT_STATS else float) for f in STAT_FIELDS}
         t[0], q[0], v[0] = self.t, self.q, self.v
+        self._deepest = (0.0, -1, 0.0, 0.0, -1, -1)  # (ratio, step, depth, size, geom a, geom b)
+        first_step = self.step_index
         with blas_threads(self.blas_threads):  # once per run: the per-step blocks are then free
             self._run_steps(n, t, q, v, stats)
-        return Trajectory(t=t, q=q, v=v, stats=stats)
+        summary = self._summarize(t, q, v, stats, first_step)
+        return Trajectory(t=t, q=q, v=v, stats=stats, summary=summary)
 
     def _run_steps(self, n: int, t: np.ndarray, q: np.ndarray, v: np.ndarray, stats: dict[str, np.ndarray]) -> None:
         for i in range(n):
@@ -358,12 +415,91 @@ class Simulator:
             c = self._last_contacts
             stats["n_contacts"][i] = c.n_c
             stats["min_phi"][i] = c.phi.min() if c.n_c else np.inf
+            flags = 0 if r.ok else PlausibilityFlag.NOT_CONVERGED
+            if c.n_c and self.plausibility is not None and c.phi.min() < 0:
+                allow = self.plausibility.penetration_fraction * np.minimum(self._geom_size[c.a], self._geom_size[c.b])
+                ratios = -c.phi / allow
+                k = int(np.argmax(ratios))
+                stats["penetration_ratio"][i] = ratios[k]
+                if ratios[k] >= 1.0:
+                    flags |= PlausibilityFlag.DEEP_PENETRATION
+                if ratios[k] > self._deepest[0]:
+                    size = allow[k] / self.plausibility.penetration_fraction
+                    self._deepest = (float(ratios[k]), self.step_index - 1, float(-c.phi[k]), float(size),
+                                     int(c.a[k]), int(c.b[k]))
+            stats["flags"][i] = flags
             stats["residual"][i] = r.residual
             stats["momentum_error"][i] = r.momentum_error
             stats["cost"][i] = r.cost
             stats["solve_time"][i] = r.solve_time
             stats["free_motion_iterations"][i] = self._fm_iterations
             t[i + 1], q[i + 1], v[i + 1] = self.t, self.q, self.v
+
+    def _summarize(self, t, q, v, stats, first_step: int) -> dict[str, Any]:
+        """Flags energy growth, then emits at most one warning of each kind for the run."""
+        n = stats["status"].size
+        summary: dict[str, Any] = {"non_converged": 0, "first_non_converged_step": None, "worst_residual": None,
+                                   "worst_residual_step": None, "deep_penetration_steps": 0,
+                                   "energy_growth_steps": 0, "suggested_dt": None}
+        if n == 0:
+            return summary
+        po = self.plausibility
+        if po is not None and po.check_energy and self.controller is None:
+            E = self.energy(Trajectory(t=t, q=q, v=v))
+            masses = np.array([inertia.mass for inertia in self.model.inertias])
+            weight = float(masses.sum() * np.linalg.norm(self.model.gravity.linear))
+            finite = self._geom_size[np.isfinite(self._geom_size)]
+            ell = float(finite.max()) if finite.size else 1.0
+            allow = po.energy_fraction * max(abs(E[0]), weight * ell)
+            grew = E[1:] - E[0] > allow
+            stats["flags"][grew] |= PlausibilityFlag.ENERGY_GROWTH
+            summary["energy_growth_steps"] = int(grew.sum())
+            if grew.any():
+                k = int(np.argmax(grew))
+                summary["energy_growth"] = (first_step + k, float(E[k + 1] - E[0]), allow)
+        bad = np.flatnonzero(stats["status"] != 0)
+        solver = getattr(self.last_result, "solver", "") or type(self.solver).__name__
+        if bad.size:
+            res = stats["residual"][bad]
+            worst = bad[int(np.nanargmax(np.where(np.isfinite(res), res, -np.inf)))] if np.isfinite(res).any() else bad[0]
+            summary.update(non_converged=int(bad.size), first_non_converged_step=int(first_step + bad[0]),
+                           worst_residual=float(stats["residual"][worst]), worst_residual_step=int(first_step + worst))
+            kinds = ", ".join(f"{np.sum(stats['status'][bad] == s)} {ContactSolverStatus(s).name}"
+                              for s in np.unique(stats["status"][bad]))
+            warnings.warn(
+                f"contact solver {solver} did not meet its stopping criterion on {bad.size} of {n} steps "
+                f"({kinds}); first at step {first_step + bad[0]} (t = {t[bad[0]]:.6g} s), worst residual "
+                f"{summary['worst_residual']:.3g} at step {first_step + worst}. Those steps advanced on the "
+                f"solver's best iterate (traj.stats['status'], ['residual'], ['iterations']). Raise the "
+                f"budget with solver_options, or pass strict=True to stop at the first such step.",
+                NonConvergenceWarning, stacklevel=3,
+            )
+        deep = (stats["flags"] & PlausibilityFlag.DEEP_PENETRATION) != 0
+        summary["deep_penetration_steps"] = int(deep.sum())
+        if po is not None and (deep.any() or summary["energy_growth_steps"]):
+            ratio, step, depth, size, ga, gb = self._deepest
+            parts = []
+            if deep.any():
+                dt_new = suggest_dt(self.dt, depth, size, po.target_fraction)
+                summary["suggested_dt"] = dt_new
+                parts.append(
+                    f"deep penetration on {int(deep.sum())} of {n} steps: the deepest, {depth:.3g} m between "
+                    f"{self._geom_names[ga]!r} and {self._geom_names[gb]!r} at step {step}, is {ratio:.3g}x the "
+                    f"allowance ({po.penetration_fraction:g} x the smaller body's size {size:.3g} m)")
+            if summary["energy_growth_steps"]:
+                k, rise, allow = summary["energy_growth"]
+                parts.append(f"the energy grew by {rise:.3g} J (allowance {allow:.3g} J) on "
+                             f"{summary['energy_growth_steps']} steps, first at step {k}")
+            cause = (f"Likely cause: δt = {self.dt:.3g} s is too large for the contact stiffness or the mass "
+                     f"ratio: with near-rigid contact the regularization of SAP (seed 001 eq. 29) lets a resting "
+                     f"contact overlap ∝ δt², and sizes a contact by the lighter body while it carries the "
+                     f"heavier ones (seed 001 §VIII)")
+            if summary["non_converged"]:
+                cause += f"; or the {summary['non_converged']} non-converged solves"
+            hint = (f". Suggested: δt ≤ {summary['suggested_dt']:.3g} s (overlap ∝ δt², aiming at "
+                    f"{po.target_fraction:g} x the body size)." if summary["suggested_dt"] else ".")
+            warnings.warn("; ".join(parts) + ". " + cause + hint, PlausibilityWarning, stacklevel=3)
+        return summary
 
     def energy(self, traj: Trajectory) -> np.ndarray:
         """(N+1,) total mechanical energy along ``traj`` [J]."""
