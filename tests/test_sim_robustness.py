@@ -227,3 +227,17 @@ def test_stopping_helpers():
     assert not any(s.update(x) for x in (1.0, 0.5, 0.25))
     assert [s.update(0.25) for _ in range(3)] == [False, False, True]
     assert suggest_dt(1e-2, depth=0.1, size=0.05, target_fraction=1e-3) == pytest.approx(2e-4)  # 2.2e-4 rounded down
+
+
+def test_initial_overlap_is_named_as_such_not_blamed_on_dt():
+    """A scene that starts 3 cm into the ground: the warning names the initial overlap and the
+    push-out speed φ₀/δt; no δt is suggested (a smaller δt would push out faster)."""
+    sim = load_scene("cube-drop-1")
+    q = sim.q.copy()
+    q[2] = 0.05 - 0.03
+    sim.set_state(q, np.zeros(6))
+    traj, caught = _run(sim, 0.01)
+    assert [w.category for w in caught] == [PlausibilityWarning]
+    msg = str(caught[0].message)
+    assert "initial state (step 0) overlaps by 0.03 m" in msg and "30 m/s" in msg and "Suggested" not in msg
+    assert traj.summary["suggested_dt"] is None and traj.stats["penetration_ratio"][0] > 1

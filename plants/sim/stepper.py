@@ -397,7 +397,8 @@ class Simulator:
         v = np.empty((n + 1, self.model.nv))
         stats = {f: np.zeros(n, dtype=np.int64 if f in _INT_STATS else float) for f in STAT_FIELDS}
         t[0], q[0], v[0] = self.t, self.q, self.v
-        self._deepest = (0.0, -1, 0.0, 0.0, -1, -1)  # (ratio, step, depth, size, geom a, geom b)
+        # deepest overlap (ratio, step, depth, size, geom a, geom b) in the run's initial state and after it
+        self._initial = self._deepest = (0.0, -1, 0.0, 0.0, -1, -1)
         first_step = self.step_index
         with blas_threads(self.blas_threads):  # once per run: the per-step blocks are then free
             self._run_steps(n, t, q, v, stats)
@@ -423,10 +424,14 @@ class Simulator:
                 stats["penetration_ratio"][i] = ratios[k]
                 if ratios[k] >= 1.0:
                     flags |= PlausibilityFlag.DEEP_PENETRATION
-                if ratios[k] > self._deepest[0]:
+                if ratios[k] > (self._initial[0] if i == 0 else self._deepest[0]):  # the start kept apart
                     size = allow[k] / self.plausibility.penetration_fraction
-                    self._deepest = (float(ratios[k]), self.step_index - 1, float(-c.phi[k]), float(size),
-                                     int(c.a[k]), int(c.b[k]))
+                    worst = (float(ratios[k]), self.step_index - 1, float(-c.phi[k]), float(size),
+                             int(c.a[k]), int(c.b[k]))
+                    if i == 0:
+                        self._initial = worst
+                    else:
+                        self._deepest = worst
             stats["flags"][i] = flags
             stats["residual"][i] = r.residual
             stats["momentum_error"][i] = r.momentum_error
@@ -477,11 +482,19 @@ class Simulator:
         deep = (stats["flags"] & PlausibilityFlag.DEEP_PENETRATION) != 0
         summary["deep_penetration_steps"] = int(deep.sum())
         if po is not None and (deep.any() or summary["energy_growth_steps"]):
-            ratio, step, depth, size, ga, gb = self._deepest
             parts = []
-            if deep.any():
-                dt_new = suggest_dt(self.dt, depth, size, po.target_fraction)
-                summary["suggested_dt"] = dt_new
+            initial = self._initial[0] >= 1.0
+            if initial:  # the scene starts overlapping: pushed apart at up to φ₀/δt, which adds energy
+                ratio, step, depth, size, ga, gb = self._initial
+                parts.append(
+                    f"the initial state (step {step}) overlaps by {depth:.3g} m between {self._geom_names[ga]!r} and "
+                    f"{self._geom_names[gb]!r}, {ratio:.3g}x the allowance ({po.penetration_fraction:g} x the "
+                    f"smaller body's size {size:.3g} m): the contact pushes them apart at up to φ₀/δt = "
+                    f"{depth / self.dt:.3g} m/s, which adds energy; separate them in the scene")
+            ratio, step, depth, size, ga, gb = self._deepest
+            later = ratio >= 1.0 and (not initial or ratio > self._initial[0])  # deeper than the start
+            if later:
+                summary["suggested_dt"] = suggest_dt(self.dt, depth, size, po.target_fraction)
                 parts.append(
                     f"deep penetration on {int(deep.sum())} of {n} steps: the deepest, {depth:.3g} m between "
                     f"{self._geom_names[ga]!r} and {self._geom_names[gb]!r} at step {step}, is {ratio:.3g}x the "
@@ -490,15 +503,17 @@ class Simulator:
                 k, rise, allow = summary["energy_growth"]
                 parts.append(f"the energy grew by {rise:.3g} J (allowance {allow:.3g} J) on "
                              f"{summary['energy_growth_steps']} steps, first at step {k}")
-            cause = (f"Likely cause: δt = {self.dt:.3g} s is too large for the contact stiffness or the mass "
-                     f"ratio: with near-rigid contact the regularization of SAP (seed 001 eq. 29) lets a resting "
-                     f"contact overlap ∝ δt², and sizes a contact by the lighter body while it carries the "
-                     f"heavier ones (seed 001 §VIII)")
-            if summary["non_converged"]:
-                cause += f"; or the {summary['non_converged']} non-converged solves"
-            hint = (f". Suggested: δt ≤ {summary['suggested_dt']:.3g} s (overlap ∝ δt², aiming at "
-                    f"{po.target_fraction:g} x the body size)." if summary["suggested_dt"] else ".")
-            warnings.warn("; ".join(parts) + ". " + cause + hint, PlausibilityWarning, stacklevel=3)
+            text = "; ".join(parts) + "."
+            if later or not initial:
+                text += (f" Likely cause: δt = {self.dt:.3g} s is too large for the contact stiffness or the mass "
+                         f"ratio: with near-rigid contact the regularization of SAP (seed 001 eq. 29) lets a "
+                         f"resting contact overlap ∝ δt², and sizes a contact by the lighter body while it "
+                         f"carries the heavier ones (seed 001 §VIII)")
+                if summary["non_converged"]:
+                    text += f"; or the {summary['non_converged']} non-converged solves"
+                text += (f". Suggested: δt ≤ {summary['suggested_dt']:.3g} s (overlap ∝ δt², aiming at "
+                         f"{po.target_fraction:g} x the body size)." if summary["suggested_dt"] else ".")
+            warnings.warn(text, PlausibilityWarning, stacklevel=3)
         return summary
 
     def energy(self, traj: Trajectory) -> np.ndarray:
