@@ -24,7 +24,13 @@ from plants.sim import (
 )
 from plants.sim.accuracy import StagnationDetector, metric_tolerance
 from plants.sim.contact_problem import inert_contacts, without_contacts
-from plants.sim.diagnostics import NonConvergenceWarning, PlausibilityFlag, PlausibilityWarning, suggest_dt
+from plants.sim.diagnostics import (
+    NonConvergenceWarning,
+    PlausibilityFlag,
+    PlausibilityWarning,
+    suggest_dt,
+    suggest_margin_dt,
+)
 
 G = 9.81
 SOLVERS = ["sap", "canal", "subadmm", "nsn", "pgs"]
@@ -167,11 +173,14 @@ def test_every_solver_completes_the_formerly_failing_cheap_steps_at_defaults(nam
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SOLVERS)
-def test_every_solver_completes_clutter_and_a1_at_defaults(name):
-    """clutter-40 (former F@15-25) and a1-drop-8 (former F@41, F@59) through their first impacts."""
-    for scene, duration in (("clutter-40", 0.3), ("a1-drop-8", 0.3)):
+def test_every_solver_completes_the_impact_scenes_at_defaults(name):
+    """cube-drop-3 (former F@203-288), clutter-40 (former F@15-25) and a1-drop-8 (former F@41, F@59)
+    through their first impacts; nothing flagged implausible but a1-drop-8's trunk landing (the
+    late detection of test_late_detection_is_named_with_a_margin_or_dt, for every solver)."""
+    for scene, duration in (("cube-drop-3", 0.3), ("clutter-40", 0.3), ("a1-drop-8", 0.3)):
         traj, _ = _run(load_scene(scene, solver=name), duration)
-        assert np.isfinite(traj.q).all() and traj.summary["deep_penetration_steps"] == 0, scene
+        assert np.isfinite(traj.q).all(), scene
+        assert traj.summary["deep_penetration_steps"] <= (3 if scene == "a1-drop-8" else 0), scene
 
 
 # ----------------------------------------------------------------------------- plausibility
@@ -241,3 +250,18 @@ def test_initial_overlap_is_named_as_such_not_blamed_on_dt():
     msg = str(caught[0].message)
     assert "initial state (step 0) overlaps by 0.03 m" in msg and "30 m/s" in msg and "Suggested" not in msg
     assert traj.summary["suggested_dt"] is None and traj.stats["penetration_ratio"][0] > 1
+
+
+def test_late_detection_is_named_with_a_margin_or_dt():
+    """a1-drop-8 at its δt = 1/240 s: a trunk hits the ground 1.2 cm deep, the contact appearing
+    within one step (3 m/s × 4.2 ms > the 1 cm margin). The warning names the detection margin and a
+    δt; at that δt the run is clean."""
+    traj, caught = _run(load_scene("a1-drop-8"), 0.3)
+    assert [w.category for w in caught] == [PlausibilityWarning]
+    msg = str(caught[0].message)
+    assert "detection margin (0.01 m)" in msg and "trunk" in msg
+    dt = traj.summary["suggested_dt"]
+    assert dt < 1 / 240
+    clean, caught = _run(load_scene("a1-drop-8", dt=dt), 0.3)
+    assert not caught and clean.summary["deep_penetration_steps"] == 0
+    assert suggest_margin_dt(1e-2, depth=0.01, margin=0.01) == pytest.approx(5e-3)

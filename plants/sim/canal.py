@@ -15,7 +15,7 @@ then the multipliers are updated (eq. 12: ``u ← −λ``) and β grows by κ wh
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve

@@ -39,6 +39,7 @@ __all__ = [
     "PlausibilityOptions",
     "body_sizes",
     "suggest_dt",
+    "suggest_margin_dt",
 ]
 
 
@@ -130,3 +131,16 @@ def suggest_dt(dt: float, depth: float, size: float, target_fraction: float) -> 
         if m * 10**exp <= ideal:
             return float(m * 10**exp)
     return float(10**exp)
+
+
+def suggest_margin_dt(dt: float, depth: float, margin: float) -> float:
+    """δt at which a contact that appeared ``depth`` deep within one step (it closed more than
+    ``margin`` + ``depth`` in δt) would have been detected: δt · margin / (margin + depth), rounded
+    down to 1, 2 or 5 × 10^k [s]."""
+    ideal = dt * margin / (margin + depth) if margin > 0 else dt / 2
+    exp = np.floor(np.log10(ideal))
+    for m in (5.0, 2.0, 1.0):
+        if m * 10**exp <= ideal:
+            return float(m * 10**exp)
+    return float(10**exp)
+

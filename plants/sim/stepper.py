@@ -42,6 +42,7 @@ from .diagnostics import (
     PlausibilityWarning,
     body_sizes,
     suggest_dt,
+    suggest_margin_dt,
 )
 from .geometry import tangent_basis
 from .scene import Scene
@@ -86,7 +87,8 @@ class Trajectory:
             ``iterations``, ``line_search_iterations``, ``n_contacts``, ``residual`` (eq. 26 left
             side), ``momentum_error`` (eq. 32), ``cost``, ``min_phi`` (smallest signed distance
             at the step's start [m]), ``free_motion_iterations``, ``solve_time`` and ``step_time`` [s],
-            ``penetration_ratio`` (deepest overlap at the step's start over its allowance, see
+            ``penetration_ratio`` (deepest overlap, at the step's start or predicted at its end by the
+            solution, over its allowance, see
             :class:`~plants.sim.diagnostics.PlausibilityOptions`; ≥ 1 is deep) and ``flags``
             (:class:`~plants.sim.diagnostics.PlausibilityFlag` bits).
         summary: what the run's warnings said, as data: ``non_converged`` (count),
@@ -398,7 +400,8 @@ class Simulator:
         stats = {f: np.zeros(n, dtype=np.int64 if f in _INT_STATS else float) for f in STAT_FIELDS}
         t[0], q[0], v[0] = self.t, self.q, self.v
         # deepest overlap (ratio, step, depth, size, geom a, geom b) in the run's initial state and after it
-        self._initial = self._deepest = (0.0, -1, 0.0, 0.0, -1, -1)
+        self._initial = self._deepest = (0.0, -1, 0.0, 0.0, -1, -1, False)
+        self._prev_pairs = (np.zeros(0, dtype=np.int64), np.zeros(0))
         first_step = self.step_index
         with blas_threads(self.blas_threads):  # once per run: the per-step blocks are then free
             self._run_steps(n, t, q, v, stats)
@@ -417,21 +420,19 @@ class Simulator:
             stats["n_contacts"][i] = c.n_c
             stats["min_phi"][i] = c.phi.min() if c.n_c else np.inf
             flags = 0 if r.ok else PlausibilityFlag.NOT_CONVERGED
-            if c.n_c and self.plausibility is not None and c.phi.min() < 0:
+            if c.n_c and self.plausibility is not None:
                 allow = self.plausibility.penetration_fraction * np.minimum(self._geom_size[c.a], self._geom_size[c.b])
-                ratios = -c.phi / allow
-                k = int(np.argmax(ratios))
-                stats["penetration_ratio"][i] = ratios[k]
-                if ratios[k] >= 1.0:
+                measured, predicted = self._overlaps(c.phi, r)
+                ratios = np.maximum(measured, predicted) / allow
+                stats["penetration_ratio"][i] = ratios.max()
+                if ratios.max() >= 1.0:
                     flags |= PlausibilityFlag.DEEP_PENETRATION
-                if ratios[k] > (self._initial[0] if i == 0 else self._deepest[0]):  # the start kept apart
-                    size = allow[k] / self.plausibility.penetration_fraction
-                    worst = (float(ratios[k]), self.step_index - 1, float(-c.phi[k]), float(size),
-                             int(c.a[k]), int(c.b[k]))
-                    if i == 0:
-                        self._initial = worst
-                    else:
-                        self._deepest = worst
+                if i == 0:  # the run's initial state (measured) is kept apart from what the run produces
+                    self._record("_initial", measured / allow, allow, c)
+                    ratios = predicted / allow
+                self._record("_deepest", ratios, allow, c, measured)
+            if self.plausibility is not None:
+                self._prev_pairs = (c.a * self._n_geoms + c.b, c.phi)
             stats["flags"][i] = flags
             stats["residual"][i] = r.residual
             stats["momentum_error"][i] = r.momentum_error
@@ -439,6 +440,34 @@ class Simulator:
             stats["solve_time"][i] = r.solve_time
             stats["free_motion_iterations"][i] = self._fm_iterations
             t[i + 1], q[i + 1], v[i + 1] = self.t, self.q, self.v
+
+    def _overlaps(self, phi0: np.ndarray, result: ContactSolverResult) -> tuple[np.ndarray, np.ndarray]:
+        """(measured, predicted): (n_c,) overlap of each contact of the last step at its start (−φ₀)
+        and at its end as its solution predicts, −(φ₀ + δt v_n) with v_n the normal velocity of the
+        positions' update [m]. The prediction sees what the geometry can miss: SAP's regularized
+        contact settles at −φ = R_n γ_n δt (seed 001 eq. 29), and a corner sphere that sinks past a
+        box's top edge is then measured against a side face (millimetres deep while the box passes
+        through: heavy-stack)."""
+        p = self.last_problem
+        vq = self.theta_vq * result.v + (1.0 - self.theta_vq) * p.v0
+        return -phi0, -(phi0 + self.dt * (p.J[2::3] @ vq))
+
+    def _record(self, name: str, ratios: np.ndarray, allow: np.ndarray, c, measured: np.ndarray | None = None) -> None:
+        """Keep the deepest overlap (ratio, step, depth, size, geom a, geom b, appeared) of the run in
+        ``name``; ``appeared``: the overlap was measured at the step's start on a pair that did not
+        overlap at the previous step's start (it appeared within one step: detected too late)."""
+        k = int(np.argmax(ratios))
+        best = getattr(self, name)
+        if ratios[k] > best[0]:
+            size = allow[k] / self.plausibility.penetration_fraction
+            depth = float(ratios[k] * allow[k])
+            appeared = best[6]  # the cause is read off the first deep step, the depth off the deepest
+            if measured is not None and ratios[k] >= 1.0 and best[0] < 1.0:
+                pairs, phi = self._prev_pairs
+                hit = np.flatnonzero(pairs == c.a[k] * self._n_geoms + c.b[k])
+                appeared = bool(measured[k] >= depth and (hit.size == 0 or phi[hit[0]] > 0))
+            setattr(self, name, (float(ratios[k]), self.step_index - 1, depth, float(size), int(c.a[k]),
+                                 int(c.b[k]), appeared))
 
     def _summarize(self, t, q, v, stats, first_step: int) -> dict[str, Any]:
         """Flags energy growth, then emits at most one warning of each kind for the run."""
@@ -485,16 +514,19 @@ class Simulator:
             parts = []
             initial = self._initial[0] >= 1.0
             if initial:  # the scene starts overlapping: pushed apart at up to φ₀/δt, which adds energy
-                ratio, step, depth, size, ga, gb = self._initial
+                ratio, step, depth, size, ga, gb, _ = self._initial
                 parts.append(
                     f"the initial state (step {step}) overlaps by {depth:.3g} m between {self._geom_names[ga]!r} and "
                     f"{self._geom_names[gb]!r}, {ratio:.3g}x the allowance ({po.penetration_fraction:g} x the "
                     f"smaller body's size {size:.3g} m): the contact pushes them apart at up to φ₀/δt = "
                     f"{depth / self.dt:.3g} m/s, which adds energy; separate them in the scene")
-            ratio, step, depth, size, ga, gb = self._deepest
+            ratio, step, depth, size, ga, gb, appeared = self._deepest
             later = ratio >= 1.0 and (not initial or ratio > self._initial[0])  # deeper than the start
+            late_detection = later and appeared
             if later:
-                summary["suggested_dt"] = suggest_dt(self.dt, depth, size, po.target_fraction)
+                margin = self.scene.margin
+                summary["suggested_dt"] = (suggest_margin_dt(self.dt, depth, margin) if late_detection
+                                           else suggest_dt(self.dt, depth, size, po.target_fraction))
                 parts.append(
                     f"deep penetration on {int(deep.sum())} of {n} steps: the deepest, {depth:.3g} m between "
                     f"{self._geom_names[ga]!r} and {self._geom_names[gb]!r} at step {step}, is {ratio:.3g}x the "
@@ -504,7 +536,13 @@ class Simulator:
                 parts.append(f"the energy grew by {rise:.3g} J (allowance {allow:.3g} J) on "
                              f"{summary['energy_growth_steps']} steps, first at step {k}")
             text = "; ".join(parts) + "."
-            if later or not initial:
+            if late_detection:
+                text += (f" Likely cause: δt = {self.dt:.3g} s is too large for the approach speed: the first "
+                         f"deep contact appeared overlapping within one step, i.e. the bodies closed more than the "
+                         f"detection margin ({self.scene.margin:.3g} m) in one step and the contact was found only "
+                         f"once they overlapped. Suggested: δt ≤ {summary['suggested_dt']:.3g} s (δt × margin / "
+                         f"(margin + depth)), or a detection margin ≥ {self.scene.margin + depth:.2g} m.")
+            elif later or not initial:
                 text += (f" Likely cause: δt = {self.dt:.3g} s is too large for the contact stiffness or the mass "
                          f"ratio: with near-rigid contact the regularization of SAP (seed 001 eq. 29) lets a "
                          f"resting contact overlap ∝ δt², and sizes a contact by the lighter body while it "
