@@ -100,7 +100,21 @@ def markdown(result: dict) -> str:
         lines.append(f"| {scene} ({dur:g}) | " + " | ".join(cells) + " |")
     lines += ["", "Complete runs of the 12 shipped scenes (heavy-stack excluded): "
               + ", ".join(f"{s} {result['complete'][s]}/{len(result['shipped'])}" for s in result["solvers"])
-              + ".", "", end]
+              + ". Before issue #20 (the same durations, default options, `ContactSolveError` at step k = "
+              "F@k): SAP 12/12, NSN 11/12 (clutter-40 F@21), CANAL 9/12 (cube-drop-3/5 F@288, clutter-40 "
+              "F@25), SubADMM 3/12 (F@0 on the rest scenes, F@225, F@15, F@1921, F@41), PGS 2/12 (F@0, F@203, "
+              "F@18, F@2042, F@59).",
+              "",
+              "Non-converged steps are the linear rates of SubADMM (100 iterations, the seed's budget) and PGS "
+              "(stacks: the mass ratio; seed 002 §9), NSN's inexact 50-step CR on clutter-40, and CANAL's "
+              "linear tail near tol = 1e-9; the diagnosis of each former failure and the fixes (safeguarded "
+              "PGS warm start, CANAL's p-relaxation switch on a detected 2-cycle, best iterates, stagnation "
+              "status) are in docs/contact-solvers.md §9.3. `P` on a1-drop-8/27 is the late detection of a "
+              "trunk landing (3 m/s × 4.2 ms > the 1 cm margin; every solver, at 1 ms the run is clean); on "
+              "heavy-stack it is SAP's δt²-regularized sinking (docs/sap.md §6.1; at the suggested 5e-4 s the top "
+              "box sinks 0.3 mm in 1 s) and PGS's relaxation failure. The rigid solvers (CANAL, NSN) hold the "
+              "heavy stack at 8.3 ms.",
+              "", end]
     return "\n".join(lines)
 
 

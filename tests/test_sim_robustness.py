@@ -265,3 +265,26 @@ def test_late_detection_is_named_with_a_margin_or_dt():
     clean, caught = _run(load_scene("a1-drop-8", dt=dt), 0.3)
     assert not caught and clean.summary["deep_penetration_steps"] == 0
     assert suggest_margin_dt(1e-2, depth=0.01, margin=0.01) == pytest.approx(5e-3)
+
+
+def test_hull_check_sees_a_box_sinking_through_another():
+    """heavy-stack at δt = 8.3 ms: box 1 sinks through box 0 (10 cm). Its corner spheres, once past
+    box 0's top edge, are measured against a side face (a few mm), so the contacts alone see at
+    most ~2× the allowance; the body hulls (box against box) see the real overlap, ~10 cm."""
+    from plants.sim import PlausibilityOptions
+
+    without, _ = _run(load_scene("heavy-stack", plausibility=PlausibilityOptions(hull_check_every=0)), 0.5)
+    with_hulls, _ = _run(load_scene("heavy-stack"), 0.5)
+    sink = without.q[0].reshape(5, 7)[1, 2] - without.q[-1].reshape(5, 7)[1, 2]
+    assert sink > 0.09  # box 1 went (almost) through box 0
+    assert without.stats["penetration_ratio"].max() < 3
+    assert with_hulls.stats["penetration_ratio"].max() > 0.8 * sink / (0.1 * 0.05)
+
+
+def test_dropped_cubes_stack_instead_of_passing_through():
+    """cube-drop-3: the cubes land yawed 0.3 rad on each other, edge to edge (no corner on a face).
+    Before issue #20 the scene excluded box-box contact and cube 1 fell through cube 0 to the ground
+    (found by the body-hull check); now they stack 10 cm apart, nothing flagged."""
+    traj, caught = _run(load_scene("cube-drop-3"), 0.45)
+    assert not caught and traj.summary["deep_penetration_steps"] == 0
+    np.testing.assert_allclose(traj.q[-1].reshape(3, 7)[:, 2], [0.05, 0.15, 0.25], atol=5e-3)
