@@ -112,8 +112,9 @@ def markdown(result: dict) -> str:
               "status) are in docs/contact-solvers.md §9.3. `P` on a1-drop-8/27 is the late detection of a "
               "trunk landing (3 m/s × 4.2 ms > the 1 cm margin; every solver, at 1 ms the run is clean); on "
               "heavy-stack it is SAP's δt²-regularized sinking (docs/sap.md §6.1; at the suggested 5e-4 s the top "
-              "box sinks 0.3 mm in 1 s) and PGS's relaxation failure. The rigid solvers (CANAL, NSN) hold the "
-              "heavy stack at 8.3 ms.",
+              "box sinks 0.3 mm in 1 s) and the unconverged SubADMM and PGS solves (top box down 48 mm and 399 "
+              "mm in 1 s). CANAL and NSN hold the heavy stack at 8.3 ms (0 mm). The cube-drop scenes keep "
+              "box-box contact on since this issue (cube 1 used to fall through cube 0, docs/sap.md §6.1).",
               "", end]
     return "\n".join(lines)
 

@@ -38,6 +38,7 @@ __all__ = [
     "PlausibilityFlag",
     "PlausibilityOptions",
     "body_sizes",
+    "shape_size",
     "suggest_dt",
     "suggest_margin_dt",
 ]
@@ -107,7 +108,7 @@ class PlausibilityOptions:
             raise ValueError(f"hull_check_every must be >= 0, got {self.hull_check_every}")
 
 
-def _shape_size(shape) -> float:
+def shape_size(shape) -> float:
     """Inscribed half-size of one collision shape [m] (inf for a half-space)."""
     if isinstance(shape, Sphere):
         return float(shape.radius)
@@ -122,7 +123,7 @@ def body_sizes(geometries) -> np.ndarray:
     """(n_geoms,) the size of the body each geometry belongs to: the largest inscribed half-size
     among the geometries of its joint (corner spheres inside a box take the box's); anchored
     geometries (joint 0) keep their own."""
-    own = np.array([_shape_size(g.shape) for g in geometries], dtype=float)
+    own = np.array([shape_size(g.shape) for g in geometries], dtype=float)
     joints = np.array([g.joint for g in geometries], dtype=np.int64)
     out = own.copy()
     for j in np.unique(joints[joints > 0]):  # loop over bodies, not contacts
