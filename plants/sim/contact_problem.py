@@ -535,21 +535,21 @@ def resolve_options(cls: type, options: Any, overrides: dict[str, Any]) -> Any:
     return replace(options, **overrides) if overrides else options
 
 
-def inert_contacts(problem: ContactProblem, rel_tol: float = 1e-12) -> np.ndarray:
-    """(n_c,) bool: contacts whose Jacobian rows are (numerically) all zero.
+def inert_contacts(problem: ContactProblem) -> np.ndarray:
+    """(n_c,) bool: contacts whose three Jacobian rows are all exactly zero.
 
     Such a contact (e.g. between a fixed link and the world, or two links of one rigid
     sub-assembly) cannot change any velocity and no velocity can change its gap: its impulse has
     no effect on the step, and its Delassus block W_ii = J_i A⁻¹ J_iᵀ is zero, which the solvers'
-    per-contact scalings (SAP's R_i ∝ ‖W_ii‖, PGS's 1/W_nn, ...) cannot take. A row block counts
-    as zero when max |J_i| ≤ ``rel_tol`` · max(1, max |J|).
+    per-contact scalings (SAP's R_i ∝ ‖W_ii‖, PGS's 1/W_nn, ...) cannot take. The stepper's rows
+    are masked by the difference of the two bodies' supports, so they are exactly zero then (as is
+    the difference of two equal Jacobians); the exact test costs ~2 µs on cube-rest-5's 36
+    contacts, a relative threshold on |J| three times that, every solve.
     """
     n_c = problem.n_c
     if n_c == 0:
         return np.zeros(0, dtype=bool)
-    Jc = np.abs(problem.J).reshape(n_c, -1)
-    peak = Jc.max(axis=1)
-    return peak <= rel_tol * max(1.0, float(peak.max()))
+    return ~problem.J.reshape(n_c, -1).any(axis=1)
 
 
 def without_contacts(problem: ContactProblem, drop: np.ndarray) -> ContactProblem:

@@ -465,13 +465,14 @@ class Simulator:
                 allow = self.plausibility.penetration_fraction * np.minimum(self._geom_size[c.a], self._geom_size[c.b])
                 measured, predicted = self._overlaps(c.phi, r)
                 ratios = np.maximum(measured, predicted) / allow
-                stats["penetration_ratio"][i] = ratios.max()
-                if ratios.max() >= 1.0:
+                peak = stats["penetration_ratio"][i] = ratios.max()
+                if peak >= 1.0:
                     flags |= PlausibilityFlag.DEEP_PENETRATION
                 if i == 0:  # the run's initial state (measured) is kept apart from what the run produces
                     self._record("_initial", measured / allow, allow, c)
-                    ratios = predicted / allow
-                self._record("_deepest", ratios, allow, c, measured)
+                    self._record("_deepest", predicted / allow, allow, c, measured)
+                elif peak > self._deepest[0]:
+                    self._record("_deepest", ratios, allow, c, measured)
             if self.plausibility is not None:
                 self._prev_pairs = (c.a * self._n_geoms + c.b, c.phi)
                 every = self.plausibility.hull_check_every
@@ -508,8 +509,8 @@ class Simulator:
         """Keep the deepest overlap (ratio, step, depth, size, geom a, geom b, appeared) of the run in
         ``name``; ``appeared``: the overlap was measured at the step's start on a pair that did not
         overlap at the previous step's start (it appeared within one step: detected too late)."""
-        k = int(np.argmax(ratios))
         best = getattr(self, name)
+        k = int(np.argmax(ratios))
         if ratios[k] > best[0]:
             size = allow[k] / self.plausibility.penetration_fraction
             depth = float(ratios[k] * allow[k])
@@ -534,18 +535,21 @@ class Simulator:
             return summary
         po = self.plausibility
         if po is not None and po.check_energy and self.controller is None:
-            E = self.energy(Trajectory(t=t, q=q, v=v))
+            # every energy_every-th sample and the last (a blow-up grows over many steps)
+            at = np.unique(np.r_[np.arange(0, n + 1, po.energy_every), n])
+            E = self.energy(Trajectory(t=t[at], q=q[at], v=v[at]))
             masses = np.array([inertia.mass for inertia in self.model.inertias])
             weight = float(masses.sum() * np.linalg.norm(self.model.gravity.linear))
             finite = self._geom_size[np.isfinite(self._geom_size)]
             ell = float(finite.max()) if finite.size else 1.0
             allow = po.energy_fraction * max(abs(E[0]), weight * ell)
             grew = E[1:] - E[0] > allow
-            stats["flags"][grew] |= PlausibilityFlag.ENERGY_GROWTH
-            summary["energy_growth_steps"] = int(grew.sum())
-            if grew.any():
+            steps = at[1:][grew] - 1  # sample j ends step j - 1
+            stats["flags"][steps] |= PlausibilityFlag.ENERGY_GROWTH
+            summary["energy_growth_steps"] = int(steps.size)
+            if steps.size:
                 k = int(np.argmax(grew))
-                summary["energy_growth"] = (first_step + k, float(E[k + 1] - E[0]), allow)
+                summary["energy_growth"] = (first_step + int(steps[0]), float(E[k + 1] - E[0]), allow)
         bad = np.flatnonzero(stats["status"] != 0)
         solver = getattr(self.last_result, "solver", "") or type(self.solver).__name__
         if bad.size:
