@@ -78,7 +78,7 @@ def test_nsn_agrees_with_canal_impulses_without_redundancy():
 def test_a1_drop_8_passes_the_step_the_seed_file_failed():
     """The seed-file options stop the a1-drop-8 scene at its first hard impact step (step 59 on
     the development machine); the defaults run 65 steps through it with every step solved to 1e-10."""
-    sim = load_scene("a1-drop-8", solver=NSNSolver(NSNOptions.seed_file()))
+    sim = load_scene("a1-drop-8", solver=NSNSolver(NSNOptions.seed_file()), strict=True)
     with pytest.raises(ContactSolveError) as err:
         for _ in range(65):
             sim.step()

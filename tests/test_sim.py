@@ -332,7 +332,8 @@ def test_urdf_without_collision_geometry_is_refused(tmp_path):
 
 
 def test_solver_failure_raises_with_the_problem_and_does_not_advance(tmp_path):
-    sim = load_scene("cube-rest-3", solver_options={"max_iterations": 1, "rel_tol": 1e-15})
+    """strict=True: the first non-converged step raises (the default advances, test_sim_robustness)."""
+    sim = load_scene("cube-rest-3", solver_options={"max_iterations": 1, "rel_tol": 1e-15}, strict=True)
     q0 = sim.q.copy()
     with pytest.raises(ContactSolveError) as info:
         sim.run(0.01)

@@ -184,7 +184,7 @@ def test_iteration_budget_exhausted_is_a_status_and_the_stepper_refuses(frozen_s
     r = make_contact_solver("pin-admm", max_iterations=1, warm_start=False).solve(frozen_stack)
     assert r.status is ContactSolverStatus.MAX_ITERATIONS and not r.ok
     assert "no convergence" in r.message
-    sim = load_scene("cube-rest-3", dt=DT, solver="pin-pgs", solver_options={"max_iterations": 1})
+    sim = load_scene("cube-rest-3", dt=DT, solver="pin-pgs", solver_options={"max_iterations": 1}, strict=True)
     q0 = sim.q.copy()
     with pytest.raises(ContactSolveError):
         sim.run(0.01)

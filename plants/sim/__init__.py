@@ -36,6 +36,13 @@ __all__ = [
 from .geometry import Box, ContactParams, HalfSpace, Sphere  # noqa: E402
 from .scene import JointLimit, JointSpring, Scene, SceneBuilder  # noqa: E402
 from .scenes import available_scenes, load_scene, register_scene  # noqa: E402
+from .diagnostics import (  # noqa: E402
+    NonConvergenceWarning,
+    PlausibilityFlag,
+    PlausibilityOptions,
+    PlausibilityWarning,
+    SimulationWarning,
+)
 from .stepper import SCHEMES, Simulator, Trajectory  # noqa: E402
 
 __all__ += [
@@ -53,6 +60,11 @@ __all__ += [
     "SCHEMES",
     "Simulator",
     "Trajectory",
+    "NonConvergenceWarning",
+    "PlausibilityFlag",
+    "PlausibilityOptions",
+    "PlausibilityWarning",
+    "SimulationWarning",
 ]
 
 # Augmented-Lagrangian (seed 000), non-smooth Newton (seed 002) and PGS solvers: importing

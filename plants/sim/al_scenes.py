@@ -1,4 +1,5 @@
-"""Scenes of the augmented-Lagrangian issue (seed 000 §VII-B): ``mass-ratio-stack``, ``a1-drop-8|27``.
+"""Scenes of the augmented-Lagrangian issue (seed 000 §VII-B): ``mass-ratio-stack``, ``a1-drop-8|27``,
+and seed 002's ``heavy-stack`` (4096:1).
 
 ``mass-ratio-stack``: the dish-piling mass-ratio test in box form: ``n_plates`` thin plates of
 0.1 kg (0.2 × 0.2 × 0.02 m) stacked on the ground under one 5 kg box (0.2 m), μ = 0.5,
@@ -19,7 +20,7 @@ from .geometry import Box, ContactParams, Sphere
 from .scene import SceneBuilder, box_inertia
 from .scenes import SceneSpec, register_scene
 
-__all__ = ["PLATE_MASS", "TOP_MASS", "A1_STAND", "A1_URDF"]
+__all__ = ["PLATE_MASS", "TOP_MASS", "A1_STAND", "A1_URDF", "HEAVY_STACK_MASSES"]
 
 PLATE_MASS = 0.1
 TOP_MASS = 5.0
@@ -52,6 +53,28 @@ def _mass_ratio_stack(dt=None, n_plates: int = 3, plate_mass: float = PLATE_MASS
     _slab(b, "top", top_mass, top, z + top[2], params)
     return SceneSpec(b.build(), 1e-3 if dt is None else dt,
                      info={"n_plates": n_plates, "mass_ratio": top_mass / plate_mass})
+
+
+HEAVY_STACK_MASSES = (8.0, 64.0, 512.0, 4096.0, 32768.0)
+"""Seed 002's heavy stack (Fig. 14 middle): masses growing ×8 upwards, 4096:1 top to bottom."""
+
+
+@register_scene("heavy-stack")
+def _heavy_stack(dt=None, masses=HEAVY_STACK_MASSES, side: float = 0.1, mu: float = 0.5) -> SceneSpec:
+    """Seed 002 §9's heavy stack: five cubes of side ``side`` at rest on the ground, from 8 kg at
+    the bottom to 32768 kg on top (the paper gives μ = 0.5 and the masses; the size, the
+    near-rigid contact k = 1e12 N/m, τ_d = 0 and the corner spheres are ours, as in the cube
+    scenes). Default δt = 1/120 s (8.3 ms, a real-time rate): SAP's regularization then lets the
+    stack sink ~0.2 m (seed 001 §VIII), which the simulator flags with a suggested δt."""
+    params = ContactParams(1e12, 0.0, mu)
+    b = SceneBuilder(margin=0.01, excluded_groups=_EXCLUDED)
+    b.add_ground(ContactParams(float("inf"), 0.0, mu))
+    h = side / 2
+    for i, m in enumerate(masses):
+        _slab(b, f"box{i}", float(m), (h, h, h), h + i * side, params)
+    return SceneSpec(b.build(), 1.0 / 120 if dt is None else dt,
+                     info={"masses": tuple(float(m) for m in masses), "side": side,
+                           "mass_ratio": float(max(masses) / min(masses))})
 
 
 # ---------------------------------------------------------------------------- floating-base robots

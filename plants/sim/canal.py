@@ -15,7 +15,7 @@ then the multipliers are updated (eq. 12: ``u ← −λ``) and β grows by κ wh
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
@@ -28,14 +28,19 @@ from ._canal_kernels import (
     line_derivatives,
     project_cone_into,
 )
-from .accuracy import contact_residual
+from .accuracy import contact_residual, metric_tolerance
 from .contact_laws import island_contacts, jt_g_j, project_cone_with_jacobian, rigid_contact_form
 from .contact_problem import (
     ContactProblem,
     ContactSolver,
     ContactSolverResult,
     ContactSolverStatus,
+    SolverPresets,
+    expand_impulses,
+    inert_contacts,
     register_contact_solver,
+    resolve_options,
+    without_contacts,
 )
 
 __all__ = ["CANALOptions", "CANALSolver", "ALSolverResult", "rtsafe_line_search"]
@@ -57,8 +62,8 @@ class ALSolverResult(ContactSolverResult):
 
 
 @dataclass(frozen=True)
-class CANALOptions:
-    """Options of :class:`CANALSolver`.
+class CANALOptions(SolverPresets):
+    """Options of :class:`CANALSolver` (presets: ``"default"``, ``"realtime"`` (:meth:`realtime`)).
 
     The paper gives only β₀ = 1e4 (§V-C); κ, β_max, ζ and the tolerances are ours (digest §2.4 [?]).
 
@@ -70,9 +75,13 @@ class CANALOptions:
             ~ β ε in the impulses).
         zeta: required decrease ζ ∈ (0, 1) of ‖Jv̂ − z‖ per AL iteration, else β grows (ours: 0.5;
             the paper's unused η is taken to be the same quantity).
-        tol: stop when the accuracy metric of seed 000 §VII (natural-map residual / n_c) ≤ tol
-            (ours: 1e-9; at β ~ 1e6 the round-off of λ̃* ~ β‖Jv̂‖ puts a floor of 1e-10 .. 1e-9 on
-            the metric on some A1 impact steps).
+        tol: stop when the accuracy metric of seed 000 §VII (natural-map residual / n_c) ≤
+            tol + rel_tol ‖λ‖/n_c (ours: 1e-9; at β ~ 1e6 the round-off of λ̃* ~ β‖Jv̂‖ puts a floor
+            of 1e-10 .. 1e-9 on the metric on some A1 impact steps).
+        rel_tol: the scale-aware part of the threshold (see
+            :func:`~plants.sim.accuracy.metric_tolerance`). Default 0: the absolute ``tol`` alone,
+            the precision the tests check; the realtime preset uses 1e-6 (impulses to 6 digits,
+            as SAP's ε_r on momentum).
         al_tol: also stop when ‖Jv̂ − z‖₂ ≤ al_tol [m/s] (Algorithm 1's θ_th^AL).
         max_iterations: AL iteration budget (Algorithm 1 has none; the seed's experiments use
             fixed counts). Ours: 300; an A1 impact step converged linearly (rate ≈ 0.88 per AL
@@ -94,7 +103,10 @@ class CANALOptions:
             (default): ω = 1 until the metric has not fallen by 10 % in 10 AL iterations, then
             ω = 0.5. On an A1 impact step the paper's update cycled with period 2 (λ alternating
             by ~0.01, metric stuck at 3.8e-5 for 300 iterations); ω = 0.5 solved it in 78, but
-            doubled the iterations on steps without the cycle, hence the switch.
+            doubled the iterations on steps without the cycle, hence the switch. The switch needs
+            the cycle itself (λ^l closer to λ^(l−2) than half of ‖λ^l − λ^(l−1)‖): switching on
+            slow progress alone slowed a linearly converging cube-drop-3 step (rate 0.98 per AL
+            iteration) from 170 iterations to more than 300.
         warm_start: reuse the previous solve's impulses (and hence u) when the new problem has the
             same contacts (same count and trees): warm start across time steps (§V-C).
         blas_threads: BLAS threads during the solve (None: leave as is).
@@ -105,6 +117,7 @@ class CANALOptions:
     beta_max: float = 1e6
     zeta: float = 0.5
     tol: float = 1e-9
+    rel_tol: float = 0.0
     al_tol: float = 0.0
     max_iterations: int = 300
     newton_rel_tol: float = 1e-11
@@ -134,19 +147,20 @@ class CANALOptions:
             raise ValueError(f"zeta must lie in (0, 1), got {self.zeta}")
         if not self.al_tol >= 0:
             raise ValueError(f"al_tol must be >= 0, got {self.al_tol}")
+        if not (np.isfinite(self.rel_tol) and self.rel_tol >= 0):
+            raise ValueError(f"rel_tol must be finite and >= 0, got {self.rel_tol}")
         for name in ("max_iterations", "max_newton", "ls_max_iterations"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 <= self.theta < 1:
             raise ValueError(f"theta must lie in [0, 1), got {self.theta}")
 
-
-def _options(cls, options, overrides):
-    if options is None:
-        return cls(**overrides)
-    if not isinstance(options, cls):
-        raise TypeError(f"options must be {cls.__name__}, got {type(options).__name__}")
-    return replace(options, **overrides) if overrides else options
+    @classmethod
+    def realtime(cls, **overrides) -> "CANALOptions":
+        """The seed's fixed budget (§VII: 100 AL iterations), at most 5 Newton steps per AL
+        iteration (warm-started from the previous one, CANAL's inner solves take 1-3), and the
+        scale-aware threshold ``rel_tol = 1e-6``."""
+        return cls(**{"max_iterations": 100, "max_newton": 5, "rel_tol": 1e-6, **overrides})
 
 
 def rtsafe_line_search(dphi, alpha_hi: float = 1.0, rel_tol: float = 1e-10, max_iterations: int = 60,
@@ -196,6 +210,15 @@ def rtsafe_line_search(dphi, alpha_hi: float = 1.0, rel_tol: float = 1e-10, max_
         f, df = dphi(alpha)
         n += 1
     return alpha, n
+
+
+def _two_cycle(lam: np.ndarray, lam_2: np.ndarray | None, lam_1: np.ndarray | None) -> bool:
+    """True when the AL iterates alternate: λ^l is closer to λ^(l−2) than half its distance to
+    λ^(l−1). Slow monotone convergence gives ‖λ^l − λ^(l−2)‖ ≈ 2‖λ^l − λ^(l−1)‖ instead."""
+    if lam_2 is None or lam_1 is None:
+        return False
+    step = float(np.linalg.norm(lam - lam_1))
+    return step > 0 and float(np.linalg.norm(lam - lam_2)) <= 0.5 * step
 
 
 def _penalty_scale(problem: ContactProblem, mode: str) -> np.ndarray:
@@ -284,8 +307,14 @@ class _Warm:
         return None
 
     def put(self, problem: ContactProblem, lam: np.ndarray) -> None:
+        """Keep ``lam`` for the next solve (also the best iterate of a solve that ran out of budget:
+        a fixed-budget solver that restarted from zero after every unconverged step would never
+        accumulate accuracy across steps). Non-finite impulses are not kept."""
+        if not np.isfinite(lam).all():
+            self.trees = self.lam = None
+            return
         self.trees = problem.contact_trees.copy()
-        self.lam = lam.copy()
+        self.lam = np.array(lam, dtype=float).reshape(-1, 3)
 
 
 class WarmStartedSolver(ContactSolver):
@@ -296,17 +325,29 @@ class WarmStartedSolver(ContactSolver):
     options_type: type
 
     def __init__(self, options=None, **overrides):
-        self.options = _options(self.options_type, options, overrides)
+        self.options = resolve_options(self.options_type, options, overrides)
         self._warm = _Warm()
 
     def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None,
               lambda_guess: np.ndarray | None = None) -> ALSolverResult:
         """Solve the step. ``v_guess`` (n_v,) next-step velocity and ``lambda_guess`` (3 n_c,)
-        impulses warm-start (defaults: ``problem.v0`` and the previous step's impulses)."""
+        impulses warm-start (defaults: ``problem.v0`` and the previous step's impulses).
+
+        Contacts with a zero Jacobian (:func:`~plants.sim.contact_problem.inert_contacts`) are
+        removed first (their Delassus block is zero) and get zero impulses.
+        """
         if not isinstance(problem, ContactProblem):
             raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
+        drop = inert_contacts(problem)
         with blas_threads(self.options.blas_threads):
-            return self._solve(problem, v_guess, lambda_guess)
+            if not drop.any():
+                return self._solve(problem, v_guess, lambda_guess)
+            if lambda_guess is not None:
+                lam = np.asarray(lambda_guess, dtype=float).reshape(-1)
+                if lam.shape != (3 * problem.n_c,):
+                    raise ValueError(f"lambda_guess must be a finite array of shape ({3 * problem.n_c},)")
+                lambda_guess = lam.reshape(-1, 3)[~drop].reshape(-1)
+            return expand_impulses(self._solve(without_contacts(problem, drop), v_guess, lambda_guess), drop)
 
     def _initial_impulses(self, problem: ContactProblem, lambda_guess: np.ndarray | None) -> np.ndarray:
         """(n_c, 3) starting impulses: ``lambda_guess`` (checked), else the previous step's
@@ -353,6 +394,7 @@ class CANALSolver(WarmStartedSolver):
         z_p = z.copy()  # the slack that freezes p (relaxed, see CANALOptions.p_relaxation)
         omega = 1.0 if o.p_relaxation is None else o.p_relaxation
         last_gain = 0
+        lam_back = (None, None)  # λ of the last two AL iterations (2-cycle test of the p relaxation)
         prev_primal = np.inf
         best = (np.inf, lam, v_hat)  # lowest-metric iterate: returned if the budget runs out
         newton_total = ls_total = 0
@@ -363,7 +405,7 @@ class CANALSolver(WarmStartedSolver):
         acc = contact_residual(form, lam) if n_c else None
         stats["metric"] += time.perf_counter() - tm
         history.append(acc.residual if n_c else 0.0)
-        if n_c == 0 or acc.residual <= o.tol:
+        if n_c == 0 or acc.residual <= metric_tolerance(lam, o.tol, o.rel_tol):
             if n_c == 0:
                 v_hat = form.v_free.copy()
             else:
@@ -450,9 +492,10 @@ class CANALSolver(WarmStartedSolver):
                 if acc.residual < 0.9 * best[0]:
                     last_gain = it
                 best = (acc.residual, lam.copy(), v_hat.copy())
-            if o.p_relaxation is None and it - last_gain >= 10:
-                omega = 0.5  # stagnation (a 2-cycle of the cascade on A1 impacts): relax p from now on
-            if acc.residual <= o.tol or (o.al_tol > 0 and primal <= o.al_tol):
+            if o.p_relaxation is None and omega == 1.0 and it - last_gain >= 10 and _two_cycle(lam, *lam_back):
+                omega = 0.5  # a 2-cycle of the cascade (A1 impacts): relax p from now on
+            lam_back = (lam_back[1], lam.copy())
+            if acc.residual <= metric_tolerance(lam, o.tol, o.rel_tol) or (o.al_tol > 0 and primal <= o.al_tol):
                 status, message = ContactSolverStatus.SOLVED, ""
                 break
             if primal > o.zeta * prev_primal:
@@ -461,7 +504,7 @@ class CANALSolver(WarmStartedSolver):
         if status is ContactSolverStatus.MAX_ITERATIONS and best[0] < history[-1]:
             _, lam, v_hat = best
             history.append(best[0])
-        if status.ok and o.warm_start:
+        if o.warm_start and status is not ContactSolverStatus.NUMERICAL_ERROR:
             self._warm.put(problem, lam)
         v_next = form.next_velocity(v_hat)
         res = history[-1]

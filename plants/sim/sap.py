@@ -35,7 +35,12 @@ from .contact_problem import (
     ContactSolver,
     ContactSolverResult,
     ContactSolverStatus,
+    SolverPresets,
+    expand_impulses,
+    inert_contacts,
     register_contact_solver,
+    resolve_options,
+    without_contacts,
 )
 
 __all__ = [
@@ -49,8 +54,11 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class SAPOptions:
+class SAPOptions(SolverPresets):
     """Options of :class:`SAPSolver` (defaults: seed 001 §V and §IV; Drake where the paper is silent).
+
+    Presets (``SAPOptions.preset(name)``, or ``solver_options="realtime"`` in the simulator):
+    ``"default"`` and ``"realtime"`` (:meth:`realtime`).
 
     Attributes:
         beta: near-rigid parameter β of eq. (29); the paper uses 1.0 everywhere.
@@ -98,6 +106,14 @@ class SAPOptions:
             raise ValueError("armijo_rho and armijo_c must lie in (0, 1)")
         if int(self.max_iterations) < 1 or int(self.ls_max_iterations) < 1:
             raise ValueError("max_iterations and ls_max_iterations must be >= 1")
+
+    @classmethod
+    def realtime(cls, **overrides) -> "SAPOptions":
+        """A bounded Newton budget: at most 10 iterations to ε_r = 1e-4 (the paper's stopping
+        tolerances span 1e-3 .. 1e-5, §V; its scenes take 3-10 iterations per step). A step that
+        uses all 10 returns its last iterate (the cost ℓ_p decreases monotonically) with status
+        MAX_ITERATIONS."""
+        return cls(**{"max_iterations": 10, "rel_tol": 1e-4, **overrides})
 
 
 @dataclass(frozen=True)
@@ -380,17 +396,10 @@ class SAPSolver(ContactSolver):
     """SAP Newton solver (seed 001 Algorithm 2). ``SAPSolver(options=None, **overrides)``."""
 
     name = "sap"
+    options_type = SAPOptions
 
-    def __init__(self, options: SAPOptions | None = None, **overrides):
-        if options is None:
-            options = SAPOptions(**overrides)
-        elif overrides:
-            from dataclasses import replace
-
-            options = replace(options, **overrides)
-        if not isinstance(options, SAPOptions):
-            raise TypeError(f"options must be SAPOptions, got {type(options).__name__}")
-        self.options = options
+    def __init__(self, options: SAPOptions | str | None = None, **overrides):
+        self.options = resolve_options(SAPOptions, options, overrides)
         self._island_cache: dict = {}
 
     # ---------------------------------------------------------------- pieces (also used by tests)
@@ -420,11 +429,18 @@ class SAPSolver(ContactSolver):
 
     # ---------------------------------------------------------------- solve
     def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None) -> ContactSolverResult:
-        """Solve the contact step; ``v_guess`` (n_v,) warm-starts (default ``problem.v0``)."""
+        """Solve the contact step; ``v_guess`` (n_v,) warm-starts (default ``problem.v0``).
+
+        Contacts with a zero Jacobian (:func:`~plants.sim.contact_problem.inert_contacts`) are
+        removed first (their W_ii = 0 would zero R_i) and get zero impulses.
+        """
         if not isinstance(problem, ContactProblem):
             raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
+        drop = inert_contacts(problem)
         with blas_threads(self.options.blas_threads):
-            return self._solve(problem, v_guess)
+            if not drop.any():
+                return self._solve(problem, v_guess)
+            return expand_impulses(self._solve(without_contacts(problem, drop), v_guess), drop)
 
     def _solve(self, problem: ContactProblem, v_guess: np.ndarray | None) -> ContactSolverResult:
         opts = self.options
