@@ -13,7 +13,7 @@ import pytest
 from plants.errors import ContactSolveError
 from plants.multibody.errors import ModelImportWarning
 from plants.multibody.resources import example_robot_data_path
-from plants.sim import Simulator
+from plants.sim import NonConvergenceWarning, Simulator
 from plants.sim.contact_problem import ContactProblem
 from plants.sim.geometry import Box, ContactParams
 from plants.sim.scene import SceneBuilder, box_inertia
@@ -22,8 +22,9 @@ UR5 = "robots/ur_description/urdf/ur5_joint_limited_robot.urdf"
 ALLEGRO = "robots/allegro_hand_description/urdf/allegro_right_hand.urdf"
 SOFT = ContactParams(1e5, 1e-3, 0.5)
 UR5_START = [0.0, -1.0, 0.0, -3.0, 0.0, 0.0]  # wrist 1 at 0.14 rad from its limit −π
-# SubADMM's default budget (100 iterations, seed 000 Table III) is too small for these arms: it
-# stops with MAX_ITERATIONS (a ContactSolveError, never a silent step); 1000 suffice on the UR5.
+# SubADMM's default budget (100 iterations, seed 000 Table III) is too small to converge every
+# step on these arms: with it the UR5 run advances 35 of 2000 steps on the best iterate (counted
+# and warned) and still keeps the limits to 4.1e-4 rad; 1000 iterations solve every step.
 SUBADMM_UR5 = {"max_iterations": 1000}
 
 
@@ -61,13 +62,19 @@ SLOW = pytest.mark.slow  # NSN: 7-12 s per run on the shared machine
 
 
 @pytest.mark.parametrize("solver, options", [("sap", {}), ("canal", {}), pytest.param("nsn", {}, marks=SLOW),
-                                             ("pgs", {}), ("subadmm", SUBADMM_UR5)])
+                                             ("pgs", {}), ("subadmm", SUBADMM_UR5),
+                                             ("subadmm", {})])
 def test_ur5_hanging_for_2s_stays_inside_its_joint_limits(solver, options):
     """Unactuated under gravity from near a limit. Without limits wrist 1 turns on to −14.7 rad
     in 2 s; with them every solver keeps the violation below 1e-3 rad (measured 4.1e-4 rad)."""
     scene = ur5_scene()
-    traj = Simulator(scene, solver=solver, dt=1e-3, solver_options=options).run(2.0)
-    assert (traj.stats["status"] == 0).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NonConvergenceWarning)  # SubADMM's default budget
+        traj = Simulator(scene, solver=solver, dt=1e-3, solver_options=options).run(2.0)
+    if solver == "subadmm" and not options:
+        assert np.count_nonzero(traj.stats["status"]) < 0.05 * traj.n_steps
+    else:
+        assert (traj.stats["status"] == 0).all()
     assert limit_violation(scene, traj.q) <= 1e-3
     hit = np.abs(traj.q[:, scene.limit_q_index]).max(axis=0) > np.pi - 1e-2
     assert hit.sum() >= 2  # the limits were reached (elbow and wrist 1), not avoided
@@ -161,22 +168,27 @@ def allegro_cube(**kw):
     return b.build()
 
 
-KNOWN_BUDGET = pytest.mark.xfail(raises=ContactSolveError, strict=False,
-                                 reason="MAX_ITERATIONS within the solver's default budget (reported, not silent)")
+CONVERGES_IN_BUDGET = ("sap", "canal", "nsn")
 
 
 @pytest.mark.parametrize("solver, options", [
-    ("sap", {}), ("canal", {}), pytest.param("nsn", {}, marks=SLOW),
-    pytest.param("pgs", {}, marks=KNOWN_BUDGET), pytest.param("pgs", {"max_iterations": 1000}, marks=SLOW),
-    pytest.param("subadmm", {}, marks=KNOWN_BUDGET)])
+    ("sap", {}), ("canal", {}), pytest.param("nsn", {}, marks=SLOW), ("pgs", {}),
+    pytest.param("pgs", {"max_iterations": 1000}, marks=SLOW), ("subadmm", {})])
 def test_allegro_hand_and_cube_run_1s_with_every_solver(solver, options):
     """The fingers fall (under gravity) onto their limits and each other; the cube stays at rest;
-    every step solved, limits kept. PGS (100 sweeps; 562 needed at most) and SubADMM (100
-    iterations; 3000 do not suffice) stop with MAX_ITERATIONS here, which the simulator raises as
-    ContactSolveError."""
+    limits kept, with every solver at its default options and no exception. SAP, CANAL and NSN
+    solve every step; PGS (100 sweeps; 562 needed at most) and SubADMM (100 iterations; 3000 do
+    not suffice) advance some steps on their best iterate, which the run counts and warns about
+    once (strict=True would raise instead)."""
     scene = allegro_cube()
-    traj = Simulator(scene, solver=solver, dt=1e-3, solver_options=options).run(1.0)
-    assert (traj.stats["status"] == 0).all()
+    sim = Simulator(scene, solver=solver, dt=1e-3, solver_options=options)
+    if solver in CONVERGES_IN_BUDGET or options:
+        traj = sim.run(1.0)
+        assert (traj.stats["status"] == 0).all()
+    else:
+        with pytest.warns(NonConvergenceWarning):
+            traj = sim.run(1.0)
+        assert 0 < np.count_nonzero(traj.stats["status"]) < traj.n_steps
     assert limit_violation(scene, traj.q) <= 1e-3
     np.testing.assert_allclose(traj.q[-1, -7:-4], [0, 0, 0.03], atol=1e-4)  # the cube at rest
 

@@ -581,7 +581,8 @@ class Simulator:
         through: heavy-stack)."""
         p = self.last_problem
         vq = self.theta_vq * result.v + (1.0 - self.theta_vq) * p.v0
-        return -phi0, -(phi0 + self.dt * (p.J[2::3] @ vq))
+        n_c = phi0.size  # the geometric contacts; joint-limit rows follow them in the problem
+        return -phi0, -(phi0 + self.dt * (p.J[2:3 * n_c:3] @ vq))
 
     def _record(self, name: str, ratios: np.ndarray, allow: np.ndarray, c, measured: np.ndarray | None = None) -> None:
         """Keep the deepest overlap (ratio, step, depth, size, geom a, geom b, appeared) of the run in
