@@ -1,0 +1,109 @@
+"""Registered deformable scenes (``load_scene`` names) of seed 004's experiments.
+
+* ``deformable-slope`` (Fig. 7): a stiff elastic box (ρ = 1000 kg/m³, E = 1e8 Pa) on a slope of
+  ``slope_deg`` (10°); it sticks if μ > μ* = tan θ and slides if μ ≤ μ*.
+* ``twisting-bar`` (Fig. 9): an ARAP bar whose end cross-sections rotate in opposite senses
+  about its axis (pinned, kinematic nodes); no gravity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..scenes import register_scene
+from .body import DeformableBody
+from .local_global import FBAOptions
+from .materials import ARAP, CoRotational, Material, StableNeoHookean
+from .mesh import bar_tet_mesh, box_tet_mesh
+from .obstacles import HalfSpace
+from .simulator import SOLVERS, DeformableSimulator
+from .world import DeformableWorld
+
+__all__ = ["DeformableSceneSpec", "MATERIALS", "make_material"]
+
+MATERIALS = {"arap": ARAP, "corotational": CoRotational, "neohookean": StableNeoHookean}
+"""Material names accepted by the scenes' ``material`` parameter."""
+
+
+def make_material(name: str, youngs: float, poisson: float) -> Material:
+    """A material by name ("arap", "corotational", "neohookean" = Stable Neo-Hookean)."""
+    if name not in MATERIALS:
+        raise ValueError(f"material must be one of {sorted(MATERIALS)}, got {name!r}")
+    return MATERIALS[name](float(youngs), float(poisson))
+
+
+@dataclass(frozen=True)
+class DeformableSceneSpec:
+    """What a deformable scene factory returns; ``load_scene`` calls :meth:`make_simulator`."""
+
+    world: DeformableWorld
+    dt: float
+    solver_options: dict = field(default_factory=dict)
+    info: dict | None = None
+
+    def make_simulator(self, solver=None, dt: float | None = None, solver_options: dict | None = None,
+                       scheme: str | None = None) -> DeformableSimulator:
+        """The :class:`DeformableSimulator` (solver "fba" by default; the scene's solver options,
+        updated by ``solver_options``)."""
+        if scheme is not None:
+            raise ValueError(f"deformable scenes integrate with implicit Euler only; scheme must be None, got {scheme!r}")
+        solver = "fba" if solver is None else solver
+        if solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS} for a deformable scene, got {solver!r}")
+        if isinstance(solver_options, FBAOptions):
+            opts = solver_options
+        else:
+            opts = FBAOptions.from_dict({**self.solver_options, **(solver_options or {})})
+        return DeformableSimulator(self.world, solver=solver, dt=self.dt if dt is None else dt, solver_options=opts)
+
+
+def _rot_y(theta: float) -> np.ndarray:
+    c, s = np.cos(theta), np.sin(theta)
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+@register_scene("deformable-slope")
+def deformable_slope(dt=None, mu: float = 0.5, slope_deg: float = 10.0, side: float = 0.1, cells: int = 4,
+                     youngs: float = 1e8, poisson: float = 0.3, density: float = 1000.0,
+                     material: str = "neohookean") -> DeformableSceneSpec:
+    """Seed 004 Fig. 7: a box of ``side`` [m] at rest on a slope of ``slope_deg`` [deg] (x points
+    downhill along the slope). ``info``: μ* = tan θ and the analytic slide distance
+    ½ g (sin θ − μ cos θ) t² per second² (0 when μ > μ*)."""
+    if not (0.0 <= slope_deg < 90.0):
+        raise ValueError(f"slope_deg must lie in [0, 90), got {slope_deg}")
+    if not mu >= 0:
+        raise ValueError(f"mu must be >= 0, got {mu}")
+    th = np.radians(slope_deg)
+    R = _rot_y(th)
+    n = R[:, 2]
+    mesh = box_tet_mesh((side,) * 3, (cells,) * 3).transformed(R, n * side / 2)
+    body = DeformableBody("box", mesh, make_material(material, youngs, poisson), density=density)
+    world = DeformableWorld((body,), (HalfSpace(name="slope", mu=float(mu), normal=n),))
+    g = 9.81
+    accel = max(0.0, g * (np.sin(th) - mu * np.cos(th)))
+    return DeformableSceneSpec(world, 0.01 if dt is None else dt,
+                               info={"mu": mu, "mu_star": float(np.tan(th)), "downhill": R[:, 0],
+                                     "normal": n, "slide_acceleration": accel})
+
+
+@register_scene("twisting-bar")
+def twisting_bar(dt=None, length: float = 1.0, width: float = 0.2, cells_along: int = 10, cells_across: int = 2,
+                 youngs: float = 1e7, poisson: float = 0.45, density: float = 1000.0, twist_rate: float = np.pi / 4,
+                 material: str = "arap") -> DeformableSceneSpec:
+    """Seed 004 Fig. 9: a bar along x; the nodes of each end face rotate about the x axis at
+    ±``twist_rate`` [rad/s] (pinned); no gravity."""
+    mesh = bar_tet_mesh(length, width, cells_along, cells_across)
+    X = mesh.X
+    ends = np.flatnonzero(np.isclose(np.abs(X[:, 0]), length / 2))
+
+    def motion(t, X0):
+        ang = np.sign(X0[:, 0]) * twist_rate * t
+        c, s = np.cos(ang), np.sin(ang)
+        return np.stack([X0[:, 0], c * X0[:, 1] - s * X0[:, 2], s * X0[:, 1] + c * X0[:, 2]], 1)
+
+    body = DeformableBody("bar", mesh, make_material(material, youngs, poisson), density=density, pinned=ends,
+                          pin_motion=motion)
+    world = DeformableWorld((body,), gravity=(0.0, 0.0, 0.0))
+    return DeformableSceneSpec(world, 0.01 if dt is None else dt, info={"twist_rate": twist_rate, "pinned": ends})
