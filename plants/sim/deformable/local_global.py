@@ -209,6 +209,21 @@ class LocalGlobalSystem:
             total += float(p.volume @ p.material.psi(s, p.dim))
         return total
 
+    def elastic_gradient(self, x: np.ndarray) -> np.ndarray:
+        """∂/∂x Σ_e V_e ψ(F_e) (n, 3) [N]: Gᵀ(V ∂ψ/∂Fᵀ), ∂ψ/∂Fᵀ = U diag(∂ψ/∂σ) Vᵀ."""
+        from .materials import signed_svd
+
+        blocks = []
+        for p, Ft in zip(self.parts, self.deformation_gradients(x)):
+            U, s, Vh = signed_svd(Ft)
+            dPsi = np.einsum("mij,mj,mjk->mik", U, p.material.grad(s, p.dim), Vh) * p.volume[:, None, None]
+            blocks.append(dPsi.reshape(-1, 3))
+        return self.G.T @ np.concatenate(blocks)
+
+    def incremental_potential_gradient(self, x: np.ndarray, x_tilde: np.ndarray) -> np.ndarray:
+        """Gradient (n, 3) [N] of :meth:`incremental_potential`; zero on free nodes at the step's solution."""
+        return self.mass[:, None] * (x - x_tilde) / self.h**2 + self.elastic_gradient(x)
+
     def incremental_potential(self, x: np.ndarray, x_tilde: np.ndarray) -> float:
         """Seed 004 Eq. 1: 1/(2h²)‖M^½(x − x̃)‖² + Σ ψ_e(x) [J]."""
         dx = x - x_tilde
