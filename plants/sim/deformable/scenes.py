@@ -16,8 +16,8 @@ from ..scenes import register_scene
 from .body import DeformableBody
 from .local_global import FBAOptions
 from .materials import ARAP, CoRotational, Material, StableNeoHookean
-from .mesh import bar_tet_mesh, box_tet_mesh
-from .obstacles import HalfSpace
+from .mesh import bar_tet_mesh, box_tet_mesh, cloth_sheet, sphere_tet_mesh
+from .obstacles import BoxObstacle, CylinderObstacle, HalfSpace
 from .simulator import SOLVERS, DeformableSimulator
 from .world import DeformableWorld
 
@@ -107,3 +107,42 @@ def twisting_bar(dt=None, length: float = 1.0, width: float = 0.2, cells_along: 
                           pin_motion=motion)
     world = DeformableWorld((body,), gravity=(0.0, 0.0, 0.0))
     return DeformableSceneSpec(world, 0.01 if dt is None else dt, info={"twist_rate": twist_rate, "pinned": ends})
+
+
+@register_scene("squeeze-ball")
+def squeeze_ball(dt=None, radius: float = 0.1, cells: int = 6, youngs: float = 1e4, poisson: float = 0.4,
+                 density: float = 1000.0, mu: float = 0.5, gap: float = 0.1, roller_radius: float = 0.1,
+                 surface_speed: float = 0.5, material: str = "neohookean") -> DeformableSceneSpec:
+    """Seed 004 Fig. 5 (after IPC): a soft ball rolled toward two counter-rotating rollers (axes
+    along y at x = 0, a ``gap`` [m] between them) whose surfaces move at ``surface_speed`` [m/s]
+    along +x in the gap; friction (μ) pulls the ball through. No gravity. ``info["exit_x"]``: x
+    beyond which the ball has passed the rollers."""
+    if not 0 < gap < 2 * radius:
+        raise ValueError(f"gap must lie in (0, 2 radius) [m], got {gap}")
+    x0 = -(roller_radius + radius) * 0.999 + 0.0
+    mesh = sphere_tet_mesh(radius, cells, center=(x0 + 0.02, 0.0, 0.0))
+    body = DeformableBody("ball", mesh, make_material(material, youngs, poisson), density=density,
+                          velocity=(surface_speed, 0.0, 0.0))
+    zc = gap / 2 + roller_radius
+    spin = surface_speed / roller_radius
+    rollers = (CylinderObstacle(name="roller_top", mu=mu, center=(0.0, 0.0, zc), axis=(0, 1, 0), radius=roller_radius,
+                                half_length=2 * radius, spin=-spin),
+               CylinderObstacle(name="roller_bottom", mu=mu, center=(0.0, 0.0, -zc), axis=(0, 1, 0),
+                                radius=roller_radius, half_length=2 * radius, spin=spin))
+    world = DeformableWorld((body,), rollers, gravity=(0.0, 0.0, 0.0))
+    return DeformableSceneSpec(world, 0.01 if dt is None else dt,
+                               info={"exit_x": roller_radius + radius, "gap": gap, "radius": radius})
+
+
+@register_scene("cloth-corner")
+def cloth_corner(dt=None, size: float = 1.0, cells: int = 20, youngs: float = 1e5, poisson: float = 0.4,
+                 density: float = 1000.0, thickness: float = 1e-3, mu: float = 0.3, cube: float = 0.4,
+                 height: float = 0.05, material: str = "neohookean") -> DeformableSceneSpec:
+    """Seed 004 Fig. 6: a square cloth (``size`` [m], ``cells``² quads, no bending) falls from
+    ``height`` [m] above a static cube of side ``cube`` [m] standing on the ground."""
+    mesh = cloth_sheet((size, size), (cells, cells), center=(0.0, 0.0, cube + height))
+    body = DeformableBody("cloth", mesh, make_material(material, youngs, poisson), density=density, thickness=thickness)
+    obstacles = (BoxObstacle(name="cube", mu=mu, center=(0.0, 0.0, cube / 2), half_extents=(cube / 2,) * 3),
+                 HalfSpace(name="ground", mu=mu))
+    return DeformableSceneSpec(DeformableWorld((body,), obstacles), 0.01 if dt is None else dt,
+                               info={"cube": cube})
