@@ -153,6 +153,14 @@ class CoRotational(Material):
 class StableNeoHookean(Material):
     """Stable Neo-Hookean of Smith, de Goes & Kim (2018), with the log(I_C + 1) term (module doc)."""
 
+    def local_sigma(self, s_hat, w, dim):
+        from ._local_kernels import HAVE_NUMBA, snh_local_sigma
+
+        if not HAVE_NUMBA:  # pragma: no cover - numba is a core dependency
+            return _newton_sigma(self, s_hat, w, dim)
+        m, l, a = self.params(dim)
+        return snh_local_sigma(np.ascontiguousarray(s_hat, dtype=float), m, l, a, float(w))
+
     def params(self, dim: int) -> tuple[float, float, float]:
         """(μ', λ', α) of the energy for element dimension ``dim``."""
         mu, lam = self.lame(dim)
