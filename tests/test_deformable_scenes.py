@@ -122,3 +122,47 @@ def test_cloth_corner_drapes_over_the_cube_without_tunnelling():
     centre = np.argmin(np.linalg.norm(sim.world.body("cloth").mesh.X[:, :2], axis=1))
     assert X[-1, centre, 2] == pytest.approx(top, abs=2e-3)
     assert X[-1, :, 2].min() < top - 0.2
+
+
+def _lateral_stretch_analytic(material, s, nu, E=1e5):
+    """σ₂ of a cloth in uniaxial plane stress at axial stretch s (∂ψ/∂σ₂ = 0), from each energy's
+    closed form (plane-stress Lamé μ = E/(2(1+ν)), λ = Eν/(1 − ν²))."""
+    mu, lam = E / (2 * (1 + nu)), E * nu / (1 - nu**2)
+    if material == "arap":
+        return 1.0
+    if material == "corotational":
+        return 1.0 - lam * (s - 1) / (2 * mu + lam)
+    m, l = 1.5 * mu, lam + 2 * mu / 3  # Stable Neo-Hookean, d = 2
+    a = 1 + mu / l
+
+    def p22(t):
+        return m * t * (1 - 1 / (s * s + t * t + 1)) + l * (s * t - a) * s
+
+    lo, hi = 0.1, 1.5
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if p22(mid) < 0 else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+@pytest.mark.parametrize("material", ["arap", "corotational", "neohookean"])
+def test_cloth_extension_lateral_contraction_matches_uniaxial_plane_stress(material):
+    """Seed 004 Fig. 10 as a static check: the middle of a 4:1 strip whose ends are pulled apart
+    is in uniaxial plane stress, so its width ratio equals the lateral stretch σ₂ that each
+    energy's closed form gives at the middle's axial stretch σ₁ (ARAP: 1; co-rotational:
+    1 − ν(σ₁ − 1); Neo-Hookean: the root of ∂ψ/∂σ₂ = 0). Statics: implicit Euler, h = 1 s."""
+    from plants.sim.deformable.materials import signed_svd
+
+    sim = load_scene("cloth-extension", material=material, dt=1.0, cells=(24, 6), solver_options={"iterations": 100})
+    traj = sim.run(4.0)
+    body = sim.world.body("cloth")
+    X0, X = body.mesh.X, traj.deformable_positions["cloth"][-1]
+    mid = np.isclose(X0[:, 0], 0.0)
+    width = (X[mid, 1].max() - X[mid, 1].min()) / 0.25
+    centre = np.abs(X0[body.mesh.elements].mean(1)[:, 0]) < 0.03
+    _, s, _ = signed_svd(sim.system.deformation_gradients(X)[0][centre])
+    s1 = s[:, 0].mean()
+    assert s1 > 1.25  # stretched (ends at 1.3 ×; clamped ends make the middle stretch more)
+    assert width == pytest.approx(_lateral_stretch_analytic(material, s1, 0.45), abs=3e-3)
+    assert s[:, 1].mean() == pytest.approx(width, abs=3e-3)
+    assert np.abs(X[:, 2]).max() < 1e-9  # stays in its plane

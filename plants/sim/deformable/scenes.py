@@ -146,3 +146,30 @@ def cloth_corner(dt=None, size: float = 1.0, cells: int = 20, youngs: float = 1e
                  HalfSpace(name="ground", mu=mu))
     return DeformableSceneSpec(DeformableWorld((body,), obstacles), 0.01 if dt is None else dt,
                                info={"cube": cube})
+
+
+@register_scene("cloth-extension")
+def cloth_extension(dt=None, size=(1.0, 0.25), cells=(40, 10), stretch: float = 1.3, ramp_time: float = 1.0,
+                    youngs: float = 1e5, poisson: float = 0.45, density: float = 1000.0, thickness: float = 1e-3,
+                    material: str = "neohookean") -> DeformableSceneSpec:
+    """Seed 004 Fig. 10: a cloth strip whose two short edges (pinned) are pulled apart along x to
+    ``stretch`` × its length over ``ramp_time`` [s] (smoothstep), then held; no gravity. The
+    middle of a long strip is in uniaxial plane stress: its width shows each material's lateral
+    contraction (ARAP: none; co-rotational: 1 − ν(s − 1); Neo-Hookean: near area-preserving)."""
+    if not stretch > 0:
+        raise ValueError(f"stretch must be > 0, got {stretch}")
+    mesh = cloth_sheet(size, cells)
+    L = float(size[0])
+    ends = np.flatnonzero(np.isclose(np.abs(mesh.X[:, 0]), L / 2))
+
+    def motion(t, X0):
+        a = min(max(t / ramp_time, 0.0), 1.0) if ramp_time > 0 else 1.0
+        s = 1.0 + (stretch - 1.0) * a * a * (3 - 2 * a)
+        out = X0.copy()
+        out[:, 0] *= s
+        return out
+
+    body = DeformableBody("cloth", mesh, make_material(material, youngs, poisson), density=density,
+                          thickness=thickness, pinned=ends, pin_motion=motion)
+    return DeformableSceneSpec(DeformableWorld((body,), gravity=(0.0, 0.0, 0.0)), 0.01 if dt is None else dt,
+                               info={"stretch": stretch, "size": tuple(size), "ramp_time": ramp_time})
