@@ -19,7 +19,7 @@ from .materials import ARAP, CoRotational, Material, StableNeoHookean
 from .mesh import bar_tet_mesh, box_tet_mesh, cloth_sheet, sphere_tet_mesh
 from .obstacles import BoxObstacle, CylinderObstacle, HalfSpace
 from .simulator import SOLVERS, DeformableSimulator
-from .world import DeformableWorld
+from .world import Attachment, DeformableWorld
 
 __all__ = ["DeformableSceneSpec", "MATERIALS", "make_material"]
 
@@ -173,3 +173,26 @@ def cloth_extension(dt=None, size=(1.0, 0.25), cells=(40, 10), stretch: float = 
                           thickness=thickness, pinned=ends, pin_motion=motion)
     return DeformableSceneSpec(DeformableWorld((body,), gravity=(0.0, 0.0, 0.0)), 0.01 if dt is None else dt,
                                info={"stretch": stretch, "size": tuple(size), "ramp_time": ramp_time})
+
+
+@register_scene("pulled-through-gap")
+def pulled_through_gap(dt=None, radius: float = 0.1, cells: int = 6, youngs: float = 1e5, poisson: float = 0.4,
+                       density: float = 1000.0, mu: float = 0.2, gap: float = 0.12, post_radius: float = 0.05,
+                       speed: float = 0.5, handle: float = 0.04, material: str = "neohookean") -> DeformableSceneSpec:
+    """Seed 004 Fig. 3: a soft ball pulled along +x at ``speed`` [m/s] by a moving positional
+    constraint (hard bilateral rows on the nodes within ``handle`` [m] of its front point) through
+    a ``gap`` [m] between two vertical cylinders (posts); no gravity. ``info["exit_x"]``: x beyond
+    which the whole ball has passed the posts."""
+    if not 0 < gap < 2 * radius:
+        raise ValueError(f"gap must lie in (0, 2 radius) [m], got {gap}")
+    x0 = -(post_radius + radius + 0.01)
+    mesh = sphere_tet_mesh(radius, cells, center=(x0, 0.0, 0.0))
+    front = np.flatnonzero(np.linalg.norm(mesh.X - (x0 + radius, 0.0, 0.0), axis=1) <= handle)
+    body = DeformableBody("ball", mesh, make_material(material, youngs, poisson), density=density)
+    pull = Attachment("ball", front, target=lambda t, X0: X0 + np.array([speed * t, 0.0, 0.0]))
+    yc = gap / 2 + post_radius
+    posts = tuple(CylinderObstacle(name=f"post{i}", mu=mu, center=(0.0, sgn * yc, 0.0), axis=(0, 0, 1),
+                                   radius=post_radius, half_length=2 * radius) for i, sgn in enumerate((1.0, -1.0)))
+    world = DeformableWorld((body,), posts, attachments=(pull,), gravity=(0.0, 0.0, 0.0))
+    return DeformableSceneSpec(world, 0.01 if dt is None else dt,
+                               info={"exit_x": post_radius + 2 * radius, "gap": gap, "handle_nodes": front})
