@@ -229,3 +229,29 @@ def test_compiled_snh_local_step_matches_numpy_reference(d, w_scale):
     w = w_scale * mat.admm_weight(d)
     m, l, a = mat.params(d)
     np.testing.assert_allclose(snh_local_sigma(s_hat, m, l, a, w), _newton_sigma(mat, s_hat, w, d), atol=1e-10)
+
+
+@pytest.mark.parametrize("ext", [".vtu", ".msh", ".vtk"])
+def test_load_mesh_round_trip_through_meshio(tmp_path, ext):
+    meshio = pytest.importorskip("meshio")
+    from plants.sim.deformable import load_mesh
+
+    m = box_tet_mesh((0.2, 0.1, 0.1), (2, 1, 1))
+    T = m.elements.copy()
+    T[::2, [2, 3]] = T[::2, [3, 2]]  # half the tetrahedra written with negative orientation
+    tri = cloth_sheet((1, 1), (2, 2)).elements + 0  # a triangle block that the tetra read ignores
+    path = tmp_path / f"box{ext}"
+    cells = [("tetra", T)] + ([("triangle", tri)] if ext == ".vtu" else [])
+    meshio.write(path, meshio.Mesh(m.X * 1000.0, cells), **({"file_format": "gmsh22", "binary": False} if ext == ".msh" else {}))
+    back = load_mesh(path, scale=1e-3)
+    assert back.dim == 3 and back.n_elements == m.n_elements
+    np.testing.assert_allclose(back.X, m.X, atol=1e-12)
+    assert rest_shape(back).measure.min() > 0  # re-oriented
+    assert rest_shape(back).measure.sum() == pytest.approx(0.002, rel=1e-12)
+    if ext == ".vtu":
+        assert load_mesh(path, kind="triangle").n_elements == tri.shape[0]
+    else:
+        with pytest.raises(ValueError, match="no 'triangle' cells"):
+            load_mesh(path, kind="triangle")
+    with pytest.raises(ValueError, match="kind must be"):
+        load_mesh(path, kind="hexahedron")

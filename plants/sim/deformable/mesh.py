@@ -8,6 +8,9 @@ d = 3 for tetrahedra, 2 for triangles). Procedural generators:
 * :func:`sphere_tet_mesh`: the box mesh mapped onto a ball by x ↦ x ‖x‖∞ / ‖x‖₂ (a bijection of
   the cube onto the ball; every tetrahedron keeps a positive volume, checked);
 * :func:`cloth_sheet`: a rectangular grid of triangles with alternating diagonals.
+
+Files (.msh, .vtk, .vtu, .obj, .off, .stl, ...) are read by :func:`load_mesh` through meshio
+(the ``deformable`` extra).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from itertools import permutations
 
 import numpy as np
 
-__all__ = ["SimplexMesh", "box_tet_mesh", "bar_tet_mesh", "sphere_tet_mesh", "cloth_sheet"]
+__all__ = ["SimplexMesh", "box_tet_mesh", "bar_tet_mesh", "sphere_tet_mesh", "cloth_sheet", "load_mesh"]
 
 
 @dataclass(frozen=True)
@@ -158,3 +161,45 @@ def cloth_sheet(size=(1.0, 1.0), cells=(10, 10), center=(0.0, 0.0, 0.0)) -> Simp
     t1 = np.where(flip[:, None], np.stack([n00, n10, n01], 1), np.stack([n00, n10, n11], 1))
     t2 = np.where(flip[:, None], np.stack([n10, n11, n01], 1), np.stack([n00, n11, n01], 1))
     return SimplexMesh(X, np.concatenate([t1, t2]))
+
+
+def load_mesh(path, kind: str | None = None, scale: float = 1.0) -> SimplexMesh:
+    """A :class:`SimplexMesh` from a mesh file, read with meshio (``pip install c3mpc[deformable]``).
+
+    Args:
+        path: file path; the format follows the extension (any format meshio reads).
+        kind: "tetra" (volume) or "triangle" (cloth); default: tetrahedra if the file has any,
+            else triangles.
+        scale: factor applied to the coordinates (e.g. 1e-3 for a file in millimetres) [m / unit].
+
+    Raises:
+        ImportError: meshio is not installed (the message names the extra).
+        ValueError: the file has no cells of the requested kind, or ``kind`` is unknown.
+    """
+    try:
+        import meshio
+    except ImportError as err:  # pragma: no cover - the extra is installed in the test environment
+        raise ImportError("load_mesh needs meshio: pip install 'c3mpc[deformable]'") from err
+    if kind not in (None, "tetra", "triangle"):
+        raise ValueError(f"kind must be 'tetra', 'triangle' or None, got {kind!r}")
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be > 0, got {scale}")
+    m = meshio.read(path)
+    blocks = {}
+    for block in m.cells:
+        blocks.setdefault(block.type, []).append(np.asarray(block.data))
+    if kind is None:
+        kind = "tetra" if "tetra" in blocks else "triangle"
+    if kind not in blocks:
+        raise ValueError(f"{path} has no {kind!r} cells; cell types: {sorted(blocks)}")
+    cells = np.concatenate(blocks[kind]).astype(np.int64)
+    X = np.asarray(m.points, float)
+    if X.shape[1] == 2:
+        X = np.column_stack([X, np.zeros(len(X))])
+    used = np.unique(cells)  # drop nodes of other cell types (e.g. surface-only points)
+    remap = np.full(len(X), -1, np.int64)
+    remap[used] = np.arange(used.size)
+    X, cells = X[used] * scale, remap[cells]
+    if kind == "tetra":
+        cells = _positive(X, cells)
+    return SimplexMesh(X, cells)
