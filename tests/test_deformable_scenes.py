@@ -150,11 +150,13 @@ def test_cloth_extension_lateral_contraction_matches_uniaxial_plane_stress(mater
     """Seed 004 Fig. 10 as a static check: the middle of a 4:1 strip whose ends are pulled apart
     is in uniaxial plane stress, so its width ratio equals the lateral stretch σ₂ that each
     energy's closed form gives at the middle's axial stretch σ₁ (ARAP: 1; co-rotational:
-    1 − ν(σ₁ − 1); Neo-Hookean: the root of ∂ψ/∂σ₂ = 0). Statics: implicit Euler, h = 1 s."""
+    1 − ν(σ₁ − 1); Neo-Hookean: the root of ∂ψ/∂σ₂ = 0). Statics: implicit Euler with h = 0.1 s
+    (its damping settles the strip; a single h = 1 s step to full stretch folds the first column
+    of triangles over the clamped edge: an in-plane reflection is an isometry of a 3×2 F)."""
     from plants.sim.deformable.materials import signed_svd
 
-    sim = load_scene("cloth-extension", material=material, dt=1.0, cells=(24, 6), solver_options={"iterations": 100})
-    traj = sim.run(4.0)
+    sim = load_scene("cloth-extension", material=material, dt=0.1, cells=(16, 4), solver_options={"iterations": 30})
+    traj = sim.run(3.0)
     body = sim.world.body("cloth")
     X0, X = body.mesh.X, traj.deformable_positions["cloth"][-1]
     mid = np.isclose(X0[:, 0], 0.0)
@@ -162,7 +164,8 @@ def test_cloth_extension_lateral_contraction_matches_uniaxial_plane_stress(mater
     centre = np.abs(X0[body.mesh.elements].mean(1)[:, 0]) < 0.03
     _, s, _ = signed_svd(sim.system.deformation_gradients(X)[0][centre])
     s1 = s[:, 0].mean()
-    assert s1 > 1.25  # stretched (ends at 1.3 ×; clamped ends make the middle stretch more)
+    assert s1 == pytest.approx(1.3, abs=0.02)  # the ends are pulled to 1.3 × the length
+    assert np.abs(sim.v).max() < 1e-6  # settled
     assert width == pytest.approx(_lateral_stretch_analytic(material, s1, 0.45), abs=3e-3)
     assert s[:, 1].mean() == pytest.approx(width, abs=3e-3)
     assert np.abs(X[:, 2]).max() < 1e-9  # stays in its plane
