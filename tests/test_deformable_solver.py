@@ -269,3 +269,24 @@ def test_cantilever_static_deflection_approaches_beam_theory():
     coarse, fine = _cantilever_tip(20, 2), _cantilever_tip(40, 4)
     assert coarse < fine <= 1.02 * beam
     assert fine == pytest.approx(beam, rel=0.07)
+
+
+def test_two_bodies_of_different_materials_rest_side_by_side():
+    """Block-diagonal assembly over bodies: an ARAP (PD) and a Stable Neo-Hookean (ADMM-PD) box
+    dropped on the ground both come to rest on it, each carrying its own weight."""
+    a = DeformableBody("arap", box_tet_mesh((0.1,) * 3, (2, 2, 2), center=(-0.1, 0, 0.06)), ARAP(1e6, 0.3))
+    b = DeformableBody("snh", box_tet_mesh((0.1,) * 3, (2, 2, 2), center=(0.1, 0, 0.06)), StableNeoHookean(1e6, 0.3),
+                       density=500.0)
+    sim = DeformableSimulator(DeformableWorld((a, b), (HalfSpace(mu=0.5),)))
+    traj = sim.run(0.4)
+    assert set(traj.deformable_positions) == {"arap", "snh"}
+    for body in (a, b):
+        X = traj.deformable_positions[body.name][-1]
+        assert X[:, 2].min() == pytest.approx(0.0, abs=1e-5)
+        assert np.abs(traj.deformable_velocities[body.name][-1]).max() < 1e-3
+    rows, lam = sim.last_rows, sim.last_lambda
+    nc = rows.n_contacts
+    on_a = rows.node[0:3 * nc:3] < a.n_nodes  # free indices: a's nodes come first
+    g = 9.81
+    assert lam[0:3 * nc:3][on_a].sum() == pytest.approx(a.node_masses().sum() * g, rel=2e-3)
+    assert lam[0:3 * nc:3][~on_a].sum() == pytest.approx(b.node_masses().sum() * g, rel=2e-3)

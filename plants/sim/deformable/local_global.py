@@ -25,9 +25,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 import scipy.sparse as sp
 
-from .cr import conjugate_residual
-from .materials import local_step
-from .ncp import NCP_FUNCTIONS, friction_rows, normal_rows
+from .body import rest_shape
+from .ncp import NCP_FUNCTIONS
 from .sparse_inverse import SparseInverse
 from .world import DeformableWorld
 
@@ -146,8 +145,6 @@ class LocalGlobalSystem:
         self.parts: list[_Part] = []
         G_blocks, w_rows, masses, pinned = [], [], [], []
         e0 = 0
-        from .body import rest_shape
-
         for b, o in zip(world.bodies, offsets[:-1]):
             rs = rest_shape(b.mesh)
             d = b.mesh.dim
@@ -161,7 +158,6 @@ class LocalGlobalSystem:
             w_rows.append(np.repeat(w_hat * vol, d))
             masses.append(b.node_masses())
             pinned.append(b.pinned + o)
-        dims = {p.dim for p in self.parts}
         # one G per body (rows d·m_b); block-diagonal over bodies
         self.G = sp.block_diag(G_blocks, format="csr")
         self.w_rows = np.concatenate(w_rows)
@@ -172,8 +168,6 @@ class LocalGlobalSystem:
         self.free = np.flatnonzero(is_free)
         self.free_index = np.full(self.n, -1, np.int64)
         self.free_index[self.free] = np.arange(self.free.size)
-        self._row_dims = np.concatenate([np.full(p.elements.stop - p.elements.start, p.dim) for p in self.parts])
-        del dims
         h2 = self.h**2
         A_full = (sp.diags(self.mass) + h2 * (self.G.T @ sp.diags(self.w_rows) @ self.G)).tocsc()
         self.A = A_full[self.free][:, self.free].tocsc()
