@@ -8,17 +8,34 @@ import numpy as np
 __all__ = ["conjugate_residual"]
 
 
-def conjugate_residual(K: np.ndarray, b: np.ndarray, iterations: int = 10, x0: np.ndarray | None = None) -> np.ndarray:
-    """Approximate K⁻¹b for a symmetric positive semi-definite K (m, m) after ``iterations``
-    preconditioned CR iterations (diagonal preconditioner diag(K); stops early on a zero residual)."""
-    d = np.diag(K).copy()
-    d[d <= 0] = 1.0
+def conjugate_residual(K, b: np.ndarray, iterations: int = 10, x0: np.ndarray | None = None,
+                       diagonal: np.ndarray | None = None) -> np.ndarray:
+    """Approximate K⁻¹b for a symmetric positive semi-definite K after ``iterations``
+    preconditioned CR iterations (diagonal preconditioner; stops early on a zero residual).
+
+    Args:
+        K: (m, m) array, or a callable x ↦ K x (then ``diagonal`` is required).
+        b: (m,) right-hand side.
+        iterations: fixed iteration count (seed 004: 10).
+        x0: start (default 0).
+        diagonal: (m,) diag(K) for the preconditioner (default: from the array K).
+    """
+    if callable(K):
+        if diagonal is None:
+            raise ValueError("diagonal is required when K is given as a callable")
+        matvec = K
+    else:
+        K = np.asarray(K)
+        matvec = K.__matmul__
+        diagonal = np.diag(K) if diagonal is None else diagonal
+    d = np.array(diagonal, dtype=float)
+    d[~(d > 0)] = 1.0
     Minv = 1.0 / d
     x = np.zeros_like(b) if x0 is None else x0.copy()
-    r = b - K @ x if x0 is not None else b.copy()
+    r = b - matvec(x) if x0 is not None else b.copy()
     z = Minv * r
     p = z.copy()
-    Kz = K @ z
+    Kz = matvec(z)
     Kp = Kz.copy()
     rho = z @ Kz
     for _ in range(iterations):
@@ -31,7 +48,7 @@ def conjugate_residual(K: np.ndarray, b: np.ndarray, iterations: int = 10, x0: n
         alpha = rho / denom
         x += alpha * p
         z -= alpha * MKp
-        Kz = K @ z
+        Kz = matvec(z)
         rho_new = z @ Kz
         beta = rho_new / rho
         rho = rho_new

@@ -22,7 +22,7 @@ from .materials import local_step
 from .ncp import friction_rows, normal_rows
 from .world import DeformableWorld
 
-__all__ = ["DeformableSimulator", "DeformableTrajectory", "ContactRows", "SOLVERS"]
+__all__ = ["DeformableSimulator", "DeformableTrajectory", "ContactRows", "Delassus", "SOLVERS"]
 
 SOLVERS = ("fba",)
 """Deformable solver names accepted by ``load_scene(..., solver=)``: "fba" (seed 004)."""
@@ -56,6 +56,39 @@ class ContactRows:
     @property
     def n_rows(self) -> int:
         return int(self.node.size)
+
+
+class Delassus:
+    """W = H A⁻¹ Hᵀ (Eq. 27) for rows that each act on one node along a unit direction:
+    W_jl = (A⁻¹)_{i_j i_l} (c_j · c_l). Stored as the node block B = (A⁻¹)_UU (|U|, |U|) of the
+    contact nodes U, so W x = c_j · (B Pᵀ(C ⊙ x))_{i_j}: 3|U|² flops per product instead of the
+    (3|U|)² of a dense W, and 9× less memory.
+
+    Args:
+        block: (|U|, |U|) dense (A⁻¹)_UU = (S[:, U])ᵀ S[:, U].
+        pos: (m,) index into U of each row's node.
+        C: (m, 3) unit row directions.
+    """
+
+    def __init__(self, block: np.ndarray, pos: np.ndarray, C: np.ndarray):
+        import scipy.sparse as sp
+
+        self.block, self.pos, self.C = block, pos, C
+        m = pos.size
+        self._P = sp.csr_matrix((np.ones(m), (np.arange(m), pos)), shape=(m, block.shape[0]))
+
+    def diagonal(self) -> np.ndarray:
+        """(m,) W_jj = (A⁻¹)_{i_j i_j} (unit directions)."""
+        return self.block[self.pos, self.pos] * (self.C * self.C).sum(1)
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        """W x for x (m,)."""
+        F = self._P.T @ (self.C * x[:, None])  # (|U|, 3) per-node sums of c_l x_l
+        return (self.C * (self.block @ F)[self.pos]).sum(1)
+
+    def toarray(self) -> np.ndarray:
+        """Dense W (m, m) (tests and small problems)."""
+        return self.block[self.pos][:, self.pos] * (self.C @ self.C.T)
 
 
 def _tangents(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -248,8 +281,8 @@ class DeformableSimulator:
         if m_r:
             nc = rows.n_contacts
             uniq, pos = np.unique(rows.node, return_inverse=True)
-            W = sysm.inverse_block(uniq)[pos][:, pos] * (rows.C @ rows.C.T)
-            Wd = np.diag(W)
+            W = Delassus(sysm.inverse_block(uniq), pos, rows.C)
+            Wd = W.diagonal()
             if opt.preconditioner == "w_diagonal":
                 r_n = h * h * Wd[0:3 * nc:3]
                 r_f = h * 0.5 * (Wd[1:3 * nc:3] + Wd[2:3 * nc:3])
@@ -301,8 +334,10 @@ class DeformableSimulator:
                 Ju = omega * (rows.C * u[rows.node]).sum(1)
                 stats.global_time += time.perf_counter() - t0
                 t0 = time.perf_counter()
-                K = omega[:, None] * W * omega[None, :] + np.diag(Ep)
-                x_sol = conjugate_residual(K, hv - Ju, opt.cr_iterations)  # = h² Δλ
+                def K(x, omega=omega, Ep=Ep):  # (ΩWΩ + Ē) x
+                    return omega * W.matvec(omega * x) + Ep * x
+
+                x_sol = conjugate_residual(K, hv - Ju, opt.cr_iterations, diagonal=omega**2 * Wd + Ep)  # = h² Δλ
                 lam += x_sol / h**2
                 dJT = np.zeros_like(qf)
                 np.add.at(dJT, rows.node, (omega * x_sol)[:, None] * rows.C)
