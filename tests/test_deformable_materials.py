@@ -255,3 +255,23 @@ def test_load_mesh_round_trip_through_meshio(tmp_path, ext):
             load_mesh(path, kind="triangle")
     with pytest.raises(ValueError, match="kind must be"):
         load_mesh(path, kind="hexahedron")
+
+
+def test_compiled_polar_rotation_matches_signed_svd():
+    """Scaled-Newton polar kernel vs U Vᵀ of the signed SVD, with inverted and flat elements
+    (which fall back to the SVD) mixed in."""
+    from plants.sim.deformable._local_kernels import polar_rotations
+    from plants.sim.deformable.materials import polar_rotation, signed_svd
+
+    rng = np.random.default_rng(7)
+    Y = np.eye(3) + 0.5 * rng.standard_normal((400, 3, 3))
+    Y[:5, :, 2] *= -1  # inverted
+    Y[5, :, 2] = 0.0  # flat
+    Y[6] = np.diag([1e3, 1.0, 1e-3])  # badly scaled
+    U, _, Vh = signed_svd(Y)
+    np.testing.assert_allclose(polar_rotation(Y), U @ Vh, atol=1e-10)
+    R, ok = polar_rotations(Y)
+    det = np.linalg.det(Y)
+    np.testing.assert_array_equal(ok, det > 1e-8 * np.linalg.norm(Y, axis=(1, 2)) ** 3)
+    assert ok.sum() > 300 and not ok[:6].any()
+    np.testing.assert_allclose(R[ok], (U @ Vh)[ok], atol=1e-10)

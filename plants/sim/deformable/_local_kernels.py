@@ -135,3 +135,59 @@ def snh_local_sigma(s_hat, m, l, a, w, iterations=20, tol=1e-12):  # pragma: no 
             for i in range(d):
                 s[i] += t * step[i]
     return out
+
+
+@njit(cache=True)
+def polar_rotations(F, det_floor=1e-8):  # pragma: no cover - compiled
+    """Rotation factors R of F = R S (polar decomposition) for a stack F (m, 3, 3), by Higham's
+    scaled Newton iteration X ← ½(γX + X⁻ᵀ/γ), γ = (‖X⁻¹‖_F/‖X‖_F)^½. Returns (R, ok): ``ok[e]``
+    is False where det F_e ≤ det_floor·‖F_e‖³ (inverted or nearly flat elements: Newton would
+    converge to a reflection); the caller falls back to the signed SVD there."""
+    m = F.shape[0]
+    R = np.empty_like(F)
+    ok = np.ones(m, np.bool_)
+    X = np.empty((3, 3))
+    Y = np.empty((3, 3))
+    for e in range(m):
+        nrm = 0.0
+        for i in range(3):
+            for j in range(3):
+                X[i, j] = F[e, i, j]
+                nrm += X[i, j] * X[i, j]
+        det = (X[0, 0] * (X[1, 1] * X[2, 2] - X[1, 2] * X[2, 1]) - X[0, 1] * (X[1, 0] * X[2, 2] - X[1, 2] * X[2, 0])
+               + X[0, 2] * (X[1, 0] * X[2, 1] - X[1, 1] * X[2, 0]))
+        if not det > det_floor * nrm ** 1.5:
+            ok[e] = False
+            continue
+        for _ in range(30):
+            det = (X[0, 0] * (X[1, 1] * X[2, 2] - X[1, 2] * X[2, 1]) - X[0, 1] * (X[1, 0] * X[2, 2] - X[1, 2] * X[2, 0])
+                   + X[0, 2] * (X[1, 0] * X[2, 1] - X[1, 1] * X[2, 0]))
+            # X⁻ᵀ = cof(X) / det
+            Y[0, 0] = (X[1, 1] * X[2, 2] - X[1, 2] * X[2, 1]) / det
+            Y[0, 1] = -(X[1, 0] * X[2, 2] - X[1, 2] * X[2, 0]) / det
+            Y[0, 2] = (X[1, 0] * X[2, 1] - X[1, 1] * X[2, 0]) / det
+            Y[1, 0] = -(X[0, 1] * X[2, 2] - X[0, 2] * X[2, 1]) / det
+            Y[1, 1] = (X[0, 0] * X[2, 2] - X[0, 2] * X[2, 0]) / det
+            Y[1, 2] = -(X[0, 0] * X[2, 1] - X[0, 1] * X[2, 0]) / det
+            Y[2, 0] = (X[0, 1] * X[1, 2] - X[0, 2] * X[1, 1]) / det
+            Y[2, 1] = -(X[0, 0] * X[1, 2] - X[0, 2] * X[1, 0]) / det
+            Y[2, 2] = (X[0, 0] * X[1, 1] - X[0, 1] * X[1, 0]) / det
+            nx = 0.0
+            ny = 0.0
+            for i in range(3):
+                for j in range(3):
+                    nx += X[i, j] * X[i, j]
+                    ny += Y[i, j] * Y[i, j]
+            g = (ny / nx) ** 0.25
+            diff = 0.0
+            for i in range(3):
+                for j in range(3):
+                    v = 0.5 * (g * X[i, j] + Y[i, j] / g)
+                    diff += (v - X[i, j]) ** 2
+                    X[i, j] = v
+            if diff < 1e-28:
+                break
+        for i in range(3):
+            for j in range(3):
+                R[e, i, j] = X[i, j]
+    return R, ok

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Material", "ARAP", "CoRotational", "StableNeoHookean", "signed_svd", "energy_density",
-           "first_piola", "local_step"]
+           "first_piola", "local_step", "polar_rotation"]
 
 
 def signed_svd(F: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -261,6 +261,24 @@ def first_piola(material: Material, F: np.ndarray) -> np.ndarray:
     return np.einsum("mij,mj,mjk->mik", U, g, Vh)
 
 
+def polar_rotation(Y: np.ndarray) -> np.ndarray:
+    """The rotation (det +1) closest to each Y of a stack (m, a, b): U Vᵀ of the signed SVD.
+    Square 3×3 blocks with det Y > 0 use the compiled scaled-Newton polar iteration (the SVD
+    is the reference it is tested against and the fallback for inverted or flat elements)."""
+    Y = np.asarray(Y, float)
+    if Y.shape[-2:] == (3, 3):
+        from ._local_kernels import HAVE_NUMBA, polar_rotations
+
+        if HAVE_NUMBA:
+            R, ok = polar_rotations(np.ascontiguousarray(Y))
+            if not ok.all():
+                U, _, Vh = signed_svd(Y[~ok])
+                R[~ok] = U @ Vh
+            return R
+    U, _, Vh = signed_svd(Y)
+    return U @ Vh
+
+
 def local_step(material: Material, Y: np.ndarray, w: float, projective: bool | None = None) -> np.ndarray:
     """The local step on a stack of targets Y (m, a, b) (F or Fᵀ: ψ is isotropic).
 
@@ -268,11 +286,11 @@ def local_step(material: Material, Y: np.ndarray, w: float, projective: bool | N
     ARAP only); else Z = argmin ψ(Z) + w/2 ‖Z − Y‖² (ADMM-PD), w [Pa] the weight per unit volume.
     """
     projective = material.projective if projective is None else projective
-    U, s, Vh = signed_svd(Y)
-    dim = min(Y.shape[-2:])
     if projective:
         if not isinstance(material, ARAP):
             raise ValueError(f"a projective (plain PD) local step exists only for ARAP, not {type(material).__name__}")
-        return U @ Vh
+        return polar_rotation(Y)
+    U, s, Vh = signed_svd(Y)
+    dim = min(Y.shape[-2:])
     s_star = material.local_sigma(s, float(w), dim)
     return np.einsum("mij,mj,mjk->mik", U, s_star, Vh)
