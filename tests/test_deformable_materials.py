@@ -275,3 +275,23 @@ def test_compiled_polar_rotation_matches_signed_svd():
     np.testing.assert_array_equal(ok, det > 1e-8 * np.linalg.norm(Y, axis=(1, 2)) ** 3)
     assert ok.sum() > 300 and not ok[:6].any()
     np.testing.assert_allclose(R[ok], (U @ Vh)[ok], atol=1e-10)
+
+
+def test_laplace_beltrami_bending_energy():
+    """Q = L_Iᵀ M_I⁻¹ L_I: zero on affine maps of the flat sheet, positive semi-definite, and
+    ½ xᵀQx ≈ 2∫H² dA = A_I/(2R²) for the sheet rolled isometrically onto a cylinder of radius R."""
+    from plants.sim.deformable.body import bending_matrix, boundary_nodes, mixed_voronoi_areas
+
+    mesh = cloth_sheet((1.0, 1.0), (40, 40))
+    Q = bending_matrix(mesh)
+    rng = np.random.default_rng(8)
+    x = mesh.X @ rng.standard_normal((3, 3)) + rng.standard_normal(3)
+    assert np.abs(Q @ x).max() < 1e-9 * np.abs(Q).max()
+    assert np.linalg.eigvalsh(bending_matrix(cloth_sheet((1, 1), (6, 6))).toarray()).min() > -1e-9
+    R = 0.8
+    u, v = mesh.X[:, 0], mesh.X[:, 1]
+    x = np.stack([R * np.sin(u / R), v, R * (1 - np.cos(u / R))], 1)
+    interior = np.setdiff1d(np.arange(mesh.n_nodes), boundary_nodes(mesh))
+    assert mixed_voronoi_areas(mesh).sum() == pytest.approx(1.0, rel=1e-12)  # they tile the sheet
+    area = mixed_voronoi_areas(mesh)[interior].sum()
+    assert 0.5 * (x * (Q @ x)).sum() == pytest.approx(area / (2 * R**2), rel=0.02)

@@ -19,7 +19,8 @@ import scipy.sparse as sp
 from .materials import Material
 from .mesh import SimplexMesh
 
-__all__ = ["DeformableBody", "RestShape", "rest_shape", "lumped_mass"]
+__all__ = ["DeformableBody", "RestShape", "rest_shape", "lumped_mass", "cotangent_laplacian", "bending_matrix",
+           "boundary_nodes", "mixed_voronoi_areas"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,69 @@ def rest_shape(mesh: SimplexMesh) -> RestShape:
     return RestShape(Dm_inv, measure, G)
 
 
+def cotangent_laplacian(mesh: SimplexMesh) -> sp.csr_matrix:
+    """(n, n) cotangent Laplacian of a triangle mesh at rest: L_ij = ½(cot α_ij + cot β_ij),
+    L_ii = −Σ_j L_ij (so (L x)_i ≈ M_i Δx_i, the Laplace-Beltrami operator times the vertex area)."""
+    if mesh.dim != 2:
+        raise ValueError("cotangent_laplacian needs a triangle mesh")
+    X, T = mesh.X, mesh.elements
+    rows, cols, vals = [], [], []
+    for k in range(3):  # the angle at corner k weighs the opposite edge (i, j)
+        i, j = T[:, (k + 1) % 3], T[:, (k + 2) % 3]
+        a, b = X[i] - X[T[:, k]], X[j] - X[T[:, k]]
+        cot = (a * b).sum(1) / np.linalg.norm(np.cross(a, b), axis=1)
+        rows += [i, j]
+        cols += [j, i]
+        vals += [0.5 * cot, 0.5 * cot]
+    n = mesh.n_nodes
+    W = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+    return (W - sp.diags(np.asarray(W.sum(1)).ravel())).tocsr()
+
+
+def boundary_nodes(mesh: SimplexMesh) -> np.ndarray:
+    """Nodes on the boundary of a triangle mesh (on an edge of one triangle only)."""
+    E = np.sort(mesh.elements[:, [[0, 1], [1, 2], [2, 0]]].reshape(-1, 2), axis=1)
+    uniq, counts = np.unique(E, axis=0, return_counts=True)
+    return np.unique(uniq[counts == 1])
+
+
+def mixed_voronoi_areas(mesh: SimplexMesh) -> np.ndarray:
+    """(n,) mixed Voronoi vertex areas of a triangle mesh (Meyer et al. 2003): each triangle gives
+    a vertex its Voronoi part when no angle is obtuse, else A/2 (obtuse corner) or A/4. They are
+    the areas that the cotangent Laplacian's rows integrate over (barycentric thirds are not: on a
+    grid with alternating diagonals they bias ‖Lx‖²/M by 12 %)."""
+    X, T = mesh.X, mesh.elements
+    P = X[T]  # (m, 3, 3)
+    area = 0.5 * np.linalg.norm(np.cross(P[:, 1] - P[:, 0], P[:, 2] - P[:, 0]), axis=1)
+    out = np.zeros(mesh.n_nodes)
+    cots, sq = [], []
+    for k in range(3):  # angle at corner k, opposite edge (k+1, k+2)
+        a, b = P[:, (k + 1) % 3] - P[:, k], P[:, (k + 2) % 3] - P[:, k]
+        cots.append((a * b).sum(1) / (2 * area))
+        sq.append(((P[:, (k + 1) % 3] - P[:, (k + 2) % 3]) ** 2).sum(1))  # |opposite edge|²
+    cots, sq = np.stack(cots, 1), np.stack(sq, 1)
+    obtuse = cots < 0
+    any_obtuse = obtuse.any(1)
+    for k in range(3):
+        # Voronoi part of corner k: (|edge k–(k+1)|² cot(k+2) + |edge k–(k+2)|² cot(k+1)) / 8
+        vor = (sq[:, (k + 2) % 3] * cots[:, (k + 2) % 3] + sq[:, (k + 1) % 3] * cots[:, (k + 1) % 3]) / 8
+        part = np.where(any_obtuse, np.where(obtuse[:, k], area / 2, area / 4), vor)
+        out += np.bincount(T[:, k], part, minlength=mesh.n_nodes)
+    return out
+
+
+def bending_matrix(mesh: SimplexMesh) -> sp.csr_matrix:
+    """Q (n, n) = L_Iᵀ M_I⁻¹ L_I over the interior vertices I (L: :func:`cotangent_laplacian`,
+    M: :func:`mixed_voronoi_areas`), so ½ xᵀQx = ½ Σ_{i∈I} ‖(L x)_i‖²/M_i ≈ ½∫‖Δx‖² = 2∫H² dA for an
+    isometric bend of a flat rest sheet (a cylinder of radius R: A/(2R²)). Q x = 0 for every affine
+    map of a flat sheet. Boundary vertices are left out: there L does not reproduce linear maps."""
+    L = cotangent_laplacian(mesh)
+    M = mixed_voronoi_areas(mesh)
+    interior = np.setdiff1d(np.arange(mesh.n_nodes), boundary_nodes(mesh))
+    LI = L[interior]
+    return (LI.T @ sp.diags(1.0 / M[interior]) @ LI).tocsr()
+
+
 def lumped_mass(mesh: SimplexMesh, density: float, thickness: float = 1.0) -> np.ndarray:
     """(n,) lumped node masses [kg]: each element's ρ·measure(·thickness) split equally over its nodes."""
     rs = rest_shape(mesh)
@@ -87,8 +151,11 @@ class DeformableBody:
         pinned: indices of kinematic nodes (their positions are prescribed, e.g. clamped ends).
         pin_motion: ``pin_motion(t, X0) -> (k, 3)`` positions [m] of the pinned nodes at time t
             [s] given their initial positions X0 (k, 3); default: they stay at X0.
-        mu: friction coefficient of this body against obstacles (multiplied by nothing: the
-            contact uses min(body μ, obstacle μ) if both are given, else whichever is given).
+        mu: friction coefficient of this body against obstacles (the contact uses
+            min(body μ, obstacle μ) if both are given, else whichever is given).
+        bending: cloth bending stiffness k_b [J] (triangle meshes only; 0: none): the
+            Laplace-Beltrami energy ½ k_b Σ_i ‖(L x)_i‖² / M_i over interior vertices
+            (:func:`bending_matrix`), a constant quadratic form added to the system matrix.
     """
 
     name: str
@@ -101,6 +168,7 @@ class DeformableBody:
     pinned: tuple | np.ndarray = ()
     pin_motion: Callable[[float, np.ndarray], np.ndarray] | None = None
     mu: float | None = None
+    bending: float = 0.0
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -127,6 +195,10 @@ class DeformableBody:
             raise ValueError(f"pinned node indices must lie in [0, {n})")
         if self.pin_motion is not None and not callable(self.pin_motion):
             raise TypeError("pin_motion must be callable(t, X0) -> (k, 3) positions")
+        if not (np.isfinite(self.bending) and self.bending >= 0):
+            raise ValueError(f"bending must be a stiffness >= 0 [J], got {self.bending}")
+        if self.bending > 0 and self.mesh.dim != 2:
+            raise ValueError("bending applies to triangle (cloth) meshes only")
         if self.mu is not None and not (np.isfinite(self.mu) and self.mu >= 0):
             raise ValueError(f"mu must be >= 0 or None, got {self.mu}")
         object.__setattr__(self, "positions", np.array(x0))

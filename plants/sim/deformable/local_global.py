@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import scipy.sparse as sp
 
-from .body import rest_shape
+from .body import bending_matrix, rest_shape
 from .ncp import NCP_FUNCTIONS
 from .sparse_inverse import SparseInverse
 from .world import DeformableWorld
@@ -143,7 +143,7 @@ class LocalGlobalSystem:
         self.n = int(offsets[-1])
         self.offsets = offsets
         self.parts: list[_Part] = []
-        G_blocks, w_rows, masses, pinned = [], [], [], []
+        G_blocks, w_rows, masses, pinned, Q_blocks = [], [], [], [], []
         e0 = 0
         for b, o in zip(world.bodies, offsets[:-1]):
             rs = rest_shape(b.mesh)
@@ -158,6 +158,7 @@ class LocalGlobalSystem:
             w_rows.append(np.repeat(w_hat * vol, d))
             masses.append(b.node_masses())
             pinned.append(b.pinned + o)
+            Q_blocks.append(b.bending * bending_matrix(b.mesh) if b.bending > 0 else sp.csr_matrix((b.n_nodes, b.n_nodes)))
         # one G per body (rows d·m_b); block-diagonal over bodies
         self.G = sp.block_diag(G_blocks, format="csr")
         self.w_rows = np.concatenate(w_rows)
@@ -168,8 +169,9 @@ class LocalGlobalSystem:
         self.free = np.flatnonzero(is_free)
         self.free_index = np.full(self.n, -1, np.int64)
         self.free_index[self.free] = np.arange(self.free.size)
+        self.Q = sp.block_diag(Q_blocks, format="csr")  # k_b-weighted bending forms (constant)
         h2 = self.h**2
-        A_full = (sp.diags(self.mass) + h2 * (self.G.T @ sp.diags(self.w_rows) @ self.G)).tocsc()
+        A_full = (sp.diags(self.mass) + h2 * (self.G.T @ sp.diags(self.w_rows) @ self.G + self.Q)).tocsc()
         self.A = A_full[self.free][:, self.free].tocsc()
         self.A_fk = A_full[self.free][:, self.pinned].tocsc()
         self.inverse: SparseInverse | None = None
@@ -194,14 +196,14 @@ class LocalGlobalSystem:
         return out
 
     def elastic_energy(self, x: np.ndarray) -> float:
-        """Σ_e V_e ψ(F_e) [J] at positions x (n, 3)."""
+        """Σ_e V_e ψ(F_e) + ½ Σ_axes xᵀQx (cloth bending) [J] at positions x (n, 3)."""
         from .materials import signed_svd
 
         total = 0.0
         for p, Ft in zip(self.parts, self.deformation_gradients(x)):
             _, s, _ = signed_svd(Ft)
             total += float(p.volume @ p.material.psi(s, p.dim))
-        return total
+        return total + 0.5 * float((x * (self.Q @ x)).sum())
 
     def elastic_gradient(self, x: np.ndarray) -> np.ndarray:
         """∂/∂x Σ_e V_e ψ(F_e) (n, 3) [N]: Gᵀ(V ∂ψ/∂Fᵀ), ∂ψ/∂Fᵀ = U diag(∂ψ/∂σ) Vᵀ."""
@@ -212,7 +214,7 @@ class LocalGlobalSystem:
             U, s, Vh = signed_svd(Ft)
             dPsi = np.einsum("mij,mj,mjk->mik", U, p.material.grad(s, p.dim), Vh) * p.volume[:, None, None]
             blocks.append(dPsi.reshape(-1, 3))
-        return self.G.T @ np.concatenate(blocks)
+        return self.G.T @ np.concatenate(blocks) + self.Q @ x
 
     def incremental_potential_gradient(self, x: np.ndarray, x_tilde: np.ndarray) -> np.ndarray:
         """Gradient (n, 3) [N] of :meth:`incremental_potential`; zero on free nodes at the step's solution."""

@@ -137,11 +137,13 @@ def squeeze_ball(dt=None, radius: float = 0.1, cells: int = 6, youngs: float = 1
 @register_scene("cloth-corner")
 def cloth_corner(dt=None, size: float = 1.0, cells: int = 20, youngs: float = 1e5, poisson: float = 0.4,
                  density: float = 1000.0, thickness: float = 1e-3, mu: float = 0.3, cube: float = 0.4,
-                 height: float = 0.05, material: str = "neohookean") -> DeformableSceneSpec:
-    """Seed 004 Fig. 6: a square cloth (``size`` [m], ``cells``² quads, no bending) falls from
-    ``height`` [m] above a static cube of side ``cube`` [m] standing on the ground."""
+                 height: float = 0.05, bending: float = 0.0, material: str = "neohookean") -> DeformableSceneSpec:
+    """Seed 004 Fig. 6: a square cloth (``size`` [m], ``cells``² quads, Laplace-Beltrami bending
+    stiffness ``bending`` [J], none by default) falls from ``height`` [m] above a static cube of
+    side ``cube`` [m] standing on the ground."""
     mesh = cloth_sheet((size, size), (cells, cells), center=(0.0, 0.0, cube + height))
-    body = DeformableBody("cloth", mesh, make_material(material, youngs, poisson), density=density, thickness=thickness)
+    body = DeformableBody("cloth", mesh, make_material(material, youngs, poisson), density=density, thickness=thickness,
+                          bending=bending)
     obstacles = (BoxObstacle(name="cube", mu=mu, center=(0.0, 0.0, cube / 2), half_extents=(cube / 2,) * 3),
                  HalfSpace(name="ground", mu=mu))
     return DeformableSceneSpec(DeformableWorld((body,), obstacles), 0.01 if dt is None else dt,
