@@ -191,3 +191,92 @@ def polar_rotations(F, det_floor=1e-8):  # pragma: no cover - compiled
             for j in range(3):
                 R[e, i, j] = X[i, j]
     return R, ok
+
+
+@njit(cache=True)
+def _sym_eig3(A, V):  # pragma: no cover - compiled
+    """Cyclic Jacobi on a symmetric 3×3 A (overwritten: its diagonal ends as the eigenvalues);
+    V receives the eigenvectors as columns."""
+    for i in range(3):
+        for j in range(3):
+            V[i, j] = 1.0 if i == j else 0.0
+    scale = abs(A[0, 0]) + abs(A[1, 1]) + abs(A[2, 2]) + 1e-300
+    for _ in range(50):
+        off = A[0, 1] * A[0, 1] + A[0, 2] * A[0, 2] + A[1, 2] * A[1, 2]
+        if off <= 1e-32 * scale * scale:
+            break
+        for p, q in ((0, 1), (0, 2), (1, 2)):
+            apq = A[p, q]
+            if abs(apq) <= 1e-300:
+                continue
+            theta = (A[q, q] - A[p, p]) / (2.0 * apq)
+            t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + np.sqrt(theta * theta + 1.0))
+            c = 1.0 / np.sqrt(t * t + 1.0)
+            s = t * c
+            for k in range(3):  # A ← A J
+                akp, akq = A[k, p], A[k, q]
+                A[k, p] = c * akp - s * akq
+                A[k, q] = s * akp + c * akq
+            for k in range(3):  # A ← Jᵀ A
+                apk, aqk = A[p, k], A[q, k]
+                A[p, k] = c * apk - s * aqk
+                A[q, k] = s * apk + c * aqk
+            for k in range(3):
+                vkp, vkq = V[k, p], V[k, q]
+                V[k, p] = c * vkp - s * vkq
+                V[k, q] = s * vkp + c * vkq
+
+
+@njit(cache=True)
+def svd3_positive(F, det_floor=1e-8):  # pragma: no cover - compiled
+    """F = U diag(σ) Vᵀ for a stack (m, 3, 3) with det F > det_floor ‖F‖³: F = R S (polar, scaled
+    Newton), S = V diag(σ) Vᵀ (Jacobi), U = R V; U, V rotations, σ > 0 descending. Returns
+    (U, σ, Vh, ok); rows with ``ok`` False (inverted or flat) are left for the signed SVD."""
+    m = F.shape[0]
+    R, ok = polar_rotations(F, det_floor)
+    U = np.zeros_like(F)
+    Vh = np.zeros_like(F)
+    sig = np.zeros((m, 3))
+    S = np.empty((3, 3))
+    V = np.empty((3, 3))
+    for e in range(m):
+        if not ok[e]:
+            continue
+        for i in range(3):
+            for j in range(3):
+                acc = 0.0
+                for k in range(3):
+                    acc += R[e, k, i] * F[e, k, j]
+                S[i, j] = acc
+        for i in range(3):  # symmetrize round-off
+            for j in range(i + 1, 3):
+                a = 0.5 * (S[i, j] + S[j, i])
+                S[i, j] = a
+                S[j, i] = a
+        _sym_eig3(S, V)
+        o0, o1, o2 = 0, 1, 2  # descending order of the eigenvalues (3-element sort)
+        if S[o0, o0] < S[o1, o1]:
+            o0, o1 = o1, o0
+        if S[o1, o1] < S[o2, o2]:
+            o1, o2 = o2, o1
+        if S[o0, o0] < S[o1, o1]:
+            o0, o1 = o1, o0
+        for a in range(3):
+            c = o0 if a == 0 else (o1 if a == 1 else o2)
+            sig[e, a] = S[c, c]
+            for i in range(3):
+                Vh[e, a, i] = V[i, c]
+        # make V a rotation (the column permutation and Jacobi keep |det| = 1)
+        dv = (Vh[e, 0, 0] * (Vh[e, 1, 1] * Vh[e, 2, 2] - Vh[e, 1, 2] * Vh[e, 2, 1])
+              - Vh[e, 0, 1] * (Vh[e, 1, 0] * Vh[e, 2, 2] - Vh[e, 1, 2] * Vh[e, 2, 0])
+              + Vh[e, 0, 2] * (Vh[e, 1, 0] * Vh[e, 2, 1] - Vh[e, 1, 1] * Vh[e, 2, 0]))
+        if dv < 0:
+            for i in range(3):
+                Vh[e, 2, i] = -Vh[e, 2, i]
+        for i in range(3):
+            for a in range(3):
+                acc = 0.0
+                for k in range(3):
+                    acc += R[e, i, k] * Vh[e, a, k]
+                U[e, i, a] = acc
+    return U, sig, Vh, ok

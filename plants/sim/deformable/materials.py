@@ -261,6 +261,21 @@ def first_piola(material: Material, F: np.ndarray) -> np.ndarray:
     return np.einsum("mij,mj,mjk->mik", U, g, Vh)
 
 
+def _signed_svd_fast(Y: np.ndarray):
+    """:func:`signed_svd`, with 3×3 blocks of positive determinant by the compiled polar +
+    Jacobi kernel (``svd3_positive``; tested against this function) and the rest by LAPACK."""
+    Y = np.asarray(Y, float)
+    if Y.shape[-2:] == (3, 3):
+        from ._local_kernels import HAVE_NUMBA, svd3_positive
+
+        if HAVE_NUMBA:
+            U, s, Vh, ok = svd3_positive(np.ascontiguousarray(Y))
+            if not ok.all():
+                U[~ok], s[~ok], Vh[~ok] = signed_svd(Y[~ok])
+            return U, s, Vh
+    return signed_svd(Y)
+
+
 def polar_rotation(Y: np.ndarray) -> np.ndarray:
     """The rotation (det +1) closest to each Y of a stack (m, a, b): U Vᵀ of the signed SVD.
     Square 3×3 blocks with det Y > 0 use the compiled scaled-Newton polar iteration (the SVD
@@ -290,7 +305,7 @@ def local_step(material: Material, Y: np.ndarray, w: float, projective: bool | N
         if not isinstance(material, ARAP):
             raise ValueError(f"a projective (plain PD) local step exists only for ARAP, not {type(material).__name__}")
         return polar_rotation(Y)
-    U, s, Vh = signed_svd(Y)
+    U, s, Vh = _signed_svd_fast(Y)
     dim = min(Y.shape[-2:])
     s_star = material.local_sigma(s, float(w), dim)
     return np.einsum("mij,mj,mjk->mik", U, s_star, Vh)
