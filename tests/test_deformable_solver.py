@@ -245,6 +245,16 @@ def test_options_and_simulator_reject_bad_input():
         DeformableSimulator(DeformableWorld((body,), (HalfSpace(),)), solver_options={"global_step": "jacobi"})
     with pytest.raises(ValueError, match="dt"):
         DeformableSimulator(DeformableWorld((body,)), dt=-1.0)
+    with pytest.raises(ValueError, match="max_speed"):
+        DeformableSimulator(DeformableWorld((body,)), max_speed=0.0)
+    from plants.errors import SimulationDivergedError
+
+    fast = DeformableBody("f", box_tet_mesh(), ARAP(1e5, 0.3), velocity=(10.0, 0, 0))
+    sim = DeformableSimulator(DeformableWorld((fast,)), max_speed=5.0)
+    x0 = sim.x.copy()
+    with pytest.raises(SimulationDivergedError, match="max_speed"):
+        sim.step()
+    np.testing.assert_array_equal(sim.x, x0)  # state left unchanged
     with pytest.raises(ValueError, match="unique"):
         DeformableWorld((body, body))
 

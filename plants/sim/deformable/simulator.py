@@ -120,7 +120,9 @@ class DeformableSimulator:
             raise ValueError(f"dt must be a finite time step > 0 [s], got {dt!r}")
         self.options = solver_options if isinstance(solver_options, FBAOptions) else FBAOptions.from_dict(solver_options)
         self.world, self.solver, self.dt = world, solver, float(dt)
-        self.max_speed = max_speed
+        if max_speed is not None and (isinstance(max_speed, bool) or not (np.isfinite(max_speed) and max_speed > 0)):
+            raise ValueError(f"max_speed must be a finite speed > 0 [m/s] or None, got {max_speed!r}")
+        self.max_speed = None if max_speed is None else float(max_speed)
         self.system = LocalGlobalSystem(world, self.dt, self.options)
         if self.options.global_step == "jacobi" and (world.obstacles or world.attachments):
             raise ValueError("global_step='jacobi' (the incomplete baseline) supports contact-free scenes only")
