@@ -63,7 +63,6 @@ def test_slope_mass_inverse_preconditioner_sticks_spuriously():
     assert not slides and abs(v) < 1e-3
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("dmu", [-1e-3, 1e-3])
 def test_slope_stick_slip_default_mesh(dmu):
     slides, v, accel, sim = _classify(MU_STAR + dmu, cells=4)
@@ -187,3 +186,35 @@ def test_pulled_ball_passes_the_gap_between_posts():
         assert min(post.query(x, 0.0)[0].min() for x in X) > -1e-3
     h = sim.info["handle_nodes"]
     np.testing.assert_allclose(X[-1, h], sim.world.body("ball").mesh.X[h] + [0.5 * traj.t[-1], 0, 0], atol=1e-9)
+
+
+def test_robot_mesh_from_a_file_as_a_cloth_shell():
+    """A mesh we did not make: an example-robot-data STL read with meshio as a triangle shell
+    (Stable Neo-Hookean membrane, Laplace-Beltrami bending), scaled to 10 cm and dropped on
+    the ground: it lands, stays finite and does not go through."""
+    pytest.importorskip("meshio")
+    from plants.sim.deformable import (
+        DeformableBody,
+        DeformableSimulator,
+        DeformableWorld,
+        HalfSpace,
+        SimplexMesh,
+        StableNeoHookean,
+        load_mesh,
+    )
+    from plants.sim.scene import example_robot_data_dir
+
+    path = example_robot_data_dir() / "robots/pr2_description/meshes/head_v0/head_pan_L.stl"
+    if not path.exists():
+        pytest.skip(f"{path} not installed")
+    with np.errstate(over="ignore"):  # meshio's binary-STL size check overflows a uint32 (harmless)
+        m = load_mesh(path, kind="triangle")
+    X = (m.X - m.X.mean(0)) * (0.1 / np.ptp(m.X, axis=0).max())
+    X[:, 2] += 0.02 - X[:, 2].min()
+    body = DeformableBody("shell", SimplexMesh(X, m.elements), StableNeoHookean(1e5, 0.3), bending=1e-3)
+    sim = DeformableSimulator(DeformableWorld((body,), (HalfSpace(mu=0.5),)))
+    traj = sim.run(0.8)
+    P = traj.deformable_positions["shell"]
+    assert np.isfinite(P).all()
+    assert P[-1, :, 2].min() == pytest.approx(0.0, abs=1e-3)  # resting on the ground
+    assert traj.stats["min_gap"].min() > -1e-3
