@@ -241,7 +241,8 @@ class DeformableSimulator:
 
     def _warm_start(self, rows: ContactRows) -> np.ndarray:
         """λ⁰ from the previous step's multipliers, matched by (node, obstacle) for contacts (the
-        friction force re-expressed in the new tangents) and by position for attachment rows."""
+        old contact force re-expressed in the new normal/tangent frame, λ_n clipped at 0) and by
+        position for attachment rows."""
         lam = np.zeros(rows.n_rows)
         prev, lp = self.last_rows, self.last_lambda
         if prev is None or lp.size != prev.n_rows:
@@ -251,11 +252,11 @@ class DeformableSimulator:
             key = rows.node[0:3 * nc:3] * (len(self.world.obstacles) + 1) + rows.obstacle
             pkey = prev.node[0:3 * pc:3] * (len(self.world.obstacles) + 1) + prev.obstacle
             common, i_new, i_old = np.intersect1d(key, pkey, return_indices=True)
-            if common.size:
-                lam[3 * i_new] = lp[3 * i_old]
-                f_old = lp[3 * i_old + 1, None] * prev.C[3 * i_old + 1] + lp[3 * i_old + 2, None] * prev.C[3 * i_old + 2]
-                lam[3 * i_new + 1] = (f_old * rows.C[3 * i_new + 1]).sum(1)
-                lam[3 * i_new + 2] = (f_old * rows.C[3 * i_new + 2]).sum(1)
+            if common.size:  # the old contact force, in the new (n, t₁, t₂) frame
+                f_old = sum(lp[3 * i_old + a, None] * prev.C[3 * i_old + a] for a in range(3))
+                for a in range(3):
+                    lam[3 * i_new + a] = (f_old * rows.C[3 * i_new + a]).sum(1)
+                lam[3 * i_new] = np.maximum(lam[3 * i_new], 0.0)
         nb, pb = rows.n_rows - 3 * nc, prev.n_rows - 3 * pc
         if nb and nb == pb:
             lam[3 * nc:] = lp[3 * pc:]
