@@ -83,3 +83,7 @@ from . import al_scenes  # noqa: E402,F401  (registers "mass-ratio-stack")
 from .peer_pinocchio import PinocchioADMMSolver, PinocchioPGSSolver, PinocchioSolverOptions  # noqa: E402
 
 __all__ += ["PinocchioADMMSolver", "PinocchioPGSSolver", "PinocchioSolverOptions"]
+
+# Deformable bodies (seed 004): registers "deformable-slope", "twisting-bar", ... with load_scene.
+from . import deformable  # noqa: E402,F401
+from .deformable import scenes as _deformable_scenes  # noqa: E402,F401

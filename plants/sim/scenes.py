@@ -73,14 +73,15 @@ def available_scenes() -> list[str]:
     return sorted(_SCENES)
 
 
-def load_scene(name: str, solver: Any = "sap", dt: float | None = None, scheme: str | None = None,
+def load_scene(name: str, solver: Any = None, dt: float | None = None, scheme: str | None = None,
                solver_options: dict | str | Any | None = None, strict: bool = False,
                plausibility: PlausibilityOptions | None = PlausibilityOptions(), **params: Any) -> Simulator:
-    """A :class:`Simulator` on the scene registered as ``name``.
+    """A :class:`Simulator` on the scene registered as ``name`` (a
+    :class:`plants.sim.deformable.DeformableSimulator` for the deformable scenes).
 
     Args:
         name: e.g. "cube-slide" (see :func:`available_scenes`).
-        solver: contact solver name ("sap") or instance.
+        solver: contact solver name or instance; default "sap" (rigid scenes), "fba" (deformable).
         dt: time step [s]; default: the scene's.
         scheme: θ-method ("symplectic_euler", "midpoint", ...); default: the scene's.
         solver_options: options of the named solver: keywords (e.g. ``{"rel_tol": 1e-5}``), a preset
@@ -101,6 +102,11 @@ def load_scene(name: str, solver: Any = "sap", dt: float | None = None, scheme: 
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"dt must be a finite time step > 0 [s], got {dt}")
     spec = factory(dt=dt, **params)
+    if hasattr(spec, "make_simulator"):  # deformable scenes (plants.sim.deformable.scenes)
+        sim = spec.make_simulator(solver=solver, dt=dt, solver_options=solver_options, scheme=scheme)
+        sim.info = dict(spec.info or {}, name=name)
+        return sim
+    solver = "sap" if solver is None else solver
     sim = Simulator(
         spec.scene, solver=solver, dt=spec.dt if dt is None else dt, scheme=scheme or spec.scheme,
         controller=spec.controller, solver_options=solver_options, strict=strict, plausibility=plausibility,

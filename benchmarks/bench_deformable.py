@@ -1,0 +1,233 @@
+"""Benchmark the deformable solver (plants.sim.deformable, seed 004) beside the paper's numbers.
+
+* **Memory of S vs dense A⁻¹** (seed 004 Tables 1-2): for bars, balls and cloth sheets of several
+  sizes, nnz and MiB of S = L⁻¹P for the 3n × 3n system (S ⊗ I₃: 3 nnz(S) doubles) against a
+  dense (3n)² double A⁻¹, and the precomputation time (ordering + factorization + S).
+* **Twisting bar** (Fig. 9): relative energy error e_k of the local-global iterates at a twisted
+  frame, complete global step (Sᵀ(S b)) vs one Jacobi sweep, at E = 1e5, 1e7, 1e9 Pa, and the wall
+  time per iteration.
+* **Stick/slip on a 10° slope** (Fig. 7): downhill speed after 1 s for μ = μ* + Δμ, Δμ ∈ {±1e-1,
+  ±1e-2, ±1e-3}, with the W-diagonal and the mass-inverse preconditioner, on 1- and 4-cell meshes.
+* **Per-phase timings** (Table 3 columns) of the slope and twisting-bar scenes.
+
+Writes ``benchmarks/results/bench_deformable.json`` and the ``bench_deformable`` section of
+``docs/BENCHMARKS.md``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _report  # noqa: E402
+
+from plants.sim import load_scene  # noqa: E402
+from plants.sim.deformable import (  # noqa: E402
+    ARAP,
+    DeformableBody,
+    DeformableWorld,
+    FBAOptions,
+    LocalGlobalSystem,
+    bar_tet_mesh,
+    cloth_sheet,
+    sphere_tet_mesh,
+)
+from plants.sim.deformable.convergence import relative_energy_error  # noqa: E402
+
+JSON_PATH = ROOT / "benchmarks" / "results" / "bench_deformable.json"
+MU_STAR = float(np.tan(np.radians(10.0)))
+MIB = 2.0**20
+
+# seed 004 Tables 1-2 (MB as printed; the dense column matches (3n)² · 4 bytes, i.e. the
+# symmetric half of a double matrix, in MiB)
+PAPER_MEMORY = [
+    ("bar", 5300, 26400, 961.48, 125.02), ("bar", 11300, 59000, 4414.98, 463.03),
+    ("bar", 20800, 111100, 14870.70, 1310.19), ("ball", 7100, 37500, 1744.86, 266.87),
+    ("ball", 14700, 81700, 7452.21, 946.97), ("cloth", 5100, 10000, 893.33, 34.80),
+    ("cloth", 10200, 20200, 3589.46, 102.51), ("cloth", 20200, 40000, 14010.30, 280.41),
+]
+
+
+def memory_rows(quick: bool) -> list[dict]:
+    meshes = [("bar", bar_tet_mesh(1.0, 0.2, 20, 4)), ("bar", bar_tet_mesh(1.0, 0.2, 30, 6)),
+              ("bar", bar_tet_mesh(1.0, 0.2, 40, 8)), ("ball", sphere_tet_mesh(0.1, 8)),
+              ("ball", sphere_tet_mesh(0.1, 12)), ("cloth", cloth_sheet((1, 1), (50, 50))),
+              ("cloth", cloth_sheet((1, 1), (70, 70)))]
+    if not quick:
+        meshes += [("bar", bar_tet_mesh(1.0, 0.2, 50, 10)), ("ball", sphere_tet_mesh(0.1, 18)),
+                   ("cloth", cloth_sheet((1, 1), (100, 100)))]
+    meshes += [("cloth+bending", cloth_sheet((1, 1), (70, 70)))]
+    if not quick:
+        meshes += [("cloth+bending", cloth_sheet((1, 1), (100, 100)))]
+    rows = []
+    for kind, mesh in meshes:
+        body = DeformableBody(kind, mesh, ARAP(1e6, 0.3), bending=1e-3 if kind == "cloth+bending" else 0.0)
+        t0 = time.perf_counter()
+        sysm = LocalGlobalSystem(DeformableWorld((body,)), 0.01, FBAOptions())
+        t = time.perf_counter() - t0
+        si = sysm.inverse
+        rows.append({"shape": kind, "vertices": mesh.n_nodes, "elements": mesh.n_elements,
+                     "nnz_A": int(sysm.A.nnz), "nnz_L": int(si.L.nnz), "nnz_S": int(si.S.nnz),
+                     "S_MiB_3n": si.memory_bytes(3) / MIB, "dense_MiB_3n": si.dense_inverse_bytes(3) / MIB,
+                     "ratio": si.dense_inverse_bytes(3) / si.memory_bytes(3), "precompute_s": t})
+        print(f"memory {kind} V={mesh.n_nodes} S={rows[-1]['S_MiB_3n']:.1f} MiB dense={rows[-1]['dense_MiB_3n']:.0f} MiB "
+              f"({t:.1f} s)", flush=True)
+    return rows
+
+
+def twisting_rows(quick: bool) -> list[dict]:
+    """e_k at 90° and 360° of relative twist (frames 100 and 400 at ±π/4 rad/s), two meshes."""
+    rows = []
+    meshes = ((10, 2),) if quick else ((10, 2), (20, 4))
+    for along, across in meshes:
+        for E in (1e5, 1e7, 1e9):
+            sim = load_scene("twisting-bar", youngs=E, cells_along=along, cells_across=across)
+            for frame in ((100,) if quick else (100, 400)):
+                sim.run((frame - sim.step_index) * sim.dt)
+                conv = relative_energy_error(sim, iterations=20, reference_iterations=2000)
+                rows.append({"cells": [along, across], "vertices": sim.system.n, "youngs": E, "frame": sim.step_index,
+                             "twist_deg": float(np.degrees(2 * sim.info["twist_rate"] * sim.t)),
+                             "reference_gradient": conv.reference_gradient,
+                             "errors": {k: v.tolist() for k, v in conv.errors.items()},
+                             "ms_per_iteration": {k: 1e3 * v for k, v in conv.seconds_per_iteration.items()}})
+                print(f"twist {along}x{across} E={E:.0e} frame {sim.step_index}: e5 = {conv.errors['sparse_inverse'][4]:.2e} (S) "
+                      f"{conv.errors['jacobi'][4]:.2e} (Jacobi)", flush=True)
+    return rows
+
+
+def slope_rows(quick: bool) -> list[dict]:
+    rows = []
+    variants = [("w_diagonal", "fb"), ("mass_inverse", "fb"), ("w_diagonal", "min")]
+    for cells in ((1,) if quick else (1, 4)):
+        for pre, ncp in variants:
+            for dmu in (-1e-1, -1e-2, -1e-3, 1e-3, 1e-2, 1e-1):
+                sim = load_scene("deformable-slope", mu=MU_STAR + dmu, cells=cells,
+                                 solver_options={"preconditioner": pre, "ncp": ncp})
+                traj = sim.run(1.0)
+                v = traj.deformable_velocities["box"].mean(1) @ sim.info["downhill"]
+                d = (traj.deformable_positions["box"].mean(1) - traj.deformable_positions["box"][0].mean(0)) @ sim.info["downhill"]
+                threshold = 0.5 * 9.81 * np.cos(np.radians(10)) * 1e-3
+                rows.append({"cells": cells, "preconditioner": pre, "ncp": ncp, "dmu": dmu, "speed": float(v[-1]),
+                             "distance": float(d[-1]), "analytic_speed": sim.info["slide_acceleration"],
+                             "slides": bool(v[-1] > threshold), "correct": bool((v[-1] > threshold) == (dmu < 0))})
+                print(f"slope cells={cells} {pre} {ncp} dmu={dmu:+.0e}: v={v[-1]:.2e} -> {'slide' if rows[-1]['slides'] else 'stick'}",
+                      flush=True)
+    return rows
+
+
+TIMED_SCENES = [("deformable-slope", {"mu": 0.5}, 0.5), ("twisting-bar", {}, 0.5),
+                ("twisting-bar", {"cells_along": 40, "cells_across": 8}, 0.1),
+                ("squeeze-ball", {"cells": 10}, 0.6), ("cloth-corner", {"cells": 50}, 0.6)]
+
+
+def timing_rows() -> list[dict]:
+    """Median per-step phase times over the second half of each run (contact scenes: in contact)."""
+    rows = []
+    for name, params, T in TIMED_SCENES:
+        sim = load_scene(name, **params)
+        sim.run(0.02)  # warm-up (numba, caches)
+        traj = sim.run(T)
+        s = traj.stats
+        half = slice(len(s["step_time"]) // 2, None)
+        rows.append({"scene": name, "params": params, "vertices": sim.system.n,
+                     "elements": int(sum(p.elements.stop - p.elements.start for p in sim.system.parts)),
+                     "contacts": int(s["n_contacts"].max()), "precompute_s": sim.system.precompute_time,
+                     **{k: 1e3 * float(np.median(s[k][half])) for k in ("schur_time", "local_time", "global_time",
+                                                                        "constraint_time", "step_time")}})
+        print(f"timing {name} {params}: {rows[-1]['step_time']:.1f} ms/step", flush=True)
+    return rows
+
+
+def render(res: dict) -> str:
+    start, end = _report.markers("bench_deformable")
+    m = res["machine"]
+    L = [start, "## Deformable bodies (seed 004): sparse inverse, twisting bar, stick/slip", "",
+         f"Run {res['timestamp']} on {m['processor']} ({m['cpu_count']} cores, load {m['load_avg'][0]:.1f}; "
+         "the machine was shared with other jobs, so timings are noisy). `python benchmarks/bench_deformable.py`"
+         + (" --quick" if res["quick"] else "") + ".", "",
+         "**Memory of S = L⁻¹P vs a dense A⁻¹** (Tables 1-2). MiB for the 3n × 3n system in double precision "
+         "(S ⊗ I₃ holds 3 nnz(S) values; dense: (3n)² values). The paper's dense column equals (3n)² · 4 bytes "
+         "(the symmetric half), so its dense/S ratios are half of a full-matrix ratio. Minimum-degree ordering "
+         "(the paper: nested dissection). cloth+bending: Laplace-Beltrami bending (L_Iᵀ M⁻¹ L_I, two-ring "
+         "stencil) in A.", "",
+         "| shape | vertices | elements | nnz(S) | S [MiB] | dense A⁻¹ [MiB] | dense/S | precompute [s] |",
+         "|---|---|---|---|---|---|---|---|"]
+    for r in res["memory"]:
+        L.append(f"| {r['shape']} | {r['vertices']} | {r['elements']} | {r['nnz_S']} | {r['S_MiB_3n']:.2f} | "
+                 f"{r['dense_MiB_3n']:.1f} | {r['ratio']:.1f} | {r['precompute_s']:.2f} |")
+    L += ["", "Paper (MB as printed): " + "; ".join(f"{s} {v / 1000:.1f}k V: dense {d:.0f}, S {sm:.1f} (ratio {d / sm:.0f})"
+                                                      for s, v, _, d, sm in PAPER_MEMORY) + ".", ""]
+    L += ["**Twisting bar** (Fig. 9; 1 × 0.2 × 0.2 m ARAP bar, ends twisted at ±π/4 rad/s, h = 0.01 s, no gravity): "
+          "relative energy error e_k after k local-global iterations of one step at the frame shown (relative twist "
+          "of the two ends in degrees).", "",
+          "| cells (vertices) | E [Pa] | frame (twist) | global step | e_1 | e_2 | e_3 | e_5 | e_10 | e_20 | ms / iteration |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in res["twisting_bar"]:
+        for k, e in r["errors"].items():
+            L.append(f"| {r['cells'][0]}×{r['cells'][1]}×{r['cells'][1]} ({r['vertices']}) | {r['youngs']:.0e} | "
+                     f"{r['frame']} ({r['twist_deg']:.0f}°) | {k} | " + " | ".join(f"{e[i]:.1e}" for i in (0, 1, 2, 4, 9, 19))
+                     + f" | {r['ms_per_iteration'][k]:.2f} |")
+    L += ["", "Paper: complete solve < 1e-3 within the 30/60 FPS budget (5 iterations) at low and high stiffness; "
+          "the incomplete Jacobi step ~0.1 at low stiffness, far off at high stiffness, and unable to reach 1e-3 "
+          "in 1000 iterations for E ≥ 1e7 on its 5.3k-20.8k-vertex bars (Jacobi's rate worsens with mesh "
+          "size); its frame 800 twist rate is not given.", "",
+          "**Stick/slip on a 10° slope** (Fig. 7; E = 1e8 Pa box, 0.1 m, defaults: 5 local-global, 10 CR, FB): "
+          "downhill speed after 1 s [m/s] for μ = μ* + Δμ, μ* = tan 10° = 0.17632698; classified as sliding "
+          "when above half the speed of a box sliding at Δμ = −1e-3 (4.8e-3 m/s). ✗ = misclassified.", "",
+          "| cells | preconditioner | NCP | " + " | ".join(f"Δμ = {d:+.0e}" for d in (-1e-1, -1e-2, -1e-3, 1e-3, 1e-2, 1e-1)) + " |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["cells"], r["preconditioner"], r["ncp"]) for r in res["slope"]})
+    for c, p, f in keys:
+        rs = [r for r in res["slope"] if r["cells"] == c and r["preconditioner"] == p and r["ncp"] == f]
+        L.append(f"| {c} | {p} | {f} | " + " | ".join(f"{r['speed']:.1e}" + ("" if r["correct"] else " ✗") for r in rs) + " |")
+    L += ["", "Analytic speed after 1 s when sliding: g (sin θ − μ cos θ) = " +
+          ", ".join(f"{r['analytic_speed']:.2e}" for r in res["slope"][:3]) + " m/s for Δμ = −1e-1, −1e-2, −1e-3. "
+          "Paper: W-diagonal resolves 1e-3, mass-inverse 1e-1 (spurious sticking), with 10 local-global and 24 CR "
+          "iterations.", "",
+          "**Per-phase time per step** (median, ms; Python/numpy + scipy.sparse on the CPU, one thread; "
+          "Table 3 columns: Schur = contact detection + W, Local, Global (incl. A⁻¹g), constraint solve + correction):", "",
+          "| scene | vertices | elements | max contacts | Schur | Local | Global | Constraint | Step | precompute [s] |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in res["timing"]:
+        label = r["scene"] + "".join(f" {k}={v}" for k, v in r.get("params", {}).items() if k != "mu")
+        L.append(f"| {label} | {r['vertices']} | {r.get('elements', '')} | {r['contacts']} | {r['schur_time']:.2f} | "
+                 f"{r['local_time']:.2f} | {r['global_time']:.2f} | {r['constraint_time']:.2f} | {r['step_time']:.2f} | "
+                 f"{r.get('precompute_s', float('nan')):.2f} |")
+    L += ["", "Local, Global and Constraint are summed over the 5 local-global iterations of a step (the paper's "
+          "Table 3 gives them per iteration, on an RTX 4090 + i9-13900KF: e.g. Sq. Ball 7.1k vertices, 3.18k "
+          "contacts, 46 ms per frame; Sharp Corner 10.2k vertices, 8.62k contacts, 277 ms)."]
+    L.append(end)
+    return "\n".join(L)
+
+
+PARTS = {"memory": memory_rows, "twisting_bar": twisting_rows, "slope": slope_rows,
+         "timing": lambda quick: timing_rows()}
+
+
+def main(argv=None) -> None:
+    parser = _report.argument_parser(__doc__, "smaller meshes for the memory table, 1-cell slope only, shorter twist")
+    parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS),
+                        help="re-run only these parts and merge them into the saved JSON")
+    args = parser.parse_args(argv)
+    res = {}
+    if set(args.parts) != set(PARTS) and JSON_PATH.exists():
+        import json
+
+        res = json.loads(JSON_PATH.read_text())
+    res.update({"timestamp": _report.utc_timestamp(), "machine": _report.machine_info(), "quick": args.quick,
+                "paper_memory": PAPER_MEMORY})
+    for part in args.parts:
+        res[part] = PARTS[part](args.quick)
+    _report.publish(res, render(res), "bench_deformable", JSON_PATH)
+
+
+if __name__ == "__main__":
+    main()

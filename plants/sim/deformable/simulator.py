@@ -1,0 +1,394 @@
+"""Time stepping of a :class:`DeformableWorld` with seed 004's solver, and its trajectory type.
+
+:class:`DeformableSimulator` has the rigid :class:`plants.sim.Simulator`'s verbs (``step``,
+``run``, ``set_state``, ``t``, ``dt``, ``info``) and returns a :class:`DeformableTrajectory`,
+a :class:`plants.sim.Trajectory` (``t``, ``q``, ``v``, ``stats``) whose rigid ``q``/``v`` are
+(N + 1, 0) (the obstacles are kinematic) with ``deformable_positions[name]`` and
+``deformable_velocities[name]`` arrays (N + 1, n_nodes, 3) [m], [m/s] beside them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from ...errors import SimulationDivergedError
+from ..stepper import Trajectory
+from .cr import conjugate_residual
+from .local_global import FBAOptions, LocalGlobalSystem, StepStats
+from .materials import local_step
+from .ncp import friction_rows, normal_rows
+from .world import DeformableWorld
+
+__all__ = ["DeformableSimulator", "DeformableTrajectory", "ContactRows", "Delassus", "SOLVERS"]
+
+SOLVERS = ("fba",)
+"""Deformable solver names accepted by ``load_scene(..., solver=)``: "fba" (seed 004)."""
+
+
+@dataclass(frozen=True)
+class DeformableTrajectory(Trajectory):
+    """A :class:`plants.sim.Trajectory` with deformable node positions/velocities per body:
+    ``deformable_positions[name]`` (N + 1, n_nodes, 3) [m], ``deformable_velocities[name]`` [m/s].
+    ``stats`` holds per-step arrays (N,) of :class:`StepStats`' fields."""
+
+    deformable_positions: dict = field(default_factory=dict)
+    deformable_velocities: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ContactRows:
+    """The constraint rows of one step (fixed within it): row j acts on free node ``node[j]``
+    along unit direction ``C[j]``; contact c owns rows 3c (normal), 3c+1, 3c+2 (tangents);
+    bilateral rows follow. ``offset`` holds d_n (normal), H_f x_t + h d_f (friction) and d_b
+    (bilateral), Eq. 40; ``mu`` (n_c,), ``compliance`` (n_b,) [m/N]; ``obstacle`` (n_c,) indices."""
+
+    node: np.ndarray
+    C: np.ndarray
+    offset: np.ndarray
+    n_contacts: int
+    mu: np.ndarray
+    compliance: np.ndarray
+    obstacle: np.ndarray
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.node.size)
+
+
+class Delassus:
+    """W = H A⁻¹ Hᵀ (Eq. 27) for rows that each act on one node along a unit direction:
+    W_jl = (A⁻¹)_{i_j i_l} (c_j · c_l). Stored as the node block B = (A⁻¹)_UU (|U|, |U|) of the
+    contact nodes U, so W x = c_j · (B Pᵀ(C ⊙ x))_{i_j}: 3|U|² flops per product instead of the
+    (3|U|)² of a dense W, and 9× less memory.
+
+    Args:
+        block: (|U|, |U|) dense (A⁻¹)_UU = (S[:, U])ᵀ S[:, U].
+        pos: (m,) index into U of each row's node.
+        C: (m, 3) unit row directions.
+    """
+
+    def __init__(self, block: np.ndarray, pos: np.ndarray, C: np.ndarray):
+        import scipy.sparse as sp
+
+        self.block, self.pos, self.C = block, pos, C
+        m = pos.size
+        self._P = sp.csr_matrix((np.ones(m), (np.arange(m), pos)), shape=(m, block.shape[0]))
+
+    def diagonal(self) -> np.ndarray:
+        """(m,) W_jj = (A⁻¹)_{i_j i_j} (unit directions)."""
+        return self.block[self.pos, self.pos] * (self.C * self.C).sum(1)
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        """W x for x (m,)."""
+        F = self._P.T @ (self.C * x[:, None])  # (|U|, 3) per-node sums of c_l x_l
+        return (self.C * (self.block @ F)[self.pos]).sum(1)
+
+    def toarray(self) -> np.ndarray:
+        """Dense W (m, m) (tests and small problems)."""
+        return self.block[self.pos][:, self.pos] * (self.C @ self.C.T)
+
+
+def _tangents(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a = np.where((np.abs(n[:, 0]) < 0.9)[:, None], np.array([1.0, 0, 0]), np.array([0, 1.0, 0]))
+    t1 = np.cross(n, a)
+    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
+    return t1, np.cross(n, t1)
+
+
+class DeformableSimulator:
+    """Steps a :class:`DeformableWorld` with the local-global solver of seed 004.
+
+    Args:
+        world: bodies, obstacles, attachments, gravity.
+        solver: "fba" (the only deformable solver so far).
+        dt: time step h [s] (paper: 0.01).
+        solver_options: :class:`FBAOptions` or a dict of its fields (unknown keys: ValueError).
+        max_speed: largest node speed [m/s] a step may produce before the simulator raises
+            :class:`plants.errors.SimulationDivergedError` (None: only non-finite values raise).
+    """
+
+    def __init__(self, world: DeformableWorld, solver: str = "fba", dt: float = 0.01,
+                 solver_options: FBAOptions | dict | None = None, max_speed: float | None = 1e3):
+        if not isinstance(world, DeformableWorld):
+            raise TypeError(f"world must be a DeformableWorld, got {type(world).__name__}")
+        if solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS} for a deformable scene, got {solver!r}")
+        if isinstance(dt, bool) or not isinstance(dt, (int, float, np.floating)) or not (np.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt must be a finite time step > 0 [s], got {dt!r}")
+        self.options = solver_options if isinstance(solver_options, FBAOptions) else FBAOptions.from_dict(solver_options)
+        self.world, self.solver, self.dt = world, solver, float(dt)
+        if max_speed is not None and (isinstance(max_speed, bool) or not (np.isfinite(max_speed) and max_speed > 0)):
+            raise ValueError(f"max_speed must be a finite speed > 0 [m/s] or None, got {max_speed!r}")
+        self.max_speed = None if max_speed is None else float(max_speed)
+        self.system = LocalGlobalSystem(world, self.dt, self.options)
+        if self.options.global_step == "jacobi" and (world.obstacles or world.attachments):
+            raise ValueError("global_step='jacobi' (the incomplete baseline) supports contact-free scenes only")
+        self.info: dict = {}
+        self.last_stats = StepStats()
+        self.last_lambda = np.zeros(0)
+        self.last_rows: ContactRows | None = None
+        x0 = np.concatenate([b.positions for b in world.bodies])
+        v0 = np.concatenate([b.velocity for b in world.bodies])
+        self.set_state(x0, v0, 0.0)
+
+    # ------------------------------------------------------------------ state
+    def set_state(self, x: np.ndarray, v: np.ndarray, t: float = 0.0) -> None:
+        """Set all node positions x (n, 3) [m], velocities v (n, 3) [m/s] and the time t [s]."""
+        x = np.array(x, float)
+        v = np.array(v, float)
+        if x.shape != (self.system.n, 3) or v.shape != x.shape:
+            raise ValueError(f"x and v must have shape ({self.system.n}, 3), got {x.shape}, {v.shape}")
+        if not (np.isfinite(x).all() and np.isfinite(v).all()):
+            raise ValueError("state (x, v) contains NaN or Inf")
+        self.x, self.v, self.t = x, v, float(t)
+        self.step_index = 0
+
+    def positions(self, name: str) -> np.ndarray:
+        """(n_nodes, 3) current positions [m] of body ``name``."""
+        i = [b.name for b in self.world.bodies].index(name)
+        o = self.system.offsets
+        return self.x[o[i]:o[i + 1]]
+
+    def _pinned_at(self, t: float) -> np.ndarray:
+        out = [b.pinned_positions(t) for b in self.world.bodies]
+        return np.concatenate(out) if out else np.zeros((0, 3))
+
+    # ------------------------------------------------------------------ contacts
+    def detect(self, x: np.ndarray, v: np.ndarray, t: float) -> ContactRows:
+        """Contact rows for the step from (x, v) at t: node/obstacle pairs within the margin
+        (plus the distance both can travel in a step), linearized at x (Eq. 40); attachments."""
+        sysm, h, world = self.system, self.dt, self.world
+        xf, vf = x[sysm.free], v[sysm.free]
+        reach = self.options.contact_margin + h * np.linalg.norm(vf, axis=1) + h * h * np.linalg.norm(world.gravity)
+        body_of = np.searchsorted(sysm.offsets, sysm.free, side="right") - 1
+        body_mu = np.array([np.nan if b.mu is None else b.mu for b in world.bodies])[body_of]
+        nodes, normals, phis, vels, mus, obs = [], [], [], [], [], []
+        for k, ob in enumerate(world.obstacles):
+            phi, n, u = ob.query(xf, t)
+            sel = np.flatnonzero(phi < reach + h * np.linalg.norm(u, axis=1))
+            if sel.size:
+                nodes.append(sel)
+                normals.append(n[sel])
+                phis.append(phi[sel])
+                vels.append(u[sel])
+                bm = body_mu[sel]
+                mus.append(np.where(np.isnan(bm), ob.mu, np.minimum(bm, ob.mu)))
+                obs.append(np.full(sel.size, k))
+        if nodes:
+            node = np.concatenate(nodes)
+            n = np.concatenate(normals)
+            phi = np.concatenate(phis)
+            u = np.concatenate(vels)
+            mu = np.concatenate(mus)
+            obstacle = np.concatenate(obs)
+        else:
+            node, n, phi, u, mu, obstacle = (np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)),
+                                             np.zeros(0), np.zeros(0, np.int64))
+        t1, t2 = _tangents(n) if len(n) else (n, n)
+        xn = xf[node]
+        d_n = (n * xn).sum(1) - phi + h * (n * u).sum(1)
+        c1 = (t1 * xn).sum(1) + h * (t1 * u).sum(1)
+        c2 = (t2 * xn).sum(1) + h * (t2 * u).sum(1)
+        rows_node = np.repeat(node, 3)
+        C = np.stack([n, t1, t2], 1).reshape(-1, 3)
+        offset = np.stack([d_n, c1, c2], 1).reshape(-1)
+        b_node, b_C, b_off, b_e = [], [], [], []
+        for a in world.attachments:
+            bi = [b.name for b in world.bodies].index(a.body)
+            body = world.bodies[bi]
+            X0 = body.positions[a.nodes]
+            target = X0 if a.target is None else np.asarray(a.target(t + h, X0), float)
+            if target.shape != X0.shape or not np.isfinite(target).all():
+                raise ValueError(f"attachment target of {a.body!r} must return finite ({len(X0)}, 3) positions")
+            fi = sysm.free_index[a.nodes + sysm.offsets[bi]]
+            b_node.append(np.repeat(fi, 3))
+            b_C.append(np.tile(np.eye(3), (fi.size, 1)))
+            b_off.append(target.reshape(-1))
+            b_e.append(np.full(3 * fi.size, a.compliance))
+        if b_node:
+            rows_node = np.concatenate([rows_node] + b_node)
+            C = np.concatenate([C] + b_C)
+            offset = np.concatenate([offset] + b_off)
+        return ContactRows(rows_node, C, offset, int(node.size), mu,
+                           np.concatenate(b_e) if b_e else np.zeros(0), obstacle)
+
+    # ------------------------------------------------------------------ stepping
+    def _b(self, targets: list[np.ndarray], x_tilde_f: np.ndarray, x_pin: np.ndarray) -> np.ndarray:
+        """b = M x̃ + h² Gᵀ W p on the free nodes, minus the pinned nodes' coupling A_fk x_K (Eq. 6)."""
+        sysm = self.system
+        P = np.concatenate([p.reshape(-1, 3) for p in targets])
+        rhs = sysm.G.T @ (sysm.w_rows[:, None] * P)
+        b = sysm.mass[sysm.free, None] * x_tilde_f + self.dt**2 * rhs[sysm.free]
+        if sysm.pinned.size:
+            b -= sysm.A_fk @ x_pin
+        return b
+
+    def _local(self, x: np.ndarray, duals: list[np.ndarray | None]) -> list[np.ndarray]:
+        """Local step per body (Eq. 5): PD projection or ADMM-PD z/u update; returns the targets."""
+        out = []
+        for i, (p, Ft) in enumerate(zip(self.system.parts, self.system.deformation_gradients(x))):
+            if p.projective:
+                out.append(local_step(p.material, Ft, p.w_hat, projective=True))
+            else:
+                u = duals[i]
+                Z = local_step(p.material, Ft + u, p.w_hat, projective=False)
+                u += Ft - Z
+                out.append(Z - u)
+        return out
+
+    def _warm_start(self, rows: ContactRows) -> np.ndarray:
+        """λ⁰ from the previous step's multipliers, matched by (node, obstacle) for contacts (the
+        old contact force re-expressed in the new normal/tangent frame, λ_n clipped at 0) and by
+        position for attachment rows."""
+        lam = np.zeros(rows.n_rows)
+        prev, lp = self.last_rows, self.last_lambda
+        if prev is None or lp.size != prev.n_rows:
+            return lam
+        nc, pc = rows.n_contacts, prev.n_contacts
+        if nc and pc:
+            key = rows.node[0:3 * nc:3] * (len(self.world.obstacles) + 1) + rows.obstacle
+            pkey = prev.node[0:3 * pc:3] * (len(self.world.obstacles) + 1) + prev.obstacle
+            common, i_new, i_old = np.intersect1d(key, pkey, return_indices=True)
+            if common.size:  # the old contact force, in the new (n, t₁, t₂) frame
+                f_old = sum(lp[3 * i_old + a, None] * prev.C[3 * i_old + a] for a in range(3))
+                for a in range(3):
+                    lam[3 * i_new + a] = (f_old * rows.C[3 * i_new + a]).sum(1)
+                lam[3 * i_new] = np.maximum(lam[3 * i_new], 0.0)
+        nb, pb = rows.n_rows - 3 * nc, prev.n_rows - 3 * pc
+        if nb and nb == pb:
+            lam[3 * nc:] = lp[3 * pc:]
+        return lam
+
+    def step(self, iterations: int | None = None, record: list | None = None) -> StepStats:
+        """Advance one step of h (Alg. 4). ``iterations`` overrides the local-global count;
+        ``record`` (a list) receives a copy of all node positions after each iteration."""
+        t_start = time.perf_counter()
+        sysm, h, opt = self.system, self.dt, self.options
+        n_it = opt.iterations if iterations is None else int(iterations)
+        stats = StepStats()
+        free, pinned = sysm.free, sysm.pinned
+        x_t, v_t = self.x, self.v
+        x_tilde = x_t + h * v_t + h * h * self.world.gravity
+        x_pin = self._pinned_at(self.t + h)
+        q = x_tilde.copy() if opt.initial_guess == "predicted" else x_t + h * v_t
+        q[pinned] = x_pin
+        qf = q[free]
+        duals = [None if p.projective else np.zeros((p.elements.stop - p.elements.start, p.dim, 3)) for p in sysm.parts]
+
+        t0 = time.perf_counter()
+        rows = self.detect(x_t, v_t, self.t) if (self.world.obstacles or self.world.attachments) else None
+        m_r = 0 if rows is None else rows.n_rows
+        if m_r:
+            nc = rows.n_contacts
+            uniq, pos = np.unique(rows.node, return_inverse=True)
+            W = Delassus(sysm.inverse_block(uniq), pos, rows.C)
+            Wd = W.diagonal()
+            if opt.preconditioner == "w_diagonal":
+                r_n = h * h * Wd[0:3 * nc:3]
+                r_f = h * 0.5 * (Wd[1:3 * nc:3] + Wd[2:3 * nc:3])
+            else:
+                minv = 1.0 / sysm.mass[free][rows.node[0:3 * nc:3]]
+                r_n, r_f = h * h * minv, h * minv
+            iN = np.arange(0, 3 * nc, 3)
+            iT = np.stack([iN + 1, iN + 2], 1)
+            iB = np.arange(3 * nc, m_r)
+            lam = self._warm_start(rows) if opt.warm_start else np.zeros(m_r)
+        stats.schur_time = time.perf_counter() - t0
+        stats.n_contacts = 0 if rows is None else rows.n_contacts
+
+        for _ in range(n_it):
+            t0 = time.perf_counter()
+            targets = self._local(q, duals)
+            b = self._b(targets, x_tilde[free], x_pin)
+            stats.local_time += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            if not m_r:
+                qf = sysm.solve(b, qf)
+                stats.global_time += time.perf_counter() - t0
+            else:
+                Hq = (rows.C * qf[rows.node]).sum(1)
+                omega = np.ones(m_r)
+                Ep = np.zeros(m_r)  # E of Eq. 21 (already divided by h² or h)
+                hv = np.zeros(m_r)
+                # normal rows
+                delta = Hq[iN] - rows.offset[iN]
+                phi_n, om_n, E_n = normal_rows(delta, lam[iN], r_n, opt.ncp)
+                omega[iN], Ep[iN] = om_n, E_n / h**2
+                hv[iN] = -phi_n + om_n * Hq[iN]
+                # friction rows (velocity level): h δ̇_f = H_f q − (H_f x_t + h d_f)
+                vel = (Hq[iT] - rows.offset[iT]) / h  # (nc, 2)
+                lam_f = lam[iT]
+                om_f, E_f = friction_rows(np.linalg.norm(vel, axis=1), np.linalg.norm(lam_f, axis=1), lam[iN],
+                                          rows.mu, r_f, opt.ncp)
+                omega[iT] = om_f[:, None]
+                Ep[iT] = (E_f / h)[:, None]
+                hv[iT] = om_f[:, None] * rows.offset[iT] - h * E_f[:, None] * lam_f
+                # bilateral rows
+                if iB.size:
+                    Ep[iB] = rows.compliance / h**2
+                    hv[iB] = rows.offset[iB] - rows.compliance * lam[iB]
+                # g = b + h² Jᵀλ; u = A⁻¹ g; Schur solve; correction
+                JT = np.zeros_like(qf)
+                np.add.at(JT, rows.node, (omega * lam)[:, None] * rows.C)
+                u = sysm.solve(b + h * h * JT)
+                Ju = omega * (rows.C * u[rows.node]).sum(1)
+                stats.global_time += time.perf_counter() - t0
+                t0 = time.perf_counter()
+                def K(x, omega=omega, Ep=Ep):  # (ΩWΩ + Ē) x
+                    return omega * W.matvec(omega * x) + Ep * x
+
+                x_sol = conjugate_residual(K, hv - Ju, opt.cr_iterations, diagonal=omega**2 * Wd + Ep)  # = h² Δλ
+                lam += x_sol / h**2
+                dJT = np.zeros_like(qf)
+                np.add.at(dJT, rows.node, (omega * x_sol)[:, None] * rows.C)
+                qf = u + sysm.solve(dJT)
+                stats.constraint_time += time.perf_counter() - t0
+            q[free] = qf
+            if record is not None:
+                record.append(q.copy())
+
+        if m_r:
+            gaps = (rows.C[iN] * qf[rows.node[iN]]).sum(1) - rows.offset[iN]
+            stats.min_gap = float(gaps.min()) if gaps.size else np.inf
+            self.last_lambda = lam
+        self.last_rows = rows
+        v_new = (q - x_t) / h
+        peak = float(np.abs(v_new).max())
+        if not np.isfinite(peak) or (self.max_speed is not None and peak > self.max_speed):
+            raise SimulationDivergedError(
+                f"deformable simulation diverged at step {self.step_index} (t = {self.t:.6g} s): "
+                f"|v| = {peak:.3g} > max_speed = {self.max_speed} (state left unchanged)",
+                rows, None, self.step_index, self.t)
+        self.x, self.v = q, v_new
+        self.t += h
+        self.step_index += 1
+        stats.step_time = time.perf_counter() - t_start
+        self.last_stats = stats
+        return stats
+
+    def run(self, duration: float) -> DeformableTrajectory:
+        """Simulate ``duration`` seconds (rounded to whole steps) from the current state."""
+        duration = float(duration)
+        if not (np.isfinite(duration) and duration >= 0):
+            raise ValueError(f"duration must be >= 0 [s], got {duration}")
+        n = int(round(duration / self.dt))
+        t = np.empty(n + 1)
+        X = np.empty((n + 1, self.system.n, 3))
+        V = np.empty_like(X)
+        names = [f.name for f in fields(StepStats)]
+        stats = {k: np.zeros(n, dtype=np.int64 if k == "n_contacts" else float) for k in names}
+        t[0], X[0], V[0] = self.t, self.x, self.v
+        for i in range(n):
+            s = self.step()
+            for k in names:
+                stats[k][i] = getattr(s, k)
+            t[i + 1], X[i + 1], V[i + 1] = self.t, self.x, self.v
+        o = self.system.offsets
+        pos = {b.name: X[:, o[i]:o[i + 1]] for i, b in enumerate(self.world.bodies)}
+        vel = {b.name: V[:, o[i]:o[i + 1]] for i, b in enumerate(self.world.bodies)}
+        empty = np.zeros((n + 1, 0))
+        return DeformableTrajectory(t=t, q=empty, v=empty.copy(), stats=stats, deformable_positions=pos,
+                                    deformable_velocities=vel)
