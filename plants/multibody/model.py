@@ -59,6 +59,16 @@ class MultibodyPlant:
             velocity of every joint that is not a floating body (free-flyer or planar joints,
             :data:`FLOATING_JOINTS`) gets one input column, in joint order.
         name: a label for messages and benchmarks.
+        dt: the default time step of :meth:`lcs` and :meth:`step` [s].
+        contact_model: the default contact model of :meth:`lcs`, :meth:`step` and
+            :attr:`n_lambda` (``"stewart_trinkle"``, ``"anitescu"`` or ``"frictionless_spring"``).
+        defaults: optional :class:`plants.ControlDefaults` (controller settings: Q, R, G, U, N,
+            bounds, start, goal), e.g. from a task file (:func:`plants.load_task_file`);
+            ``run_closed_loop`` and ``c3mpc.run_in_simulator`` take their cost from it.
+
+    The plant satisfies :class:`plants.Plant` (``n_x``, ``n_u``, ``n_lambda``, ``dt``,
+    ``state_dependent``, ``defaults``, ``lcs(x, u)``, ``step(x, u)``, ``state_names``,
+    ``input_names``), so it goes straight into ``c3mpc.run_closed_loop``.
 
     Raises:
         UnknownGeometryError, MissingCollisionGeometryError: bad contact-pair names.
@@ -72,6 +82,9 @@ class MultibodyPlant:
 
     Attributes:
         n_q, n_v, n_x, n_u: dimensions; ``n_x = n_q + n_v``.
+        n_lambda: λ size of the LCS with the default contact model (:meth:`num_lambda` for
+            another).
+        dt, contact_model, defaults: as the arguments (plain attributes).
         q0: (n_q,) the model's start configuration (read-only): ``"qpos0"`` of an MJCF file (free
             bodies at their start pose), else ``pinocchio.neutral``.
         model, collision_model: the Pinocchio models (do not mutate).
@@ -79,8 +92,13 @@ class MultibodyPlant:
         B: (n_v, n_u) actuation matrix (read-only).
     """
 
+    #: The LCS depends on the state (it is re-linearized at every control step).
+    state_dependent: bool = True
+
     def __init__(self, model: Any, collision_model: Any, contact_pairs: Sequence[ContactPair] = (),
-                 *, actuation: np.ndarray | None = None, name: str = "multibody"):
+                 *, actuation: np.ndarray | None = None, name: str = "multibody",
+                 dt: float = 0.01, contact_model: str = "stewart_trinkle",
+                 defaults: Any = None):
         pin = _pin()
         if not isinstance(model, pin.Model):
             raise MultibodyTypeError(f"model must be a pinocchio.Model, got "
@@ -91,6 +109,9 @@ class MultibodyPlant:
         self.model = model
         self.collision_model = collision_model
         self.name = str(name)
+        self.dt = self._dt(dt)
+        self.contact_model = self._model_name(contact_model)
+        self.defaults = defaults
         self._data = model.createData()
         self._contacts = ContactGeometry(model, collision_model, contact_pairs)
         self.contact_pairs: tuple[ContactPair, ...] = self._contacts.pairs
@@ -170,7 +191,8 @@ class MultibodyPlant:
                   root_joint: str | None = None, package_dirs: Sequence[str] | str | None = None,
                   actuated_joints: Sequence[str] | None = None,
                   name: str | None = None, base_position: Sequence[float] = (0.0, 0.0, 0.0),
-                  base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0)) -> "MultibodyPlant":
+                  base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0),
+                  dt: float = 0.01, contact_model: str = "stewart_trinkle") -> "MultibodyPlant":
         """A plant from a URDF file (collision geometry from its ``<collision>`` tags).
 
         Collision geometries keep the file's ``<collision name>`` s (``<link>_<k>`` when
@@ -185,6 +207,7 @@ class MultibodyPlant:
             actuated_joints: joint names with an input each (``None``: all non-floating joints).
             name: label (default: the file stem).
             base_position, base_quaternion: where a fixed base sits in the world ([m]; x, y, z, w).
+            dt, contact_model: the plant's defaults (see the class).
 
         Raises:
             FileNotFoundError: no such file. ValueError: bad ``root_joint`` or names, or a base
@@ -211,13 +234,15 @@ class MultibodyPlant:
         model, collision = load_urdf(path, root, package_dirs)
         cls._place(model, collision, root_joint is None, base_position, base_quaternion)
         B = cls.actuation_for_joints(model, actuated_joints)
-        return cls(model, collision, contact_pairs, actuation=B, name=name or path.stem)
+        return cls(model, collision, contact_pairs, actuation=B, name=name or path.stem, dt=dt,
+                   contact_model=contact_model)
 
     @classmethod
     def from_mjcf(cls, path: str | os.PathLike, contact_pairs: Sequence[ContactPair] = (), *,
                   actuated_joints: Sequence[str] | None = None,
                   name: str | None = None, base_position: Sequence[float] = (0.0, 0.0, 0.0),
-                  base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0)) -> "MultibodyPlant":
+                  base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0),
+                  dt: float = 0.01, contact_model: str = "stewart_trinkle") -> "MultibodyPlant":
         """A plant from an MJCF (MuJoCo XML) file; collision geometry from its ``<geom>`` s.
 
         Read by :func:`plants.multibody.mjcf.load_mjcf` (not Pinocchio's MJCF parser; see that
@@ -235,6 +260,7 @@ class MultibodyPlant:
             name: label (default: the file stem).
             base_position, base_quaternion: a placement of the whole file in the world ([m];
                 x, y, z, w): its top-level bodies, world geoms and free bodies' start poses.
+            dt, contact_model: the plant's defaults (see the class).
 
         Raises:
             FileNotFoundError: no such file. ValueError: an element that cannot be represented,
@@ -249,7 +275,7 @@ class MultibodyPlant:
             actuated_joints = loaded.actuated_joints
         B = cls.actuation_for_joints(loaded.model, actuated_joints)
         plant = cls(loaded.model, loaded.collision_model, contact_pairs, actuation=B,
-                    name=name or path.stem)
+                    name=name or path.stem, dt=dt, contact_model=contact_model)
         return plant
 
     @staticmethod
@@ -369,13 +395,51 @@ class MultibodyPlant:
                                ck.edges[start[i]:start[i + 1]].copy())
             for i in range(ck.n_c))
 
+    # ------------------------------------------------------------------ names
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        """Names of the n_x state entries (:func:`plants.multibody.names.state_names`):
+        ``<joint>`` / ``<joint>_dot`` for one-dof joints, ``<joint>_x`` … for free joints."""
+        from .names import state_names
+
+        return state_names(self.model)
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """Names of the n_u inputs: the joint each column of :attr:`B` drives."""
+        from .names import input_names
+
+        return input_names(self.model, self.B)
+
+    def state(self, positions: Any = None, velocities: Any = None) -> np.ndarray:
+        """A state ``[q; v]`` (n_x,) by joint name: :attr:`q0` and zero velocity, with the named
+        joints set, e.g. ``plant.state({"box_x": 0.2})``.
+
+        Args:
+            positions: joint name -> position ([m] or [rad]; n_q numbers for a multi-dof
+                joint, a free joint's as x, y, z, qx, qy, qz, qw).
+            velocities: joint name -> velocity (a number, or n_v numbers).
+
+        Raises:
+            UnknownJointError: a name is not a joint (the message lists the joints).
+        """
+        from .names import state_from_joints
+
+        return state_from_joints(self.model, self.q0, positions, velocities)
+
     @property
     def n_contacts(self) -> int:
         """Number of contacts n_c (fixed: ``num_closest`` pairs keep their count)."""
         return self._contacts.n_c
 
-    def n_lambda(self, contact_model: str = "stewart_trinkle") -> int:
-        """λ size of ``contact_model`` for this plant's contacts."""
+    @property
+    def n_lambda(self) -> int:
+        """λ size of the LCS with the plant's default :attr:`contact_model`."""
+        return self.num_lambda()
+
+    def num_lambda(self, contact_model: str | None = None) -> int:
+        """λ size of ``contact_model`` (default: the plant's) for this plant's contacts."""
+        contact_model = self.contact_model if contact_model is None else contact_model
         edges = np.concatenate([np.full(len(g) if p.num_closest is None else p.num_closest,
                                         p.num_edges)
                                 for p, g in zip(self.contact_pairs, self._contacts._groups)]) \
@@ -437,16 +501,17 @@ class MultibodyPlant:
         ck = self.contact_kinematics(x)
         return ContactData(ck.phi, ck.J_n, ck.J_t, ck.mu, ck.num_edges)
 
-    def lcs(self, x: Any, u: Any = None, contact_model: str = "stewart_trinkle",
-            dt: float = 0.01, N: int | None = None, spring_stiffness: float = 1000.0) -> LCS:
+    def lcs(self, x: Any, u: Any = None, contact_model: str | None = None,
+            dt: float | None = None, N: int | None = None,
+            spring_stiffness: float = 1000.0) -> LCS:
         r"""The LCS linearized at :math:`(x^*, u^*) = (x, u)` (seed 003 §IV).
 
         Args:
             x: (n_x,) state [q; v] of the linearization.
             u: (n_u,) input of the linearization (None: zeros).
             contact_model: ``"stewart_trinkle"`` (eqs. 8-9), ``"anitescu"`` (eqs. 12-13) or
-                ``"frictionless_spring"``.
-            dt: time step in [s].
+                ``"frictionless_spring"`` (default: the plant's :attr:`contact_model`).
+            dt: time step in [s] (default: the plant's :attr:`dt`).
             N: None for a time-invariant LCS; an int stacks it for N knots.
             spring_stiffness: k in [N/m] of the frictionless spring model.
 
@@ -456,8 +521,9 @@ class MultibodyPlant:
         """
         q, v = self._split(x)
         u = self._input(u)
-        dt = self._dt(dt)
-        model_name = self._model_name(contact_model)
+        dt = self.dt if dt is None else self._dt(dt)
+        model_name = self.contact_model if contact_model is None else \
+            self._model_name(contact_model)
         lin = self._linearize(q, v, u, dt)
         ck = self._contacts.evaluate(self._data, q)
         contacts = ContactData(ck.phi, ck.J_n, ck.J_t, ck.mu, ck.num_edges)
@@ -465,10 +531,12 @@ class MultibodyPlant:
                          check=False)
 
     # ------------------------------------------------------------------ simulation
-    def step(self, x: Any, u: Any = None, dt: float = 0.01,
-             contact_model: str = "stewart_trinkle",
+    def step(self, x: Any, u: Any = None, dt: float | None = None,
+             contact_model: str | None = None,
              spring_stiffness: float = 1000.0) -> tuple[np.ndarray, np.ndarray]:
         """One step of the LCS linearized at ``(x, u)`` (the authors' LCS simulation).
+
+        ``dt`` and ``contact_model`` default to the plant's.
 
         The contact LCP is solved by Lemke's method; when that fails on a degenerate problem
         (e.g. four coplanar box corners resting on a plane) it is retried with a tiny
