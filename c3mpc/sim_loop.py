@@ -112,7 +112,7 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
         controller: a :class:`c3mpc.C3` built on ``plant.lcs`` (anything with ``solve(x)``
             returning ``.u`` (N, n_u) and ``.status``, and ``update_lcs(lcs)``).
         simulator: a :class:`plants.sim.Simulator` of the same robot, at its start state (its
-            ``controller`` is replaced for the run).
+            ``controller`` is replaced during the run and restored after it).
         duration: simulated time [s] (> 0).
         control_rate: re-planning rate [Hz] (default ``1 / plant.dt``); the control period is
             rounded to a whole number of simulator steps (at least one).
@@ -182,6 +182,7 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
 
     held = np.zeros(n_u)  # the command acting now
     tau_held = smap.forces(held)
+    previous_controller = simulator.controller
     simulator.controller = lambda t, q, v: tau_held
     u_prev = held
     step = 0
@@ -233,7 +234,7 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
             stopped = True
             break
     xs[k] = smap.state(simulator.q, simulator.v)
-    simulator.controller = None
+    simulator.controller = previous_controller
     t_ctrl = sim_t[0] + np.arange(k + 1) * period * dt_sim
     t_ctrl[-1] = sim_t[step]
     return ClosedLoopLog(

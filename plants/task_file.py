@@ -412,16 +412,9 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
         Ud = np.full(n_x + n_l + n_u, r.number(("planning", "U"), 1.0, nonneg=True)) \
             if "U" in plan else np.concatenate([np.full(n_x, 1000.0), np.ones(n_l + n_u)])
     G = r.number(("planning", "G"), 0.1, positive=True)
-    projection = r.string(("planning", "projection"), "miqp")
-    from importlib import import_module
-
-    try:  # C3's projection names (plants does not import c3mpc at module level)
-        valid = import_module("c3mpc.options").PROJECTIONS
-    except ImportError:  # pragma: no cover - c3mpc is part of this distribution
-        valid = (projection,)
-    if projection not in valid:
-        raise r.error(("planning", "projection"), f"must be one of {', '.join(valid)}, got "
-                      f"{projection!r}")
+    projection = r.string(("planning", "projection"), "miqp")  # checked by c3mpc.C3Options
+    if not projection:
+        raise r.error(("planning", "projection"), "must be a projection name such as 'miqp'")
 
     lim = r.mapping(("input_limits",), None)
     u_hi = _effort_limits(plant)
