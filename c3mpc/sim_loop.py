@@ -112,7 +112,7 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
         controller: a :class:`c3mpc.C3` built on ``plant.lcs`` (anything with ``solve(x)``
             returning ``.u`` (N, n_u) and ``.status``, and ``update_lcs(lcs)``).
         simulator: a :class:`plants.sim.Simulator` of the same robot, at its start state (its
-            ``controller`` is replaced during the run and restored after it).
+            ``controller`` is replaced during the run and restored after it, also on error).
         duration: simulated time [s] (> 0).
         control_rate: re-planning rate [Hz] (default ``1 / plant.dt``); the control period is
             rounded to a whole number of simulator steps (at least one).
@@ -188,53 +188,55 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
     step = 0
     k = 0
     stopped = False
-    wall0 = time.perf_counter()
-    while step < n_steps:
-        x = smap.state(simulator.q, simulator.v)
-        xs[k] = x
-        t_start = time.perf_counter()
-        if state_dependent and hasattr(controller, "update_lcs"):
-            controller.update_lcs(plant.lcs(x, u_prev))
-        res = controller.solve(x)
-        times[k] = time.perf_counter() - t_start
-        statuses[k] = int(res.status)
-        u_new = np.asarray(res.u[0], dtype=float)
-        if not np.all(np.isfinite(u_new)):
-            u_new = np.zeros(n_u)
-        lam = getattr(res, "lam", None)
-        if lam is not None and np.shape(lam)[-1] == n_l and len(lam):
-            lams[k] = lam[0]
-        e = x - x_des
-        costs[k] = float(e @ Q @ e + u_new @ R @ u_new)
-        us[k] = u_new
-        delays[k] = min(_delay_steps(delay, times[k], dt_sim), period)
-        end = min(step + period, n_steps)
-        for i in range(step, end):
-            if i - step == delays[k]:
+    try:
+        wall0 = time.perf_counter()
+        while step < n_steps:
+            x = smap.state(simulator.q, simulator.v)
+            xs[k] = x
+            t_start = time.perf_counter()
+            if state_dependent and hasattr(controller, "update_lcs"):
+                controller.update_lcs(plant.lcs(x, u_prev))
+            res = controller.solve(x)
+            times[k] = time.perf_counter() - t_start
+            statuses[k] = int(res.status)
+            u_new = np.asarray(res.u[0], dtype=float)
+            if not np.all(np.isfinite(u_new)):
+                u_new = np.zeros(n_u)
+            lam = getattr(res, "lam", None)
+            if lam is not None and np.shape(lam)[-1] == n_l and len(lam):
+                lams[k] = lam[0]
+            e = x - x_des
+            costs[k] = float(e @ Q @ e + u_new @ R @ u_new)
+            us[k] = u_new
+            delays[k] = min(_delay_steps(delay, times[k], dt_sim), period)
+            end = min(step + period, n_steps)
+            for i in range(step, end):
+                if i - step == delays[k]:
+                    held = u_new
+                    tau_held = smap.forces(held)
+                t0 = time.perf_counter()
+                r = simulator.step()
+                stats["step_time"][i] = time.perf_counter() - t0
+                stats["status"][i] = int(r.status)
+                stats["iterations"][i] = r.iterations
+                stats["solve_time"][i] = r.solve_time
+                applied[i] = held
+                sim_t[i + 1], sim_q[i + 1], sim_v[i + 1] = simulator.t, simulator.q, simulator.v
+            if delays[k] >= end - step:  # the command arrives after this period: it acts from now
                 held = u_new
                 tau_held = smap.forces(held)
-            t0 = time.perf_counter()
-            r = simulator.step()
-            stats["step_time"][i] = time.perf_counter() - t0
-            stats["status"][i] = int(r.status)
-            stats["iterations"][i] = r.iterations
-            stats["solve_time"][i] = r.solve_time
-            applied[i] = held
-            sim_t[i + 1], sim_q[i + 1], sim_v[i + 1] = simulator.t, simulator.q, simulator.v
-        if delays[k] >= end - step:  # the command arrives after this period: it acts from now
-            held = u_new
-            tau_held = smap.forces(held)
-        u_prev = u_new
-        step = end
-        k += 1
-        if progress:
-            _progress(k - 1, T, wall0, stream)
-        if stop is not None and step < n_steps and stop(smap.state(simulator.q, simulator.v),
-                                                       float(simulator.t)):
-            stopped = True
-            break
+            u_prev = u_new
+            step = end
+            k += 1
+            if progress:
+                _progress(k - 1, T, wall0, stream)
+            if stop is not None and step < n_steps and stop(smap.state(simulator.q, simulator.v),
+                                                           float(simulator.t)):
+                stopped = True
+                break
+    finally:
+        simulator.controller = previous_controller
     xs[k] = smap.state(simulator.q, simulator.v)
-    simulator.controller = previous_controller
     t_ctrl = sim_t[0] + np.arange(k + 1) * period * dt_sim
     t_ctrl[-1] = sim_t[step]
     return ClosedLoopLog(

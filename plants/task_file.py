@@ -15,12 +15,16 @@ and unknown joint or geometry names are a :class:`TaskFileError` naming the file
 the key. Example (``examples/own_robot/pusher_box.yaml``)::
 
     model: pusher_box.xml
+    planar_normal: [0, 1, 0]
     contacts:
       - {a: pusher_tip, b: box_body, mu: 0.4}
-      - {a: [foot_front_left, foot_front_right, foot_back_left, foot_back_right], b: ground, mu: 0.3}
-    planar_normal: [0, 1, 0]
-    goal: {box_x: 0.2, pusher_x: 0.35}
-    cost: {Q: {default: 10, box_x: 500}, R: 0.01}
+      - {a: [foot_front_left, foot_front_right, foot_back_left, foot_back_right], b: ground,
+         mu: 0.5}
+    goal: {box_x: 0.2, pusher_x: 0.33}
+    cost:
+      Q: {default: 10, box_x: 500, box_z: 100, box_theta: 100}
+      Q_velocity: {default: 10, box_x: 200}
+    simulation: {solver: sap, dt: 0.001, control_rate: 10, duration: 3.0}
 """
 
 from __future__ import annotations
@@ -125,7 +129,7 @@ class TaskFile:
         return b
 
     def scene(self, x0: Any = None) -> Any:
-        """The simulation :class:`plants.sim.Scene` of the model file (see :meth:`scene_builder`)."""
+        """The simulation :class:`plants.sim.Scene` of the model file (:meth:`scene_builder`)."""
         return self.scene_builder(x0).build()
 
     def simulator(self, x0: Any = None, **options: Any) -> Any:
@@ -405,9 +409,10 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
     qn = r.number(("cost", "QN_scale"), 1.0, nonneg=True)
     U_spec = r.mapping(("planning", "U"), "U") if isinstance(plan.get("U"), dict) else None
     if U_spec is not None:
-        Ud = np.concatenate([np.full(n_x, r.number(("planning", "U", "state"), 1000.0, nonneg=True)),
-                             np.full(n_l, r.number(("planning", "U", "lambda"), 1.0, nonneg=True)),
-                             np.full(n_u, r.number(("planning", "U", "input"), 1.0, nonneg=True))])
+        Ud = np.concatenate([
+            np.full(n_x, r.number(("planning", "U", "state"), 1000.0, nonneg=True)),
+            np.full(n_l, r.number(("planning", "U", "lambda"), 1.0, nonneg=True)),
+            np.full(n_u, r.number(("planning", "U", "input"), 1.0, nonneg=True))])
     else:
         Ud = np.full(n_x + n_l + n_u, r.number(("planning", "U"), 1.0, nonneg=True)) \
             if "U" in plan else np.concatenate([np.full(n_x, 1000.0), np.ones(n_l + n_u)])
@@ -455,13 +460,13 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
     if "default" in cp:
         r.mapping(("contact_params", "default"), "params")
         for k in cp["default"]:
-            default_params[k] = r.number(("contact_params", "default", k), None, positive=k == "stiffness",
-                                         nonneg=k != "stiffness")
+            default_params[k] = r.number(("contact_params", "default", k), None,
+                                         positive=k == "stiffness", nonneg=k != "stiffness")
     geom_names = list(plant.collision_model.names) if hasattr(plant.collision_model, "names") \
         else [g.name for g in plant.collision_model.geometryObjects]
     resolve = plant._contacts._resolve  # geometry, link (frame), joint or prefix -> indices
     params_of: dict[str, dict[str, float]] = {g: dict(default_params) for g in geom_names}
-    # μ from the pairs: a geometry in pairs of one μ gets that μ (pairs combine 2μaμb/(μa+μb))
+    # μ from the pairs: a geometry in pairs of one μ gets that μ (a pair combines 2μaμb/(μa+μb))
     mus: dict[str, set[float]] = {}
     for a_names, b_names, mu, _ in pair_mu:
         for side in a_names + b_names:

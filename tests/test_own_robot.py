@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from c3mpc import C3, C3Options, StateMap, run_closed_loop, run_in_simulator
-from c3mpc.tasks import build_controller
 from plants import Plant, TaskFileError, check_plant, load_plant, load_task_file
 from plants.multibody import ContactPair, MultibodyPlant, UnknownJointError
 
@@ -159,7 +158,8 @@ def test_task_file_errors_name_the_line(tmp_path, extra, line, match):
 
 
 def test_task_file_unknown_contact_geometry_is_an_error(tmp_path):
-    path = _write(tmp_path, "model: pusher_box.xml\ncontacts:\n  - {a: pusher_tip, b: lid, mu: 0.4}\n")
+    path = _write(tmp_path, "model: pusher_box.xml\ncontacts:\n"
+                            "  - {a: pusher_tip, b: lid, mu: 0.4}\n")
     with pytest.raises(TaskFileError, match="lid"):
         load_task_file(path)
 
@@ -204,14 +204,17 @@ def test_run_in_simulator_holds_each_command_for_one_period(delay):
     applied = log.extras["applied_u"]
     lag = 0 if delay == "none" else 5  # ceil(4.2 ms / 1 ms)
     for k in range(3):
-        np.testing.assert_array_equal(applied[10 * k + lag:10 * (k + 1)], np.tile(inputs[k], (10 - lag, 1)))
+        np.testing.assert_array_equal(applied[10 * k + lag:10 * (k + 1)],
+                                      np.tile(inputs[k], (10 - lag, 1)))
         if lag and k:
-            np.testing.assert_array_equal(applied[10 * k:10 * k + lag], np.tile(inputs[k - 1], (lag, 1)))
+            np.testing.assert_array_equal(applied[10 * k:10 * k + lag],
+                                          np.tile(inputs[k - 1], (lag, 1)))
     # the log's states are the simulator's at the control instants, mapped by joint name
     smap = StateMap.by_joint_name(plant, sim.scene)
     for k in range(4):
         i = 10 * k
-        np.testing.assert_array_equal(log.x[k], smap.state(log.extras["sim_q"][i], log.extras["sim_v"][i]))
+        np.testing.assert_array_equal(log.x[k], smap.state(log.extras["sim_q"][i],
+                                                           log.extras["sim_v"][i]))
 
 
 def test_run_in_simulator_rejects_bad_arguments():

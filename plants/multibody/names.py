@@ -54,7 +54,8 @@ def input_names(model: Any, B: np.ndarray) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _values(model: Any, joints: Mapping[str, Any], kind: str, argname: str) -> list[tuple[int, np.ndarray]]:
+def _values(model: Any, joints: Mapping[str, Any], kind: str,
+            argname: str) -> list[tuple[int, np.ndarray]]:
     if not isinstance(joints, Mapping):
         raise MultibodyTypeError(f"{argname} must map joint names to values, got "
                                  f"{type(joints).__name__}")
