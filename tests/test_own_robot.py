@@ -263,3 +263,53 @@ def test_pusher_box_example_succeeds_from_seeded_starts(seed):
     task, log = _example().main(box_x0, pusher_x0)
     assert abs(_box_error(task, log)) <= 0.025
     assert np.abs(log.x[:, task.plant.state_names.index("box_theta")]).max() <= 0.05
+
+
+class _SlowPlan(_ConstantPlan):
+    """Takes at least ``seconds`` of wall time per plan."""
+
+    def __init__(self, inputs, n_lambda, seconds):
+        super().__init__(inputs, n_lambda)
+        self.seconds = seconds
+
+    def solve(self, x):
+        import time
+
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < self.seconds:
+            pass
+        return super().solve(x)
+
+
+def test_run_in_simulator_measured_delay_follows_the_solve_time():
+    task = load_task_file(TASK)
+    plant = task.plant
+    inputs = [np.array([1.0]), np.array([-1.0])]
+    log = run_in_simulator(plant, _SlowPlan(inputs, plant.n_lambda, 0.003), task.simulator(),
+                           0.02, control_rate=100.0, delay="measured")
+    lag = log.extras["delay_steps"]
+    assert log.solve_time.min() >= 0.003
+    np.testing.assert_array_equal(lag, np.minimum(np.ceil(log.solve_time / 1e-3 - 1e-9), 10))
+    applied = log.extras["applied_u"][:, 0]
+    assert np.all(applied[:lag[0]] == 0.0) and np.all(applied[lag[0]:10] == 1.0)
+    assert np.all(applied[10:10 + lag[1]] == 1.0) and np.all(applied[10 + lag[1]:] == -1.0)
+
+
+def test_task_file_contact_params_per_geometry_and_link(tmp_path):
+    path = _write(tmp_path, BASE + """contact_params:
+  default: {stiffness: 2.0e5, dissipation: 0.002}
+  geometries:
+    ground: {mu: 0.8}
+    box: {stiffness: 3.0e5}
+""")
+    task = load_task_file(path)
+    params = {g.name: g.params for g in task.scene().geometries}
+    assert params["ground"].mu == 0.8 and params["ground"].stiffness == 2.0e5
+    # a link name sets every geometry of the link
+    assert params["box_body"].stiffness == params["foot_back_left"].stiffness == 3.0e5
+    assert params["box_body"].mu == 0.4  # from its pair
+    assert params["pusher_tip"].dissipation == 0.002
+    bad = _write(tmp_path, BASE + "contact_params:\n  geometries:\n    ground: {friction: 1}\n")
+    with pytest.raises(TaskFileError, match="unknown key 'friction'") as err:
+        load_task_file(bad)
+    assert err.value.line == 6
