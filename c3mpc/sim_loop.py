@@ -11,7 +11,8 @@ every control period ``1 / control_rate`` (a whole number of simulator steps)
 2. the controller re-linearizes (``controller.update_lcs(plant.lcs(x, u_prev))`` when the plant
    is state dependent) and solves from x; the wall time of this is the *solve time*;
 3. the plan's first input u₀ becomes generalized forces τ = B u₀ on the simulator's dofs and is
-   held (zero-order hold) until the next command. With ``delay="measured"`` the new command
+   held (zero-order hold) until the next command; a plant with ``gravity_compensation`` adds
+   its ``feedforward(q)`` (S g(q)) at every simulator step, as a robot's low-level loop does. With ``delay="measured"`` the new command
    takes effect only after the measured solve time has passed in simulated time (rounded up to
    simulator steps; the previous command is held meanwhile), as on a robot where planning takes
    time; ``delay=<seconds>`` uses a fixed latency instead.
@@ -183,7 +184,17 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
     held = np.zeros(n_u)  # the command acting now
     tau_held = smap.forces(held)
     previous_controller = simulator.controller
-    simulator.controller = lambda t, q, v: tau_held
+    feedforward = getattr(plant, "feedforward", None) \
+        if getattr(plant, "gravity_compensation", False) else None
+
+    def actuation(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        if feedforward is None:
+            return tau_held
+        tau = tau_held.copy()  # the plant's gravity compensation, at every simulator step
+        tau[smap.v_index] += feedforward(q[smap.q_index])
+        return tau
+
+    simulator.controller = actuation
     u_prev = held
     step = 0
     k = 0

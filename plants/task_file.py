@@ -47,8 +47,8 @@ TASK_FILE_SUFFIXES = (".yaml", ".yml")
 
 #: The accepted keys, per section (``None``: the top level).
 TASK_KEYS: dict[str | None, tuple[str, ...]] = {
-    None: ("model", "name", "actuated_joints", "base_position", "base_quaternion", "planar_normal",
-           "contacts", "contact_params", "planning", "cost", "start", "goal", "input_limits",
+    None: ("model", "name", "actuated_joints", "gravity_compensation", "base_position",
+           "base_quaternion", "planar_normal", "contacts", "contact_params", "planning", "cost", "start", "goal", "input_limits",
            "simulation"),
     "contacts": ("a", "b", "mu", "friction_directions", "num_closest"),
     "contact_params": ("default", "geometries"),
@@ -342,12 +342,15 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
     base_position = r.vector(("base_position",), 3, [0.0, 0.0, 0.0])
     base_quaternion = r.vector(("base_quaternion",), 4, [0.0, 0.0, 0.0, 1.0])
     name = r.string(("name",), path.stem)
+    gravity_comp = r.get(("gravity_compensation",), False)
+    if not isinstance(gravity_comp, bool):
+        raise r.error(("gravity_compensation",), f"must be true or false, got {gravity_comp!r}")
     is_mjcf = model_path.suffix.lower() == ".xml"
     try:
         build = MultibodyPlant.from_mjcf if is_mjcf else MultibodyPlant.from_urdf
         plant = build(model_path, pairs, actuated_joints=actuated, name=name,
                       base_position=base_position, base_quaternion=base_quaternion, dt=dt,
-                      contact_model=contact_model)
+                      contact_model=contact_model, gravity_compensation=gravity_comp)
     except MultibodyError as e:
         key = ("actuated_joints",) if "joint" in str(e).lower() and actuated else ("contacts",)
         if "contact_model" in str(e):

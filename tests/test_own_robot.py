@@ -313,3 +313,59 @@ def test_task_file_contact_params_per_geometry_and_link(tmp_path):
     with pytest.raises(TaskFileError, match="unknown key 'friction'") as err:
         load_task_file(bad)
     assert err.value.line == 6
+
+
+UR5 = "robots/ur_description/urdf/ur5_joint_limited_robot.urdf"
+
+
+def _discrete_step(plant, x, u, dt):
+    a = plant.forward_dynamics(x, u)[plant.n_q:]
+    v_next = x[plant.n_q:] + dt * a
+    return np.concatenate([x[:plant.n_q] + dt * v_next, v_next])
+
+
+@pytest.mark.filterwarnings("ignore::plants.multibody.ModelImportWarning")
+def test_gravity_compensation_lcs_matches_central_differences():
+    """τ = B u + S g(q): the LCS's A/B against central differences of forward dynamics on a
+    UR5 (a robot we did not write; g depends on q), and u = 0 holds it still."""
+    from plants.multibody import example_robot_data_path
+
+    plant = MultibodyPlant.from_urdf(example_robot_data_path(UR5), [], gravity_compensation=True)
+    rng = np.random.default_rng(19)
+    dt, h = 0.01, 1e-6
+    for _ in range(2):
+        x = np.concatenate([rng.uniform(-1, 1, plant.n_q), rng.normal(size=plant.n_v)])
+        u = rng.normal(size=plant.n_u)
+        L = plant.lcs(x, u, dt=dt)
+        A = np.column_stack([(_discrete_step(plant, x + h * e, u, dt)
+                              - _discrete_step(plant, x - h * e, u, dt)) / (2 * h)
+                             for e in np.eye(plant.n_x)])
+        B = np.column_stack([(_discrete_step(plant, x, u + h * e, dt)
+                              - _discrete_step(plant, x, u - h * e, dt)) / (2 * h)
+                             for e in np.eye(plant.n_u)])
+        assert np.abs(L.A - A).max() <= 1e-5 * np.abs(A).max()
+        assert np.abs(L.B - B).max() <= 1e-5 * np.abs(B).max()
+    x_rest = np.concatenate([x[:plant.n_q], np.zeros(plant.n_v)])
+    assert np.abs(plant.forward_dynamics(x_rest, np.zeros(plant.n_u))[plant.n_q:]).max() <= 1e-9
+
+
+@pytest.mark.filterwarnings("ignore::plants.multibody.ModelImportWarning")
+@pytest.mark.parametrize("compensate", [True, False])
+def test_run_in_simulator_applies_gravity_compensation(compensate):
+    """u = 0 with the plant's gravity compensation holds a UR5 in the simulator; without it
+    the arm falls (the feed-forward is evaluated at every simulator step)."""
+    from plants.multibody import example_robot_data_path
+    from plants.sim import ContactParams, SceneBuilder, Simulator
+
+    path = example_robot_data_path(UR5)
+    plant = MultibodyPlant.from_urdf(path, [], gravity_compensation=compensate)
+    q0 = np.array([0.0, -1.0, 1.0, -0.5, 0.3, 0.0])
+    b = SceneBuilder()
+    b.add_urdf(path, ContactParams(1e5, 1e-3, 0.5), q0=q0, self_collision=False)
+    sim = Simulator(b.build(), "sap", 1e-3)
+    log = run_in_simulator(plant, _ConstantPlan([np.zeros(6)], 0), sim, 0.2, control_rate=50)
+    drift = np.abs(log.x[-1, :6] - q0).max()
+    if compensate:
+        assert drift <= 1e-3
+    else:
+        assert drift >= 0.05

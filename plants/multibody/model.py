@@ -65,6 +65,11 @@ class MultibodyPlant:
         defaults: optional :class:`plants.ControlDefaults` (controller settings: Q, R, G, U, N,
             bounds, start, goal), e.g. from a task file (:func:`plants.load_task_file`);
             ``run_closed_loop`` and ``c3mpc.run_in_simulator`` take their cost from it.
+        gravity_compensation: the input acts on top of gravity compensation of the actuated
+            dofs, τ = B u + S g(q) with S = B B⁺ the projector onto the actuated dofs (what a
+            robot's low-level controller provides): u = 0 holds a fully actuated arm still.
+            The LCS, :meth:`forward_dynamics` and :meth:`step` include it (its derivative
+            S ∂g/∂q enters the LCS's A); :meth:`feedforward` is τ_g(q) for a simulator.
 
     The plant satisfies :class:`plants.Plant` (``n_x``, ``n_u``, ``n_lambda``, ``dt``,
     ``state_dependent``, ``defaults``, ``lcs(x, u)``, ``step(x, u)``, ``state_names``,
@@ -98,7 +103,7 @@ class MultibodyPlant:
     def __init__(self, model: Any, collision_model: Any, contact_pairs: Sequence[ContactPair] = (),
                  *, actuation: np.ndarray | None = None, name: str = "multibody",
                  dt: float = 0.01, contact_model: str = "stewart_trinkle",
-                 defaults: Any = None):
+                 defaults: Any = None, gravity_compensation: bool = False):
         pin = _pin()
         if not isinstance(model, pin.Model):
             raise MultibodyTypeError(f"model must be a pinocchio.Model, got "
@@ -112,6 +117,10 @@ class MultibodyPlant:
         self.dt = self._dt(dt)
         self.contact_model = self._model_name(contact_model)
         self.defaults = defaults
+        if not isinstance(gravity_compensation, (bool, np.bool_)):
+            raise MultibodyTypeError(f"gravity_compensation must be a bool, got "
+                                     f"{gravity_compensation!r}")
+        self.gravity_compensation = bool(gravity_compensation)
         self._data = model.createData()
         self._contacts = ContactGeometry(model, collision_model, contact_pairs)
         self.contact_pairs: tuple[ContactPair, ...] = self._contacts.pairs
@@ -132,6 +141,9 @@ class MultibodyPlant:
         B.setflags(write=False)
         self.B = B
         self.n_u = int(B.shape[1])
+        S = B @ np.linalg.pinv(B) if B.size else np.zeros((self.n_v, self.n_v))
+        S.setflags(write=False)
+        self._S = S  # projector onto the actuated dofs (gravity compensation)
         kinds = [model.joints[j].shortname() for j in range(1, model.njoints)]
         self._vector_space = self.n_q == self.n_v and all(k in _VECTOR_SPACE_JOINTS
                                                           for k in kinds)
@@ -192,7 +204,8 @@ class MultibodyPlant:
                   actuated_joints: Sequence[str] | None = None,
                   name: str | None = None, base_position: Sequence[float] = (0.0, 0.0, 0.0),
                   base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0),
-                  dt: float = 0.01, contact_model: str = "stewart_trinkle") -> "MultibodyPlant":
+                  dt: float = 0.01, contact_model: str = "stewart_trinkle",
+                  gravity_compensation: bool = False) -> "MultibodyPlant":
         """A plant from a URDF file (collision geometry from its ``<collision>`` tags).
 
         Collision geometries keep the file's ``<collision name>`` s (``<link>_<k>`` when
@@ -207,7 +220,7 @@ class MultibodyPlant:
             actuated_joints: joint names with an input each (``None``: all non-floating joints).
             name: label (default: the file stem).
             base_position, base_quaternion: where a fixed base sits in the world ([m]; x, y, z, w).
-            dt, contact_model: the plant's defaults (see the class).
+            dt, contact_model, gravity_compensation: see the class.
 
         Raises:
             FileNotFoundError: no such file. ValueError: bad ``root_joint`` or names, or a base
@@ -235,14 +248,15 @@ class MultibodyPlant:
         cls._place(model, collision, root_joint is None, base_position, base_quaternion)
         B = cls.actuation_for_joints(model, actuated_joints)
         return cls(model, collision, contact_pairs, actuation=B, name=name or path.stem, dt=dt,
-                   contact_model=contact_model)
+                   contact_model=contact_model, gravity_compensation=gravity_compensation)
 
     @classmethod
     def from_mjcf(cls, path: str | os.PathLike, contact_pairs: Sequence[ContactPair] = (), *,
                   actuated_joints: Sequence[str] | None = None,
                   name: str | None = None, base_position: Sequence[float] = (0.0, 0.0, 0.0),
                   base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0),
-                  dt: float = 0.01, contact_model: str = "stewart_trinkle") -> "MultibodyPlant":
+                  dt: float = 0.01, contact_model: str = "stewart_trinkle",
+                  gravity_compensation: bool = False) -> "MultibodyPlant":
         """A plant from an MJCF (MuJoCo XML) file; collision geometry from its ``<geom>`` s.
 
         Read by :func:`plants.multibody.mjcf.load_mjcf` (not Pinocchio's MJCF parser; see that
@@ -260,7 +274,7 @@ class MultibodyPlant:
             name: label (default: the file stem).
             base_position, base_quaternion: a placement of the whole file in the world ([m];
                 x, y, z, w): its top-level bodies, world geoms and free bodies' start poses.
-            dt, contact_model: the plant's defaults (see the class).
+            dt, contact_model, gravity_compensation: see the class.
 
         Raises:
             FileNotFoundError: no such file. ValueError: an element that cannot be represented,
@@ -275,7 +289,8 @@ class MultibodyPlant:
             actuated_joints = loaded.actuated_joints
         B = cls.actuation_for_joints(loaded.model, actuated_joints)
         plant = cls(loaded.model, loaded.collision_model, contact_pairs, actuation=B,
-                    name=name or path.stem, dt=dt, contact_model=contact_model)
+                    name=name or path.stem, dt=dt, contact_model=contact_model,
+                    gravity_compensation=gravity_compensation)
         return plant
 
     @staticmethod
@@ -374,8 +389,23 @@ class MultibodyPlant:
         q, v = self._split(x)
         u = self._input(u)
         pin = _pin()
-        a = pin.aba(self.model, self._data, q, v, self.B @ u)
+        a = pin.aba(self.model, self._data, q, v, self._tau(q, u))
         return np.concatenate([self.velocity_to_qdot(q) @ v, a])
+
+    def _tau(self, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Generalized actuation B u (+ S g(q) with gravity compensation)."""
+        tau = self.B @ u
+        if self.gravity_compensation:
+            tau = tau + self._S @ _pin().computeGeneralizedGravity(self.model, self._data, q)
+        return tau
+
+    def feedforward(self, q: Any) -> np.ndarray:
+        """(n_v,) the generalized force the plant adds to B u: S g(q) with
+        :attr:`gravity_compensation`, else zero [N or N·m]."""
+        q = np.asarray(q, dtype=float)
+        if not self.gravity_compensation:
+            return np.zeros(self.n_v)
+        return self._S @ _pin().computeGeneralizedGravity(self.model, self._data, q)
 
     def contact_kinematics(self, x: Any) -> ContactKinematics:
         """Signed distances, witness points, normals and Jacobians at the state's q."""
@@ -466,10 +496,13 @@ class MultibodyPlant:
                    dt: float) -> SmoothLinearization:
         pin = _pin()
         model, data = self.model, self._data
-        ddq_dq, ddq_dv, Minv = pin.computeABADerivatives(model, data, q, v, self.B @ u)
+        ddq_dq, ddq_dv, Minv = pin.computeABADerivatives(model, data, q, v, self._tau(q, u))
         Minv = np.array(Minv)
         Minv[self._lower] = Minv.T[self._lower]  # Pinocchio may fill only the upper triangle
         a = data.ddq.copy()
+        if self.gravity_compensation:  # tau = B u + S g(q): d a/d q gains M^-1 S dg/dq
+            ddq_dq = np.array(ddq_dq) + Minv @ self._S @ np.array(
+                pin.computeGeneralizedGravityDerivatives(model, data, q))
         Jf_v = np.array(ddq_dv)
         Jf_u = Minv @ self.B
         vplus = v + dt * a
@@ -575,7 +608,7 @@ class MultibodyPlant:
         dt = self._dt(dt)
         model_name = self._model_name(contact_model)
         pin = _pin()
-        a = pin.aba(self.model, self._data, q, v, self.B @ u).copy()
+        a = pin.aba(self.model, self._data, q, v, self._tau(q, u)).copy()
         Minv = np.array(pin.computeMinverse(self.model, self._data, q))
         Minv[self._lower] = Minv.T[self._lower]
         ck = self._contacts.evaluate(self._data, q)
