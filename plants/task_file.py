@@ -89,6 +89,10 @@ class TaskFile:
         geometry_params: contact parameters (:class:`plants.sim.ContactParams`) of every
             collision geometry of the model, by name.
         self_collision: the scene's self-collision filter on/off (``add_urdf(self_collision=)``).
+        contact_geometry_pairs: the planning contact pairs as geometry-name pairs; the scene
+            lets each of them collide even where the self-collision filter would drop it (a URDF
+            whose ground is welded to the world link makes the ground part of the robot, and
+            feet touching it at the start count as overlapping).
         data: the parsed YAML (plain values).
     """
 
@@ -103,6 +107,7 @@ class TaskFile:
     duration: float
     geometry_params: Mapping[str, Any]
     self_collision: bool
+    contact_geometry_pairs: tuple[tuple[str, str], ...]
     data: Mapping[str, Any]
 
     @property
@@ -123,7 +128,8 @@ class TaskFile:
         n_q = self.plant.n_q
         b = SceneBuilder()
         b.add_urdf(self.model_path, ContactParams(**_DEFAULT_PARAMS), q0=x0[:n_q], v0=x0[n_q:],
-                   self_collision=self.self_collision)
+                   self_collision=self.self_collision,
+                   self_collision_include=self.contact_geometry_pairs)
         b.geoms = [dataclasses.replace(g, params=self.geometry_params.get(g.name, g.params))
                    for g in b.geoms]
         return b
@@ -491,10 +497,14 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
                 params_of[geom_names[gi]][k] = r.number(gp + (k,), None, positive=k == "stiffness",
                                                         nonneg=k != "stiffness")
     geometry_params = {g: ContactParams(**p) for g, p in params_of.items()}
+    cand = plant._contacts
+    geometry_pairs = tuple(sorted({(geom_names[a], geom_names[b])
+                                   for a, b in zip(cand._cand_a, cand._cand_b)}))
 
     return TaskFile(path=path, model_path=model_path, plant=plant, x0=x0, x_goal=x_goal,
                     solver=solver, sim_dt=sim_dt, control_rate=rate, duration=duration,
-                    geometry_params=geometry_params, self_collision=self_coll, data=r.data)
+                    geometry_params=geometry_params, self_collision=self_coll,
+                    contact_geometry_pairs=geometry_pairs, data=r.data)
 
 
 def _joint_of_state(plant: Any) -> list[str]:
