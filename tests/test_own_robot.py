@@ -394,3 +394,17 @@ def test_pusher_box_urdf_variant_keeps_its_planning_contacts_and_reaches_the_goa
     i = plant.state_names.index("box_x")
     assert abs(log.x[-1, i] - task.x_goal[i]) <= 0.025  # measured -0.4 cm (7.9 cm before)
     assert log.x[:, plant.state_names.index("box_z")].min() >= -1e-3  # standing on its feet
+
+
+def test_load_scene_accepts_a_task_file_or_a_model_file():
+    from plants import load_scene
+
+    sim = load_scene(str(TASK))
+    task = load_task_file(TASK)
+    assert sim.dt == task.sim_dt and type(sim.solver).__name__ == "SAPSolver"
+    assert list(sim.scene.model.names) == list(task.plant.model.names)
+    np.testing.assert_array_equal(sim.q, task.x0[:task.plant.n_q])
+    sim = load_scene(EXAMPLE / "pusher_box.xml", solver="canal", dt=2e-3)
+    assert sim.dt == 2e-3 and type(sim.solver).__name__ == "CANALSolver"
+    with pytest.raises(FileNotFoundError):
+        load_scene("no_such_robot.urdf")
