@@ -7,6 +7,8 @@ Public API::
     ctrl = C3(lcs, Q, R, G, U, N=10, x_des=None, QN=None, options=opts)
     res = ctrl.solve(x0)            # res.u[0] is the input to apply
     ref = solve_miqp_mpc(lcs, Q, R, N=10, x0=x0)   # eq. (15) big-M baseline, same result type
+    log = run_closed_loop(plant, ctrl, x0, steps)              # in the plant's own LCS dynamics
+    log = run_in_simulator(plant, ctrl, simulator, 3.0, control_rate=10.0)  # in plants.sim
 """
 
 from importlib.metadata import PackageNotFoundError
@@ -19,6 +21,7 @@ from .options import PROJECTIONS, C3Options
 from .qp_step import LinearConstraint
 from .result import C3Result, C3Status
 from .runner import ClosedLoopLog, run_closed_loop
+from .sim_loop import StateMap, run_in_simulator
 
 try:
     __version__ = _distribution_version("c3mpc")
@@ -45,6 +48,8 @@ __all__ = [
     "solve_miqp_mpc",
     "run_closed_loop",
     "ClosedLoopLog",
+    "run_in_simulator",
+    "StateMap",
     "C3Error",
     "C3ValueError",
     "C3TypeError",

@@ -28,12 +28,6 @@ __all__ = ["CONTACT_MODELS", "MultibodyModelPlant", "make_params", "lambda_count
            "urdf_plant", "add_ball"]
 
 CONTACT_MODELS = ("stewart_trinkle", "anitescu", "frictionless_spring")
-_JOINT_COORDS = {
-    "JointModelFreeFlyer": (("x", "y", "z", "qx", "qy", "qz", "qw"),
-                            ("vx", "vy", "vz", "wx", "wy", "wz")),
-    "JointModelTranslation": (("x", "y", "z"), ("vx", "vy", "vz")),
-    "JointModelSpherical": (("qx", "qy", "qz", "qw"), ("wx", "wy", "wz")),
-}
 
 
 def add_ball(model: Any, geom: Any, name: str, radius: float, mass: float) -> None:
@@ -224,7 +218,7 @@ class MultibodyModelPlant(ABC):
     def num_lambda(self, contact_model: str | None = None) -> int:
         """n_lambda of the LCS for ``contact_model`` (default: the plant's)."""
         cm = check_contact_model(self.contact_model if contact_model is None else contact_model)
-        return int(self.multibody.n_lambda(cm))
+        return int(self.multibody.num_lambda(cm))
 
     @property
     def n_lambda(self) -> int:
@@ -345,36 +339,13 @@ class MultibodyModelPlant(ABC):
     def state_names(self) -> tuple[str, ...]:
         """Names of the n_x state entries: ``joint`` (1-DoF joints), ``joint_x``/``_qx``…
         (translation, spherical, free-flyer joints) for q; ``<joint>_dot`` or ``joint_vx``/
-        ``_wx``… for v."""
-        model = self.multibody.model
-        qn: list[str] = []
-        vn: list[str] = []
-        for j in range(1, model.njoints):
-            jn, jm = model.names[j], model.joints[j]
-            if jm.nq == 1:
-                qn.append(jn)
-                vn.append(f"{jn}_dot")
-            elif jm.shortname() in _JOINT_COORDS:
-                qc, vc = _JOINT_COORDS[jm.shortname()]
-                qn += [f"{jn}_{c}" for c in qc]
-                vn += [f"{jn}_{c}" for c in vc]
-            else:
-                qn += [f"{jn}_q{i}" for i in range(jm.nq)]
-                vn += [f"{jn}_v{i}" for i in range(jm.nv)]
-        return tuple(qn + vn)
+        ``_wx``… for v (:func:`plants.multibody.names.state_names`)."""
+        return self.multibody.state_names
 
     @property
     def input_names(self) -> tuple[str, ...]:
         """Names of the n_u inputs (the actuated joints, in input order)."""
-        B = np.asarray(self.multibody.B)
-        model = self.multibody.model
-        names = []
-        for col in B.T:
-            iv = int(np.argmax(np.abs(col)))
-            j = next(j for j in range(1, model.njoints)
-                     if model.joints[j].idx_v <= iv < model.joints[j].idx_v + model.joints[j].nv)
-            names.append(model.names[j])
-        return tuple(names)
+        return self.multibody.input_names
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(name={self.name!r}, n_x={self.n_x}, n_u={self.n_u}, "

@@ -59,6 +59,21 @@ class MultibodyPlant:
             velocity of every joint that is not a floating body (free-flyer or planar joints,
             :data:`FLOATING_JOINTS`) gets one input column, in joint order.
         name: a label for messages and benchmarks.
+        dt: the default time step of :meth:`lcs` and :meth:`step` [s].
+        contact_model: the default contact model of :meth:`lcs`, :meth:`step` and
+            :attr:`n_lambda` (``"stewart_trinkle"``, ``"anitescu"`` or ``"frictionless_spring"``).
+        defaults: optional :class:`plants.ControlDefaults` (controller settings: Q, R, G, U, N,
+            bounds, start, goal), e.g. from a task file (:func:`plants.load_task_file`);
+            ``run_closed_loop`` and ``c3mpc.run_in_simulator`` take their cost from it.
+        gravity_compensation: the input acts on top of gravity compensation of the actuated
+            dofs, τ = B u + S g(q) with S = B B⁺ the projector onto the actuated dofs (what a
+            robot's low-level controller provides): u = 0 holds a fully actuated arm still.
+            The LCS, :meth:`forward_dynamics` and :meth:`step` include it (its derivative
+            S ∂g/∂q enters the LCS's A); :meth:`feedforward` is τ_g(q) for a simulator.
+
+    The plant satisfies :class:`plants.Plant` (``n_x``, ``n_u``, ``n_lambda``, ``dt``,
+    ``state_dependent``, ``defaults``, ``lcs(x, u)``, ``step(x, u)``, ``state_names``,
+    ``input_names``), so it goes straight into ``c3mpc.run_closed_loop``.
 
     Raises:
         UnknownGeometryError, MissingCollisionGeometryError: bad contact-pair names.
@@ -72,6 +87,9 @@ class MultibodyPlant:
 
     Attributes:
         n_q, n_v, n_x, n_u: dimensions; ``n_x = n_q + n_v``.
+        n_lambda: λ size of the LCS with the default contact model (:meth:`num_lambda` for
+            another).
+        dt, contact_model, defaults: as the arguments (plain attributes).
         q0: (n_q,) the model's start configuration (read-only): ``"qpos0"`` of an MJCF file (free
             bodies at their start pose), else ``pinocchio.neutral``.
         model, collision_model: the Pinocchio models (do not mutate).
@@ -79,8 +97,13 @@ class MultibodyPlant:
         B: (n_v, n_u) actuation matrix (read-only).
     """
 
+    #: The LCS depends on the state (it is re-linearized at every control step).
+    state_dependent: bool = True
+
     def __init__(self, model: Any, collision_model: Any, contact_pairs: Sequence[ContactPair] = (),
-                 *, actuation: np.ndarray | None = None, name: str = "multibody"):
+                 *, actuation: np.ndarray | None = None, name: str = "multibody",
+                 dt: float = 0.01, contact_model: str = "stewart_trinkle",
+                 defaults: Any = None, gravity_compensation: bool = False):
         pin = _pin()
         if not isinstance(model, pin.Model):
             raise MultibodyTypeError(f"model must be a pinocchio.Model, got "
@@ -91,6 +114,13 @@ class MultibodyPlant:
         self.model = model
         self.collision_model = collision_model
         self.name = str(name)
+        self.dt = self._dt(dt)
+        self.contact_model = self._model_name(contact_model)
+        self.defaults = defaults
+        if not isinstance(gravity_compensation, (bool, np.bool_)):
+            raise MultibodyTypeError(f"gravity_compensation must be a bool, got "
+                                     f"{gravity_compensation!r}")
+        self.gravity_compensation = bool(gravity_compensation)
         self._data = model.createData()
         self._contacts = ContactGeometry(model, collision_model, contact_pairs)
         self.contact_pairs: tuple[ContactPair, ...] = self._contacts.pairs
@@ -111,6 +141,9 @@ class MultibodyPlant:
         B.setflags(write=False)
         self.B = B
         self.n_u = int(B.shape[1])
+        S = B @ np.linalg.pinv(B) if B.size else np.zeros((self.n_v, self.n_v))
+        S.setflags(write=False)
+        self._S = S  # projector onto the actuated dofs (gravity compensation)
         kinds = [model.joints[j].shortname() for j in range(1, model.njoints)]
         self._vector_space = self.n_q == self.n_v and all(k in _VECTOR_SPACE_JOINTS
                                                           for k in kinds)
@@ -170,7 +203,9 @@ class MultibodyPlant:
                   root_joint: str | None = None, package_dirs: Sequence[str] | str | None = None,
                   actuated_joints: Sequence[str] | None = None,
                   name: str | None = None, base_position: Sequence[float] = (0.0, 0.0, 0.0),
-                  base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0)) -> "MultibodyPlant":
+                  base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0),
+                  dt: float = 0.01, contact_model: str = "stewart_trinkle",
+                  gravity_compensation: bool = False) -> "MultibodyPlant":
         """A plant from a URDF file (collision geometry from its ``<collision>`` tags).
 
         Collision geometries keep the file's ``<collision name>`` s (``<link>_<k>`` when
@@ -185,6 +220,7 @@ class MultibodyPlant:
             actuated_joints: joint names with an input each (``None``: all non-floating joints).
             name: label (default: the file stem).
             base_position, base_quaternion: where a fixed base sits in the world ([m]; x, y, z, w).
+            dt, contact_model, gravity_compensation: see the class.
 
         Raises:
             FileNotFoundError: no such file. ValueError: bad ``root_joint`` or names, or a base
@@ -211,13 +247,16 @@ class MultibodyPlant:
         model, collision = load_urdf(path, root, package_dirs)
         cls._place(model, collision, root_joint is None, base_position, base_quaternion)
         B = cls.actuation_for_joints(model, actuated_joints)
-        return cls(model, collision, contact_pairs, actuation=B, name=name or path.stem)
+        return cls(model, collision, contact_pairs, actuation=B, name=name or path.stem, dt=dt,
+                   contact_model=contact_model, gravity_compensation=gravity_compensation)
 
     @classmethod
     def from_mjcf(cls, path: str | os.PathLike, contact_pairs: Sequence[ContactPair] = (), *,
                   actuated_joints: Sequence[str] | None = None,
                   name: str | None = None, base_position: Sequence[float] = (0.0, 0.0, 0.0),
-                  base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0)) -> "MultibodyPlant":
+                  base_quaternion: Sequence[float] = (0.0, 0.0, 0.0, 1.0),
+                  dt: float = 0.01, contact_model: str = "stewart_trinkle",
+                  gravity_compensation: bool = False) -> "MultibodyPlant":
         """A plant from an MJCF (MuJoCo XML) file; collision geometry from its ``<geom>`` s.
 
         Read by :func:`plants.multibody.mjcf.load_mjcf` (not Pinocchio's MJCF parser; see that
@@ -235,6 +274,7 @@ class MultibodyPlant:
             name: label (default: the file stem).
             base_position, base_quaternion: a placement of the whole file in the world ([m];
                 x, y, z, w): its top-level bodies, world geoms and free bodies' start poses.
+            dt, contact_model, gravity_compensation: see the class.
 
         Raises:
             FileNotFoundError: no such file. ValueError: an element that cannot be represented,
@@ -249,7 +289,8 @@ class MultibodyPlant:
             actuated_joints = loaded.actuated_joints
         B = cls.actuation_for_joints(loaded.model, actuated_joints)
         plant = cls(loaded.model, loaded.collision_model, contact_pairs, actuation=B,
-                    name=name or path.stem)
+                    name=name or path.stem, dt=dt, contact_model=contact_model,
+                    gravity_compensation=gravity_compensation)
         return plant
 
     @staticmethod
@@ -348,8 +389,23 @@ class MultibodyPlant:
         q, v = self._split(x)
         u = self._input(u)
         pin = _pin()
-        a = pin.aba(self.model, self._data, q, v, self.B @ u)
+        a = pin.aba(self.model, self._data, q, v, self._tau(q, u))
         return np.concatenate([self.velocity_to_qdot(q) @ v, a])
+
+    def _tau(self, q: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Generalized actuation B u (+ S g(q) with gravity compensation)."""
+        tau = self.B @ u
+        if self.gravity_compensation:
+            tau = tau + self._S @ _pin().computeGeneralizedGravity(self.model, self._data, q)
+        return tau
+
+    def feedforward(self, q: Any) -> np.ndarray:
+        """(n_v,) the generalized force the plant adds to B u: S g(q) with
+        :attr:`gravity_compensation`, else zero [N or N·m]."""
+        q = np.asarray(q, dtype=float)
+        if not self.gravity_compensation:
+            return np.zeros(self.n_v)
+        return self._S @ _pin().computeGeneralizedGravity(self.model, self._data, q)
 
     def contact_kinematics(self, x: Any) -> ContactKinematics:
         """Signed distances, witness points, normals and Jacobians at the state's q."""
@@ -369,13 +425,51 @@ class MultibodyPlant:
                                ck.edges[start[i]:start[i + 1]].copy())
             for i in range(ck.n_c))
 
+    # ------------------------------------------------------------------ names
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        """Names of the n_x state entries (:func:`plants.multibody.names.state_names`):
+        ``<joint>`` / ``<joint>_dot`` for one-dof joints, ``<joint>_x`` … for free joints."""
+        from .names import state_names
+
+        return state_names(self.model)
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """Names of the n_u inputs: the joint each column of :attr:`B` drives."""
+        from .names import input_names
+
+        return input_names(self.model, self.B)
+
+    def state(self, positions: Any = None, velocities: Any = None) -> np.ndarray:
+        """A state ``[q; v]`` (n_x,) by joint name: :attr:`q0` and zero velocity, with the named
+        joints set, e.g. ``plant.state({"box_x": 0.2})``.
+
+        Args:
+            positions: joint name -> position ([m] or [rad]; n_q numbers for a multi-dof
+                joint, a free joint's as x, y, z, qx, qy, qz, qw).
+            velocities: joint name -> velocity (a number, or n_v numbers).
+
+        Raises:
+            UnknownJointError: a name is not a joint (the message lists the joints).
+        """
+        from .names import state_from_joints
+
+        return state_from_joints(self.model, self.q0, positions, velocities)
+
     @property
     def n_contacts(self) -> int:
         """Number of contacts n_c (fixed: ``num_closest`` pairs keep their count)."""
         return self._contacts.n_c
 
-    def n_lambda(self, contact_model: str = "stewart_trinkle") -> int:
-        """λ size of ``contact_model`` for this plant's contacts."""
+    @property
+    def n_lambda(self) -> int:
+        """λ size of the LCS with the plant's default :attr:`contact_model`."""
+        return self.num_lambda()
+
+    def num_lambda(self, contact_model: str | None = None) -> int:
+        """λ size of ``contact_model`` (default: the plant's) for this plant's contacts."""
+        contact_model = self.contact_model if contact_model is None else contact_model
         edges = np.concatenate([np.full(len(g) if p.num_closest is None else p.num_closest,
                                         p.num_edges)
                                 for p, g in zip(self.contact_pairs, self._contacts._groups)]) \
@@ -402,10 +496,13 @@ class MultibodyPlant:
                    dt: float) -> SmoothLinearization:
         pin = _pin()
         model, data = self.model, self._data
-        ddq_dq, ddq_dv, Minv = pin.computeABADerivatives(model, data, q, v, self.B @ u)
+        ddq_dq, ddq_dv, Minv = pin.computeABADerivatives(model, data, q, v, self._tau(q, u))
         Minv = np.array(Minv)
         Minv[self._lower] = Minv.T[self._lower]  # Pinocchio may fill only the upper triangle
         a = data.ddq.copy()
+        if self.gravity_compensation:  # tau = B u + S g(q): d a/d q gains M^-1 S dg/dq
+            ddq_dq = np.array(ddq_dq) + Minv @ self._S @ np.array(
+                pin.computeGeneralizedGravityDerivatives(model, data, q))
         Jf_v = np.array(ddq_dv)
         Jf_u = Minv @ self.B
         vplus = v + dt * a
@@ -437,16 +534,17 @@ class MultibodyPlant:
         ck = self.contact_kinematics(x)
         return ContactData(ck.phi, ck.J_n, ck.J_t, ck.mu, ck.num_edges)
 
-    def lcs(self, x: Any, u: Any = None, contact_model: str = "stewart_trinkle",
-            dt: float = 0.01, N: int | None = None, spring_stiffness: float = 1000.0) -> LCS:
+    def lcs(self, x: Any, u: Any = None, contact_model: str | None = None,
+            dt: float | None = None, N: int | None = None,
+            spring_stiffness: float = 1000.0) -> LCS:
         r"""The LCS linearized at :math:`(x^*, u^*) = (x, u)` (seed 003 §IV).
 
         Args:
             x: (n_x,) state [q; v] of the linearization.
             u: (n_u,) input of the linearization (None: zeros).
             contact_model: ``"stewart_trinkle"`` (eqs. 8-9), ``"anitescu"`` (eqs. 12-13) or
-                ``"frictionless_spring"``.
-            dt: time step in [s].
+                ``"frictionless_spring"`` (default: the plant's :attr:`contact_model`).
+            dt: time step in [s] (default: the plant's :attr:`dt`).
             N: None for a time-invariant LCS; an int stacks it for N knots.
             spring_stiffness: k in [N/m] of the frictionless spring model.
 
@@ -456,8 +554,9 @@ class MultibodyPlant:
         """
         q, v = self._split(x)
         u = self._input(u)
-        dt = self._dt(dt)
-        model_name = self._model_name(contact_model)
+        dt = self.dt if dt is None else self._dt(dt)
+        model_name = self.contact_model if contact_model is None else \
+            self._model_name(contact_model)
         lin = self._linearize(q, v, u, dt)
         ck = self._contacts.evaluate(self._data, q)
         contacts = ContactData(ck.phi, ck.J_n, ck.J_t, ck.mu, ck.num_edges)
@@ -465,10 +564,12 @@ class MultibodyPlant:
                          check=False)
 
     # ------------------------------------------------------------------ simulation
-    def step(self, x: Any, u: Any = None, dt: float = 0.01,
-             contact_model: str = "stewart_trinkle",
+    def step(self, x: Any, u: Any = None, dt: float | None = None,
+             contact_model: str | None = None,
              spring_stiffness: float = 1000.0) -> tuple[np.ndarray, np.ndarray]:
         """One step of the LCS linearized at ``(x, u)`` (the authors' LCS simulation).
+
+        ``dt`` and ``contact_model`` default to the plant's.
 
         The contact LCP is solved by Lemke's method; when that fails on a degenerate problem
         (e.g. four coplanar box corners resting on a plane) it is retried with a tiny
@@ -507,7 +608,7 @@ class MultibodyPlant:
         dt = self._dt(dt)
         model_name = self._model_name(contact_model)
         pin = _pin()
-        a = pin.aba(self.model, self._data, q, v, self.B @ u).copy()
+        a = pin.aba(self.model, self._data, q, v, self._tau(q, u)).copy()
         Minv = np.array(pin.computeMinverse(self.model, self._data, q))
         Minv[self._lower] = Minv.T[self._lower]
         ck = self._contacts.evaluate(self._data, q)

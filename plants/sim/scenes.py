@@ -73,16 +73,21 @@ def available_scenes() -> list[str]:
     return sorted(_SCENES)
 
 
-def load_scene(name: str, solver: Any = None, dt: float | None = None, scheme: str | None = None,
+def load_scene(name: Any, solver: Any = None, dt: float | None = None, scheme: str | None = None,
                solver_options: dict | str | Any | None = None, strict: bool = False,
                plausibility: PlausibilityOptions | None = PlausibilityOptions(), **params: Any) -> Simulator:
     """A :class:`Simulator` on the scene registered as ``name`` (a
-    :class:`plants.sim.deformable.DeformableSimulator` for the deformable scenes).
+    :class:`plants.sim.deformable.DeformableSimulator` for the deformable scenes), or of a task or
+    model file.
 
     Args:
-        name: e.g. "cube-slide" (see :func:`available_scenes`).
-        solver: contact solver name or instance; default "sap" (rigid scenes), "fba" (deformable).
-        dt: time step [s]; default: the scene's.
+        name: e.g. "cube-slide" (see :func:`available_scenes`); or a path: a task file
+            (``.yaml``/``.yml``, :func:`plants.load_task_file`: its scene, solver and time step)
+            or a URDF/MJCF file (the robot alone, ``SceneBuilder.add_urdf`` with default
+            :class:`ContactParams`; ``params`` go to ``add_urdf``).
+        solver: contact solver name or instance; default: the task file's, else "sap" (rigid
+            scenes) or "fba" (deformable).
+        dt: time step [s]; default: the scene's (a model file: 1 ms).
         scheme: θ-method ("symplectic_euler", "midpoint", ...); default: the scene's.
         solver_options: options of the named solver: keywords (e.g. ``{"rel_tol": 1e-5}``), a preset
             name (``"realtime"``) or an options object.
@@ -91,6 +96,29 @@ def load_scene(name: str, solver: Any = None, dt: float | None = None, scheme: s
         plausibility: thresholds of the deep-penetration / energy checks (None: off).
         **params: scene parameters (e.g. ``mu=0.0`` for "spring-cylinder").
     """
+    import os
+    from pathlib import Path
+
+    if isinstance(name, os.PathLike) or (isinstance(name, str) and name not in _SCENES and
+                                         name.lower().endswith((".yaml", ".yml", ".urdf", ".xml"))):
+        path = Path(name)
+        if not path.is_file():
+            raise FileNotFoundError(f"no such task or model file: {path}")
+        if path.suffix.lower() in (".yaml", ".yml"):
+            if params:
+                raise ValueError(f"load_scene({str(path)!r}): a task file takes no scene "
+                                 f"parameters (got {', '.join(sorted(params))})")
+            from ..task_file import load_task_file
+
+            task = load_task_file(path)
+            scene, solver, dt = task.scene(), solver or task.solver, dt or task.sim_dt
+        else:
+            b = SceneBuilder()
+            b.add_urdf(path, ContactParams(), **params)
+            scene, dt = b.build(), dt or 1e-3
+        return Simulator(scene, solver=solver or "sap", dt=dt,
+                         scheme=scheme or "symplectic_euler", solver_options=solver_options,
+                         strict=strict, plausibility=plausibility)
     if not isinstance(name, str):
         raise TypeError(f"name must be a string, got {type(name).__name__}")
     try:

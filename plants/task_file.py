@@ -1,0 +1,531 @@
+"""One robot description, two uses: a task file gives the planning plant and the simulation scene.
+
+A task file is a small YAML file next to (or pointing at) a URDF/MJCF model file. From it,
+:func:`load_task_file` builds
+
+* the **planning model**: a :class:`plants.multibody.MultibodyPlant` (the LCS factory's plant)
+  with the file's contact pairs, friction directions, μ per pair and actuated joints, and the
+  controller settings (:class:`plants.ControlDefaults`: cost, ADMM weights, horizon, bounds,
+  start and goal, given by joint name) as its ``defaults``;
+* the **simulation scene**: the same model file in :mod:`plants.sim` (``SceneBuilder.add_urdf``)
+  with contact parameters per geometry or link, μ taken from the pairs.
+
+Every field is documented in ``docs/own-robot.md`` ("The task file"); unknown keys, wrong types
+and unknown joint or geometry names are a :class:`TaskFileError` naming the file, the line and
+the key. Example (``examples/own_robot/pusher_box.yaml``)::
+
+    model: pusher_box.xml
+    planar_normal: [0, 1, 0]
+    contacts:
+      - {a: pusher_tip, b: box_body, mu: 0.4}
+      - {a: [foot_front_left, foot_front_right, foot_back_left, foot_back_right], b: ground,
+         mu: 0.5}
+    goal: {box_x: 0.2, pusher_x: 0.33}
+    cost:
+      Q: {default: 10, box_x: 500, box_z: 100, box_theta: 100}
+      Q_velocity: {default: 10, box_x: 200}
+    simulation: {solver: sap, dt: 0.001, control_rate: 10, duration: 3.0}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import PlantError
+
+__all__ = ["TaskFile", "TaskFileError", "load_task_file", "TASK_FILE_SUFFIXES", "TASK_KEYS"]
+
+#: File suffixes :func:`plants.load_plant` and :func:`load_task_file` treat as task files.
+TASK_FILE_SUFFIXES = (".yaml", ".yml")
+
+#: The accepted keys, per section (``None``: the top level).
+TASK_KEYS: dict[str | None, tuple[str, ...]] = {
+    None: ("model", "name", "actuated_joints", "gravity_compensation", "base_position",
+           "base_quaternion", "planar_normal", "contacts", "contact_params", "planning", "cost", "start", "goal", "input_limits",
+           "simulation"),
+    "contacts": ("a", "b", "mu", "friction_directions", "num_closest"),
+    "contact_params": ("default", "geometries"),
+    "params": ("stiffness", "dissipation", "mu"),
+    "planning": ("dt", "contact_model", "N", "projection", "admm_iter", "rho", "rho_scale", "G",
+                 "U"),
+    "U": ("state", "lambda", "input"),
+    "cost": ("Q", "Q_velocity", "R", "QN_scale"),
+    "simulation": ("solver", "dt", "control_rate", "duration", "self_collision"),
+}
+
+_DEFAULT_PARAMS = {"stiffness": 1e5, "dissipation": 1e-3, "mu": 0.5}
+
+
+class TaskFileError(PlantError, ValueError):
+    """An invalid task file. ``file``, ``line`` (1-based, 0 if unknown) and ``key`` say where."""
+
+    def __init__(self, message: str, file: str, line: int, key: str):
+        where = f"{file}, line {line}" if line else file
+        super().__init__(f"{where}: {key + ': ' if key else ''}{message}")
+        self.file, self.line, self.key, self.reason = file, line, key, message
+
+
+@dataclass(frozen=True)
+class TaskFile:
+    """A loaded task file.
+
+    Attributes:
+        path: the task file.
+        model_path: the model file (URDF or MJCF) it names.
+        plant: the planning :class:`plants.multibody.MultibodyPlant` (``plant.defaults`` holds
+            the controller settings; ``plant.dt`` the planning time step).
+        x0, x_goal: (n_x,) start and goal states (also in ``plant.defaults``).
+        solver: contact solver of the simulation ("sap", ...).
+        sim_dt: simulator time step [s].
+        control_rate: C3 re-planning rate [Hz] in the simulator (zero-order hold in between).
+        duration: default simulated time [s].
+        geometry_params: contact parameters (:class:`plants.sim.ContactParams`) of every
+            collision geometry of the model, by name.
+        self_collision: the scene's self-collision filter on/off (``add_urdf(self_collision=)``).
+        contact_geometry_pairs: the planning contact pairs as geometry-name pairs; the scene
+            lets each of them collide even where the self-collision filter would drop it (a URDF
+            whose ground is welded to the world link makes the ground part of the robot, and
+            feet touching it at the start count as overlapping).
+        data: the parsed YAML (plain values).
+    """
+
+    path: Path
+    model_path: Path
+    plant: Any
+    x0: np.ndarray
+    x_goal: np.ndarray
+    solver: str
+    sim_dt: float
+    control_rate: float
+    duration: float
+    geometry_params: Mapping[str, Any]
+    self_collision: bool
+    contact_geometry_pairs: tuple[tuple[str, str], ...]
+    data: Mapping[str, Any]
+
+    @property
+    def defaults(self) -> Any:
+        """The controller settings, :class:`plants.ControlDefaults` (= ``plant.defaults``)."""
+        return self.plant.defaults
+
+    def scene_builder(self, x0: Any = None) -> Any:
+        """A :class:`plants.sim.SceneBuilder` holding the model file, ready for more content.
+
+        Args:
+            x0: (n_x,) start state of the planning plant (default: :attr:`x0`); its q and v
+                become the robot's start configuration and velocity.
+        """
+        from .sim import ContactParams, SceneBuilder
+
+        x0 = self.x0 if x0 is None else np.asarray(x0, dtype=float)
+        n_q = self.plant.n_q
+        b = SceneBuilder()
+        b.add_urdf(self.model_path, ContactParams(**_DEFAULT_PARAMS), q0=x0[:n_q], v0=x0[n_q:],
+                   self_collision=self.self_collision,
+                   self_collision_include=self.contact_geometry_pairs)
+        b.geoms = [dataclasses.replace(g, params=self.geometry_params.get(g.name, g.params))
+                   for g in b.geoms]
+        return b
+
+    def scene(self, x0: Any = None) -> Any:
+        """The simulation :class:`plants.sim.Scene` of the model file (:meth:`scene_builder`)."""
+        return self.scene_builder(x0).build()
+
+    def simulator(self, x0: Any = None, **options: Any) -> Any:
+        """A :class:`plants.sim.Simulator` of :meth:`scene` with the file's solver and time step
+        (``options`` go to the Simulator)."""
+        from .sim import Simulator
+
+        return Simulator(self.scene(x0), solver=self.solver, dt=self.sim_dt, **options)
+
+    def state(self, positions: Mapping[str, Any] | None = None,
+              velocities: Mapping[str, Any] | None = None) -> np.ndarray:
+        """A state by joint name (joints not named: the task's start :attr:`x0`)."""
+        from .multibody.names import state_from_joints
+
+        x = state_from_joints(self.plant.model, self.x0[:self.plant.n_q], positions, velocities)
+        if not velocities:
+            x[self.plant.n_q:] = self.x0[self.plant.n_q:]
+        return x
+
+
+# ---------------------------------------------------------------------------- YAML with lines
+def _load_located(text: str) -> tuple[Any, dict[tuple[Any, ...], int], dict[tuple[Any, ...], int]]:
+    """Parse YAML; return the data and the 1-based line of each value and of each mapping key."""
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}, {}
+        value_lines: dict[tuple[Any, ...], int] = {}
+        key_lines: dict[tuple[Any, ...], int] = {}
+
+        def walk(n: Any, path: tuple[Any, ...]) -> None:
+            value_lines[path] = n.start_mark.line + 1
+            if isinstance(n, yaml.MappingNode):
+                for k, v in n.value:
+                    key = k.value if isinstance(k, yaml.ScalarNode) else str(k)
+                    key_lines[path + (key,)] = k.start_mark.line + 1
+                    walk(v, path + (key,))
+            elif isinstance(n, yaml.SequenceNode):
+                for i, item in enumerate(n.value):
+                    walk(item, path + (i,))
+
+        walk(node, ())
+        data = loader.construct_document(node)
+    finally:
+        loader.dispose()
+    return data, value_lines, key_lines
+
+
+class _Reader:
+    """Typed access to the parsed file; every error names the line and the key."""
+
+    def __init__(self, path: Path):
+        import yaml
+
+        self.path = path
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"task file not found: {path}") from None
+        try:
+            self.data, self.value_lines, self.key_lines = _load_located(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            raise TaskFileError(f"malformed YAML: {getattr(e, 'problem', None) or e}", str(path),
+                                mark.line + 1 if mark else 0, "") from None
+        if not isinstance(self.data, dict):
+            raise TaskFileError("a task file is a YAML mapping (model:, contacts:, ...)",
+                                str(path), 1, "")
+
+    def error(self, path: tuple[Any, ...], message: str, at_key: bool = False) -> TaskFileError:
+        lines = self.key_lines if at_key else self.value_lines
+        line = lines.get(path) or self.key_lines.get(path) or self.value_lines.get(path[:-1], 0)
+        key = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path)
+        return TaskFileError(message, str(self.path), line, key.replace(".[", "["))
+
+    def get(self, path: tuple[Any, ...], default: Any = None) -> Any:
+        node: Any = self.data
+        for p in path:
+            if isinstance(node, dict) and p in node:
+                node = node[p]
+            elif isinstance(node, list) and isinstance(p, int) and p < len(node):
+                node = node[p]
+            else:
+                return default
+        return node
+
+    def mapping(self, path: tuple[Any, ...], section: str | None) -> dict[str, Any]:
+        value = self.data if not path else self.get(path, {})
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            raise self.error(path, f"must be a mapping, got {type(value).__name__}")
+        allowed = TASK_KEYS[section] if section is not None or path == () else ()
+        for k in value:
+            if allowed and k not in allowed:
+                raise self.error(path + (k,), f"unknown key {k!r}; valid keys: "
+                                 f"{', '.join(allowed)}", at_key=True)
+        return value
+
+    def number(self, path: tuple[Any, ...], default: Any, *, positive: bool = False,
+               nonneg: bool = False, integer: bool = False) -> Any:
+        v = self.get(path, default)
+        if isinstance(v, str):  # YAML 1.1 reads "1e5" as a string
+            try:
+                v = float(v)
+            except ValueError:
+                raise self.error(path, f"must be a number, got {v!r}") from None
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.error(path, f"must be a number, got {v!r}")
+        if integer and (not float(v).is_integer()):
+            raise self.error(path, f"must be an integer, got {v!r}")
+        if not math.isfinite(v) and not (positive and v == math.inf):
+            raise self.error(path, f"must be finite, got {v!r}")
+        if positive and not v > 0:
+            raise self.error(path, f"must be > 0, got {v!r}")
+        if nonneg and not v >= 0:
+            raise self.error(path, f"must be >= 0, got {v!r}")
+        return int(v) if integer else float(v)
+
+    def vector(self, path: tuple[Any, ...], n: int, default: Any) -> np.ndarray:
+        v = self.get(path, default)
+        if not isinstance(v, (list, tuple)) or len(v) != n:
+            raise self.error(path, f"must be a list of {n} numbers, got {v!r}")
+        return np.array([self.number(path + (i,), None) if not isinstance(x, (int, float))
+                         or isinstance(x, bool) else float(x) for i, x in enumerate(v)])
+
+    def names(self, path: tuple[Any, ...]) -> list[str]:
+        v = self.get(path)
+        items = [v] if isinstance(v, str) else v
+        if not isinstance(items, list) or not items or \
+                not all(isinstance(s, str) and s for s in items):
+            raise self.error(path, f"must be a name or a list of names, got {v!r}")
+        return list(items)
+
+    def string(self, path: tuple[Any, ...], default: str) -> str:
+        v = self.get(path, default)
+        if not isinstance(v, str):
+            raise self.error(path, f"must be a string, got {v!r}")
+        return v
+
+
+# ---------------------------------------------------------------------------- loading
+def load_task_file(path: str | os.PathLike) -> TaskFile:
+    """Read a task file (YAML): the planning plant and the simulation scene of one model file.
+
+    Args:
+        path: the task file (``.yaml``/``.yml``); relative paths in it (``model``) are relative
+            to its folder.
+
+    Returns:
+        :class:`TaskFile`: ``.plant`` (a :class:`plants.Plant` with ``defaults``), ``.scene()``,
+        ``.simulator()``, ``.x0``, ``.x_goal``, the simulation settings.
+
+    Raises:
+        FileNotFoundError: no task or model file. TaskFileError (a ValueError): an unknown key, a
+        value of the wrong type, an unknown joint or geometry name; the message names the file,
+        the line and the key.
+    """
+    from .multibody import ContactPair, MultibodyError, MultibodyPlant
+    from .paper.base import ControlDefaults
+    from .sim import ContactParams
+
+    path = Path(path)
+    r = _Reader(path)
+    top = r.mapping((), None)
+    if "model" not in top:
+        raise r.error((), "missing required key 'model' (the URDF or MJCF file)")
+    model_path = (path.parent / r.string(("model",), "")).resolve()
+    if not model_path.is_file():
+        raise r.error(("model",), f"model file not found: {model_path}")
+    if "contacts" not in top:
+        raise r.error((), "missing required key 'contacts' (the planning model's contact pairs)")
+
+    # ---------------------------------------------------------------- planning model
+    plan = r.mapping(("planning",), "planning")
+    dt = r.number(("planning", "dt"), 0.1, positive=True)
+    contact_model = r.string(("planning", "contact_model"), "stewart_trinkle")
+    planar = None
+    if "planar_normal" in top:
+        planar = tuple(float(x) for x in r.vector(("planar_normal",), 3, None))
+        if not np.linalg.norm(planar) > 0:
+            raise r.error(("planar_normal",), "must be a non-zero vector")
+    contacts = r.get(("contacts",))
+    if not isinstance(contacts, list) or not contacts:
+        raise r.error(("contacts",), "must be a non-empty list of pairs {a:, b:, mu:}")
+    pairs: list[Any] = []
+    pair_mu: list[tuple[list[str], list[str], float, tuple[Any, ...]]] = []
+    for i, c in enumerate(contacts):
+        p = ("contacts", i)
+        r.mapping(p, "contacts")
+        for req in ("a", "b", "mu"):
+            if req not in c:
+                raise r.error(p, f"a contact pair needs '{req}'")
+        a_names, b_names = r.names(p + ("a",)), r.names(p + ("b",))
+        mu = r.number(p + ("mu",), None, nonneg=True)
+        d = r.number(p + ("friction_directions",), 1 if planar is not None else 2, positive=True,
+                     integer=True)
+        nc = c.get("num_closest")
+        nc = None if nc is None else r.number(p + ("num_closest",), None, positive=True,
+                                              integer=True)
+        for a in a_names:
+            for b in b_names:
+                pairs.append(ContactPair(a, b, mu, d, planar_normal=planar if d == 1 else None,
+                                         num_closest=nc))
+        pair_mu.append((a_names, b_names, mu, p))
+    actuated = r.names(("actuated_joints",)) if "actuated_joints" in top else None
+    base_position = r.vector(("base_position",), 3, [0.0, 0.0, 0.0])
+    base_quaternion = r.vector(("base_quaternion",), 4, [0.0, 0.0, 0.0, 1.0])
+    name = r.string(("name",), path.stem)
+    gravity_comp = r.get(("gravity_compensation",), False)
+    if not isinstance(gravity_comp, bool):
+        raise r.error(("gravity_compensation",), f"must be true or false, got {gravity_comp!r}")
+    is_mjcf = model_path.suffix.lower() == ".xml"
+    try:
+        build = MultibodyPlant.from_mjcf if is_mjcf else MultibodyPlant.from_urdf
+        plant = build(model_path, pairs, actuated_joints=actuated, name=name,
+                      base_position=base_position, base_quaternion=base_quaternion, dt=dt,
+                      contact_model=contact_model, gravity_compensation=gravity_comp)
+    except MultibodyError as e:
+        key = ("actuated_joints",) if "joint" in str(e).lower() and actuated else ("contacts",)
+        if "contact_model" in str(e):
+            key = ("planning", "contact_model")
+        raise r.error(key, str(e)) from None
+
+    # ---------------------------------------------------------------- states by joint name
+    def state(key: str, base: np.ndarray | None) -> np.ndarray:
+        spec = r.get((key,), None) or {}
+        if not isinstance(spec, dict):
+            raise r.error((key,), "must map joint names to positions (and 'velocities:')")
+        pos = {k: v for k, v in spec.items() if k != "velocities"}
+        vel = spec.get("velocities") or {}
+        from .multibody.names import state_from_joints
+
+        try:
+            q_base = plant.q0 if base is None else base[:plant.n_q]
+            return state_from_joints(plant.model, q_base, pos, vel)
+        except (MultibodyError, ValueError, TypeError) as e:
+            bad = next((k for k in list(pos) + list(vel) if k in str(e)), None)
+            where = (key,) if bad is None else ((key, bad) if bad in pos
+                                                 else (key, "velocities", bad))
+            raise r.error(where, str(e), at_key=True) from None
+
+    x0 = state("start", None)
+    x_goal = state("goal", x0)
+    x_goal[plant.n_q:] = 0.0 if not (r.get(("goal",)) or {}).get("velocities") else \
+        x_goal[plant.n_q:]
+
+    # ---------------------------------------------------------------- cost and C3 settings
+    names = plant.state_names
+    n_x, n_u, n_l = plant.n_x, plant.n_u, plant.n_lambda
+    joint_of_state = _joint_of_state(plant)
+
+    def weights(key: str, n: int, labels: list[list[str]], default: float) -> np.ndarray:
+        spec = r.get(("cost", key), default)
+        if not isinstance(spec, dict):
+            return np.full(n, r.number(("cost", key), default, nonneg=True))
+        w = np.full(n, r.number(("cost", key, "default"), default, nonneg=True)
+                    if "default" in spec else default)
+        for k in spec:
+            if k == "default":
+                continue
+            hits = [i for i, lab in enumerate(labels) if k in lab]
+            if not hits:
+                raise r.error(("cost", key, k), f"{k!r} is not a joint or entry name; names: "
+                              f"{', '.join(sorted({s for lab in labels for s in lab}))}",
+                              at_key=True)
+            w[hits] = r.number(("cost", key, k), None, nonneg=True)
+        return w
+
+    r.mapping(("cost",), "cost")
+    n_q = plant.n_q
+    q_labels = [[names[i], joint_of_state[i]] for i in range(n_q)]
+    v_labels = [[names[i], joint_of_state[i]] for i in range(n_q, n_x)]
+    Qd = np.concatenate([weights("Q", n_q, q_labels, 1.0),
+                         weights("Q_velocity", n_x - n_q, v_labels, 1.0)])
+    Rd = weights("R", n_u, [[s] for s in plant.input_names], 0.01)
+    qn = r.number(("cost", "QN_scale"), 1.0, nonneg=True)
+    U_spec = r.mapping(("planning", "U"), "U") if isinstance(plan.get("U"), dict) else None
+    if U_spec is not None:
+        Ud = np.concatenate([
+            np.full(n_x, r.number(("planning", "U", "state"), 1000.0, nonneg=True)),
+            np.full(n_l, r.number(("planning", "U", "lambda"), 1.0, nonneg=True)),
+            np.full(n_u, r.number(("planning", "U", "input"), 1.0, nonneg=True))])
+    else:
+        Ud = np.full(n_x + n_l + n_u, r.number(("planning", "U"), 1.0, nonneg=True)) \
+            if "U" in plan else np.concatenate([np.full(n_x, 1000.0), np.ones(n_l + n_u)])
+    G = r.number(("planning", "G"), 0.1, positive=True)
+    projection = r.string(("planning", "projection"), "miqp")  # checked by c3mpc.C3Options
+    if not projection:
+        raise r.error(("planning", "projection"), "must be a projection name such as 'miqp'")
+
+    lim = r.mapping(("input_limits",), None)
+    u_hi = _effort_limits(plant)
+    for k in lim:
+        if k not in plant.input_names:
+            raise r.error(("input_limits", k), f"{k!r} is not an input; inputs: "
+                          f"{', '.join(plant.input_names)}", at_key=True)
+        u_hi[plant.input_names.index(k)] = r.number(("input_limits", k), None, positive=True)
+    Q = np.diag(Qd)
+    defaults = ControlDefaults(
+        N=r.number(("planning", "N"), 10, positive=True, integer=True), dt=dt, Q=Q,
+        R=np.diag(Rd), QN=qn * Q, G=G * np.eye(n_x + n_l + n_u), U=np.diag(Ud),
+        admm_iter=r.number(("planning", "admm_iter"), 20, positive=True, integer=True),
+        rho=r.number(("planning", "rho"), 1.0, positive=True),
+        rho_scale=r.number(("planning", "rho_scale"), 1.5, positive=True),
+        projection=projection, x0=x0, x_goal=x_goal,
+        x_lower=np.full(n_x, -np.inf), x_upper=np.full(n_x, np.inf),
+        u_lower=-u_hi, u_upper=u_hi, notes=f"task file {path.name}")
+    plant.defaults = defaults
+
+    # ---------------------------------------------------------------- simulation
+    r.mapping(("simulation",), "simulation")
+    solver = r.string(("simulation", "solver"), "sap")
+    from .sim.contact_problem import available_contact_solvers
+
+    if solver not in available_contact_solvers():
+        raise r.error(("simulation", "solver"), f"must be one of "
+                      f"{', '.join(available_contact_solvers())}, got {solver!r}")
+    sim_dt = r.number(("simulation", "dt"), 1e-3, positive=True)
+    rate = r.number(("simulation", "control_rate"), 1.0 / dt, positive=True)
+    duration = r.number(("simulation", "duration"), 3.0, positive=True)
+    self_coll = r.get(("simulation", "self_collision"), True)
+    if not isinstance(self_coll, bool):
+        raise r.error(("simulation", "self_collision"), f"must be true or false, got {self_coll!r}")
+
+    cp = r.mapping(("contact_params",), "contact_params")
+    default_params = dict(_DEFAULT_PARAMS)
+    if "default" in cp:
+        r.mapping(("contact_params", "default"), "params")
+        for k in cp["default"]:
+            default_params[k] = r.number(("contact_params", "default", k), None,
+                                         positive=k == "stiffness", nonneg=k != "stiffness")
+    geom_names = list(plant.collision_model.names) if hasattr(plant.collision_model, "names") \
+        else [g.name for g in plant.collision_model.geometryObjects]
+    resolve = plant._contacts._resolve  # geometry, link (frame), joint or prefix -> indices
+    params_of: dict[str, dict[str, float]] = {g: dict(default_params) for g in geom_names}
+    # μ from the pairs: a geometry in pairs of one μ gets that μ (a pair combines 2μaμb/(μa+μb))
+    mus: dict[str, set[float]] = {}
+    for a_names, b_names, mu, _ in pair_mu:
+        for side in a_names + b_names:
+            for gi in resolve(side):
+                mus.setdefault(geom_names[gi], set()).add(mu)
+    for g, ms in mus.items():
+        if len(ms) == 1:
+            params_of[g]["mu"] = next(iter(ms))
+    geoms = r.mapping(("contact_params", "geometries"), None)
+    for gname, spec in geoms.items():
+        gp = ("contact_params", "geometries", gname)
+        r.mapping(gp, "params")
+        try:
+            hits = resolve(gname)
+        except MultibodyError as e:
+            raise r.error(gp, str(e), at_key=True) from None
+        for gi in hits:
+            for k in spec:
+                params_of[geom_names[gi]][k] = r.number(gp + (k,), None, positive=k == "stiffness",
+                                                        nonneg=k != "stiffness")
+    geometry_params = {g: ContactParams(**p) for g, p in params_of.items()}
+    cand = plant._contacts
+    geometry_pairs = tuple(sorted({(geom_names[a], geom_names[b])
+                                   for a, b in zip(cand._cand_a, cand._cand_b)}))
+
+    return TaskFile(path=path, model_path=model_path, plant=plant, x0=x0, x_goal=x_goal,
+                    solver=solver, sim_dt=sim_dt, control_rate=rate, duration=duration,
+                    geometry_params=geometry_params, self_collision=self_coll,
+                    contact_geometry_pairs=geometry_pairs, data=r.data)
+
+
+def _joint_of_state(plant: Any) -> list[str]:
+    """Per state entry, the name of its joint."""
+    model = plant.model
+    out = [""] * plant.n_x
+    for j in range(1, model.njoints):
+        jm = model.joints[j]
+        for k in range(jm.nq):
+            out[jm.idx_q + k] = model.names[j]
+        for k in range(jm.nv):
+            out[plant.n_q + jm.idx_v + k] = model.names[j]
+    return out
+
+
+def _effort_limits(plant: Any) -> np.ndarray:
+    """(n_u,) the model file's effort limit of each input's dof (inf where the file has none)."""
+    eff = np.asarray(plant.model.effortLimit, dtype=float)
+    out = np.full(plant.n_u, np.inf)
+    for i, col in enumerate(np.asarray(plant.B).T):
+        iv = int(np.argmax(np.abs(col)))
+        if iv < eff.size and 0 < eff[iv] < 1e30:  # Pinocchio's 'none' is DBL_MAX
+            out[i] = eff[iv]
+    return out
