@@ -63,3 +63,10 @@ def test_deploy_rehearsal_is_authenticated_and_safe(tmp_path):
 
     summary = json.loads((tmp_path / "rep" / "summary.json").read_text())
     assert summary["commands_sent"] >= 80 and (tmp_path / "rep" / "run.mcap").is_file()
+
+
+def test_deformables_stick_above_and_slide_below_the_friction_threshold():
+    out = run_example("deformables.py", "--duration", "0.5")
+    assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+    w_diag = [line for line in out.stdout.splitlines() if "w_diagonal" in line]
+    assert w_diag[0].endswith("-> slides") and w_diag[1].endswith("-> sticks")
