@@ -14,13 +14,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .c3 import C3
 from lcs import _validation as _v
+from plants.progress import ProgressLine
 
+from .c3 import C3
 from .errors import C3TypeError, C3ValueError
+from .result import C3Status
 
 _ERRORS = (C3TypeError, C3ValueError)
-from .result import C3Status
 
 __all__ = ["ClosedLoopLog", "run_closed_loop"]
 
@@ -66,17 +67,6 @@ class ClosedLoopLog:
         """1 / median solve time [Hz] over the steps that solved C3."""
         t = self.solve_times
         return float(1.0 / np.median(t)) if t.size else 0.0
-
-
-def _progress(k: int, total: int, t0: float, stream: Any) -> None:
-    width = 30
-    done = int(width * (k + 1) / total)
-    rate = (k + 1) / max(time.perf_counter() - t0, 1e-9)
-    stream.write(f"\r  [{'#' * done}{'.' * (width - done)}] {k + 1}/{total} steps "
-                 f"({rate:.0f} steps/s)")
-    if k + 1 == total:
-        stream.write("\n")
-    stream.flush()
 
 
 def run_closed_loop(plant: Any, controller: C3, x0: Any, steps: int, *,
@@ -139,7 +129,7 @@ def run_closed_loop(plant: Any, controller: C3, x0: Any, steps: int, *,
     xs[0] = x
     u_prev = np.zeros(plant.n_u)
     state_dependent = bool(getattr(plant, "state_dependent", False))
-    t0 = time.perf_counter()
+    bar = ProgressLine(steps, unit="steps", stream=stream) if progress else None
     T = steps
     stopped = False
     u = u_prev
@@ -162,13 +152,13 @@ def run_closed_loop(plant: Any, controller: C3, x0: Any, steps: int, *,
             x = x + rng.normal(0.0, noise_std, size=x.shape)
         xs[k + 1], us[k], lams[k] = x, u, lam
         u_prev = u
-        if progress:
-            _progress(k, steps, t0, stream)
+        if bar is not None:
+            bar.update(k + 1)
         if stop is not None and stop(x, k):
             T = k + 1
             stopped = True
-            if progress:
-                stream.write("\n")
+            if bar is not None:
+                bar.close()
             break
     dt = float(plant.dt)
     return ClosedLoopLog(t=np.arange(T + 1) * dt, x=xs[: T + 1], u=us[:T], lam=lams[:T],

@@ -32,9 +32,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from plants.progress import ProgressLine
+
 from .errors import C3ValueError
 from .result import C3Status
-from .runner import ClosedLoopLog, _progress
+from .runner import ClosedLoopLog
 
 __all__ = ["StateMap", "run_in_simulator"]
 
@@ -200,7 +202,7 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
     k = 0
     stopped = False
     try:
-        wall0 = time.perf_counter()
+        bar = ProgressLine(T, unit="plans", stream=stream) if progress else None
         while step < n_steps:
             x = smap.state(simulator.q, simulator.v)
             xs[k] = x
@@ -239,8 +241,8 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
             u_prev = u_new
             step = end
             k += 1
-            if progress:
-                _progress(k - 1, T, wall0, stream)
+            if bar is not None:
+                bar.update(k)
             if stop is not None and step < n_steps and stop(smap.state(simulator.q, simulator.v),
                                                            float(simulator.t)):
                 stopped = True

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ContactSolveError, SimulationDivergedError
+from ..progress import ProgressLine
 from ._blas import blas_threads
 from ._geometry_kernels import HAVE_NUMBA, contact_jacobian
 from ._linalg import cholesky, cholesky_solve
@@ -506,8 +507,14 @@ class Simulator:
         self.step_index += 1
         return result
 
-    def run(self, duration: float) -> Trajectory:
-        """Simulate ``duration`` seconds (rounded to whole steps) from the current state."""
+    def run(self, duration: float, progress: bool = False, stream: Any = None) -> Trajectory:
+        """Simulate ``duration`` seconds (rounded to whole steps) from the current state.
+
+        Args:
+            duration: simulated time [s] >= 0.
+            progress: show a progress line (:class:`plants.progress.ProgressLine`) on ``stream``
+                (default stderr).
+        """
         duration = float(duration)
         if not (np.isfinite(duration) and duration >= 0):
             raise ValueError(f"duration must be >= 0 [s], got {duration}")
@@ -522,13 +529,18 @@ class Simulator:
         self._prev_pairs = (np.zeros(0, dtype=np.int64), np.zeros(0))
         self._onset = (-1, 0.0, 0.0)  # (step, depth, size) of the first deep overlap after the start
         first_step = self.step_index
+        bar = (ProgressLine(n, label=str(getattr(self, "info", {}).get("name", "")), stream=stream)
+               if progress else None)
         with blas_threads(self.blas_threads):  # once per run: the per-step blocks are then free
-            self._run_steps(n, t, q, v, stats)
+            self._run_steps(n, t, q, v, stats, bar)
         summary = self._summarize(t, q, v, stats, first_step)
         return Trajectory(t=t, q=q, v=v, stats=stats, summary=summary)
 
-    def _run_steps(self, n: int, t: np.ndarray, q: np.ndarray, v: np.ndarray, stats: dict[str, np.ndarray]) -> None:
+    def _run_steps(self, n: int, t: np.ndarray, q: np.ndarray, v: np.ndarray, stats: dict[str, np.ndarray],
+                   bar: ProgressLine | None = None) -> None:
         for i in range(n):
+            if bar is not None:
+                bar.update(i)
             t0 = time.perf_counter()
             r = self.step()
             stats["step_time"][i] = time.perf_counter() - t0
@@ -571,6 +583,8 @@ class Simulator:
             stats["solve_time"][i] = r.solve_time
             stats["free_motion_iterations"][i] = self._fm_iterations
             t[i + 1], q[i + 1], v[i + 1] = self.t, self.q, self.v
+        if bar is not None:
+            bar.update(n)
 
     def _overlaps(self, phi0: np.ndarray, result: ContactSolverResult) -> tuple[np.ndarray, np.ndarray]:
         """(measured, predicted): (n_c,) overlap of each contact of the last step at its start (−φ₀)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
 from ...errors import SimulationDivergedError
+from ...progress import ProgressLine
 from ..stepper import Trajectory
 from .cr import conjugate_residual
 from .local_global import FBAOptions, LocalGlobalSystem, StepStats
@@ -369,8 +371,9 @@ class DeformableSimulator:
         self.last_stats = stats
         return stats
 
-    def run(self, duration: float) -> DeformableTrajectory:
-        """Simulate ``duration`` seconds (rounded to whole steps) from the current state."""
+    def run(self, duration: float, progress: bool = False, stream: Any = None) -> DeformableTrajectory:
+        """Simulate ``duration`` seconds (rounded to whole steps) from the current state
+        (``progress``: a progress line on ``stream``, default stderr)."""
         duration = float(duration)
         if not (np.isfinite(duration) and duration >= 0):
             raise ValueError(f"duration must be >= 0 [s], got {duration}")
@@ -381,11 +384,15 @@ class DeformableSimulator:
         names = [f.name for f in fields(StepStats)]
         stats = {k: np.zeros(n, dtype=np.int64 if k == "n_contacts" else float) for k in names}
         t[0], X[0], V[0] = self.t, self.x, self.v
+        bar = (ProgressLine(n, label=str(getattr(self, "info", {}).get("name", "")), stream=stream)
+               if progress else None)
         for i in range(n):
             s = self.step()
             for k in names:
                 stats[k][i] = getattr(s, k)
             t[i + 1], X[i + 1], V[i + 1] = self.t, self.x, self.v
+            if bar is not None:
+                bar.update(i + 1)
         o = self.system.offsets
         pos = {b.name: X[:, o[i]:o[i + 1]] for i, b in enumerate(self.world.bodies)}
         vel = {b.name: V[:, o[i]:o[i + 1]] for i, b in enumerate(self.world.bodies)}
