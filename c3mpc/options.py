@@ -195,11 +195,13 @@ class C3Options:
             object.__setattr__(self, name, value)
         if value is None and name == "final_augmented_cost_contact_indices":
             return
+        expected = (f"a tuple of indices >= 0{' or None' if name != 'quaternion_indices' else ''}"
+                    f", got {value!r}")
         if not isinstance(value, tuple) or not all(
-                isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value):
-            raise C3TypeError(f"C3Options.{name} must be a tuple of indices >= 0"
-                              f"{' or None' if name != 'quaternion_indices' else ''}, got "
-                              f"{value!r}")
+                isinstance(i, int) and not isinstance(i, bool) for i in value):
+            raise C3TypeError(f"C3Options.{name} must be {expected}")
+        if any(i < 0 for i in value):
+            raise C3ValueError(f"C3Options.{name} must be {expected}")
 
     # ------------------------------------------------------------------ loading
     @classmethod
