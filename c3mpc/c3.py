@@ -48,7 +48,7 @@ MAX_HORIZON = 10**9
 CONSTRAINT_TOLERANCE = 1e-3
 """Largest relative violation of a linear constraint (``/(1 + |C v|)``) accepted in a plan that
 the QP solver reported as solved; beyond it the solve is ``QP_FAILED`` (OSQP can report success
-on data it cannot represent, e.g. |x0| = 1e31 against bounds of 10)."""
+on data it cannot represent, e.g. ``|x0| = 1e31`` against bounds of 10)."""
 
 
 def _check_finite(name: str, arr: np.ndarray) -> None:
@@ -399,7 +399,7 @@ class C3:
 
         Never raises on solver failure: a failed QP step or projection (including an exception
         raised by the QP solver, e.g. OSQP's), or a plan with non-finite entries (status
-        ``FAILED``: e.g. |x0| so large that the cost overflows), gives a result with a failure
+        ``FAILED``: e.g. ``|x0|`` so large that the cost overflows), gives a result with a failure
         status and the last feasible plan shifted by one knot (``fallback=True``), or NaN
         arrays when there is none. A success status always comes with finite x, u, lam, cost.
 
