@@ -25,21 +25,40 @@ T = TypeVar("T")
 def read_mapping(path: str | Path) -> dict[str, Any]:
     """Read a YAML (.yaml/.yml) or TOML (.toml) file into a dict.
 
+    YAML goes through the guarded loader of :mod:`c3mpc._yaml` (size and alias limits).
+
     Raises:
-        HardwareValueError: for another suffix or a file whose top level is not a mapping.
+        HardwareValueError: for another suffix, an unreadable or malformed file (one line with
+            the file and the line), or a file whose top level is not a mapping.
     """
     p = Path(path)
     suffix = p.suffix.lower()
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise HardwareValueError(f"cannot read config file {str(path)!r}: {e}") from None
     if suffix in (".yaml", ".yml"):
         import yaml
 
-        data = yaml.safe_load(p.read_text()) or {}
+        from c3mpc._yaml import load_located, yaml_error_line  # size and alias limits
+
+        try:
+            data = load_located(text)[0] or {}
+        except yaml.YAMLError as e:
+            line = yaml_error_line(e)
+            raise HardwareValueError(f"{path}{f', line {line}' if line else ''}: not valid YAML: "
+                                     f"{getattr(e, 'problem', None) or e}") from None
+        except ValueError as e:  # the loader's limits (YAMLLimitError)
+            raise HardwareValueError(f"{path}: {e}") from None
     elif suffix == ".toml":
         try:
             import tomllib
         except ImportError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
-        data = tomllib.loads(p.read_text())
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise HardwareValueError(f"{path}: not valid TOML: {e}") from None
     else:
         raise HardwareValueError(f"config file must be .yaml/.yml/.toml, got {str(path)!r}")
     if not isinstance(data, dict):

@@ -25,6 +25,14 @@ class PlantError(Exception):
     """Root of every error raised by :mod:`plants`."""
 
 
+class PlantValueError(PlantError, ValueError):
+    """A plant or simulator argument has the right type but a wrong shape or value."""
+
+
+class PlantTypeError(PlantError, TypeError):
+    """A plant or simulator argument has the wrong type (a string for a number, complex, ...)."""
+
+
 class UnknownPlantError(PlantError, ValueError):
     """``load_plant`` was given a name that is not registered; ``.available`` lists the names."""
 

@@ -310,7 +310,7 @@ def test_bad_scene_inputs():
     sim = load_scene("cube-slide")
     q = sim.q.copy()
     q[0] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ValueError, match="non-finite"):
         sim.set_state(q, sim.v)
     b = SceneBuilder()
     with pytest.raises(SceneError, match="no collision geometry"):

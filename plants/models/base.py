@@ -22,6 +22,7 @@ import numpy as np
 
 from lcs import LCS
 
+from .._validation import vector
 from ..paper.base import ControlDefaults
 
 __all__ = ["CONTACT_MODELS", "MultibodyModelPlant", "make_params", "lambda_count",
@@ -249,24 +250,12 @@ class MultibodyModelPlant(ABC):
     def _state(self, x: Any) -> np.ndarray:
         if x is None:
             return np.array(self.defaults.x0, dtype=float)
-        arr = np.asarray(x, dtype=float).reshape(-1) if not np.isscalar(x) else None
-        if arr is None or arr.shape != (self.n_x,):
-            raise ValueError(f"x must have shape ({self.n_x},) for {self.name}, got "
-                             f"{np.shape(x)}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"x has a non-finite entry: {arr}")
-        return arr
+        return vector("x", x, self.n_x)
 
     def _input(self, u: Any) -> np.ndarray:
         if u is None:
             return np.zeros(self.n_u)
-        arr = np.asarray(u, dtype=float).reshape(-1)
-        if arr.shape != (self.n_u,):
-            raise ValueError(f"u must have shape ({self.n_u},) for {self.name}, got "
-                             f"{np.shape(u)}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"u has a non-finite entry: {arr}")
-        return arr
+        return vector("u", u, self.n_u)
 
     def _dt(self, dt: Any) -> float:
         if dt is None:

@@ -25,6 +25,7 @@ from lcs.factory import (
     canonical_contact_model,
     lambda_size,
 )
+from lcs._validation import as_float_array
 from lcs.lcp import solve_lcp
 
 from .contacts import ContactDescription, ContactGeometry, ContactKinematics, ContactPair
@@ -308,11 +309,7 @@ class MultibodyPlant:
 
     # ------------------------------------------------------------------ checks
     def _split(self, x: Any, name: str = "x") -> tuple[np.ndarray, np.ndarray]:
-        try:
-            arr = np.asarray(x, dtype=float)
-        except (TypeError, ValueError) as e:
-            raise MultibodyTypeError(f"{name} must be a real array of shape ({self.n_x},) = "
-                                     f"[q (n_q={self.n_q}); v (n_v={self.n_v})]") from e
+        arr = as_float_array(name, x, (MultibodyTypeError, MultibodyValueError))
         if arr.ndim == 2 and arr.shape[1] == 1:
             arr = arr[:, 0]
         if arr.shape != (self.n_x,):
@@ -330,11 +327,8 @@ class MultibodyPlant:
     def _input(self, u: Any) -> np.ndarray:
         if u is None:
             return np.zeros(self.n_u)
-        try:
-            arr = np.asarray(u, dtype=float).reshape(-1) if np.ndim(u) else \
-                np.asarray([u], dtype=float)
-        except (TypeError, ValueError) as e:
-            raise MultibodyTypeError(f"u must be a real array of shape ({self.n_u},)") from e
+        arr = as_float_array("u", u, (MultibodyTypeError, MultibodyValueError))
+        arr = arr.reshape(-1) if arr.ndim == 0 or (arr.ndim == 2 and arr.shape[1] == 1) else arr
         if arr.shape != (self.n_u,):
             raise MultibodyValueError(f"u must have shape ({self.n_u},) for plant {self.name!r}, "
                                       f"got {np.shape(u)}")

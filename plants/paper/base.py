@@ -12,6 +12,8 @@ import numpy as np
 
 from lcs import LCS
 
+from .._validation import number, vector
+
 __all__ = ["ControlDefaults", "PaperLCSPlant"]
 
 
@@ -118,9 +120,15 @@ class PaperLCSPlant(ABC):
         State-independent plants build it once per time step (:meth:`_build`) and return the
         cached instance for the plant's own ``dt``; state-dependent plants override this.
         """
-        if dt is None or float(dt) == self.dt:
+        if x is not None:  # checked even where the LCS does not depend on them
+            self._state(x)
+        if u is not None:
+            vector("u", u, self.n_u)
+        if dt is not None:
+            dt = number("dt", dt, minimum=0.0, exclusive_minimum=True)
+        if dt is None or dt == self.dt:
             return self._default_lcs
-        return self._build(float(dt))
+        return self._build(dt)
 
     @cached_property
     def _default_lcs(self) -> LCS:
@@ -138,22 +146,11 @@ class PaperLCSPlant(ABC):
     def _state(self, x: Any) -> np.ndarray:
         if x is None:
             return np.asarray(self.defaults.x0, dtype=float)
-        arr = np.asarray(x, dtype=float).reshape(-1)
-        if arr.shape != (self.n_x,):
-            raise ValueError(f"x must have shape ({self.n_x},) for {self.name}, got "
-                             f"{np.shape(x)}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"x has a non-finite entry: {arr}")
-        return arr
+        return vector("x", x, self.n_x)
 
     def saturate(self, u: Any) -> np.ndarray:
         """``u`` clipped to the actuator limits ``defaults.u_lower/u_upper``."""
-        u = np.asarray(u, dtype=float).reshape(-1)
-        if u.shape != (self.n_u,):
-            raise ValueError(f"u must have shape ({self.n_u},) for {self.name}, got "
-                             f"{np.shape(u)}")
-        if not np.all(np.isfinite(u)):
-            raise ValueError(f"u has a non-finite entry: {u}")
+        u = vector("u", u, self.n_u)
         d = self.defaults
         return np.clip(u, d.u_lower, d.u_upper)
 

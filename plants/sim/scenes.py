@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._validation import number
 from ..errors import UnknownSceneError
 from .geometry import Box, ContactParams, HalfSpace, Sphere
 from .scene import JointSpring, Scene, SceneBuilder, box_inertia, example_robot_data_dir, sphere_inertia
@@ -125,10 +126,7 @@ def load_scene(name: Any, solver: Any = None, dt: float | None = None, scheme: s
         factory = _SCENES[name]
     except KeyError:
         raise UnknownSceneError(name, available_scenes()) from None
-    if dt is not None:
-        dt = float(dt)
-        if not (np.isfinite(dt) and dt > 0):
-            raise ValueError(f"dt must be a finite time step > 0 [s], got {dt}")
+    dt = number("dt", dt, minimum=0.0, exclusive_minimum=True, allow_none=True)
     spec = factory(dt=dt, **params)
     if hasattr(spec, "make_simulator"):  # deformable scenes (plants.sim.deformable.scenes)
         sim = spec.make_simulator(solver=solver, dt=dt, solver_options=solver_options, scheme=scheme)

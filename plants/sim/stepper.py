@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ContactSolveError, SimulationDivergedError
+from .._validation import duration_steps, number, vector
 from ..progress import ProgressLine
 from ._blas import blas_threads
 from ._geometry_kernels import HAVE_NUMBA, contact_jacobian
@@ -219,15 +220,9 @@ class Simulator:
     # ------------------------------------------------------------------ state
     def set_state(self, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> None:
         """Set (q, v, t); ValueError on wrong sizes or non-finite values."""
-        q = np.array(q, dtype=float).reshape(-1)
-        v = np.array(v, dtype=float).reshape(-1)
-        if q.shape != (self.model.nq,):
-            raise ValueError(f"q must have shape ({self.model.nq},), got {q.shape}")
-        if v.shape != (self.model.nv,):
-            raise ValueError(f"v must have shape ({self.model.nv},), got {v.shape}")
-        if not (np.isfinite(q).all() and np.isfinite(v).all()):
-            raise ValueError("state (q, v) contains NaN or Inf")
-        self.q, self.v, self.t = q, v, float(t)
+        q = vector("q", q, self.model.nq).copy()
+        v = vector("v", v, self.model.nv).copy()
+        self.q, self.v, self.t = q, v, number("t", t)
         self.step_index = 0
 
     def _precompute(self) -> None:
@@ -515,10 +510,8 @@ class Simulator:
             progress: show a progress line (:class:`plants.progress.ProgressLine`) on ``stream``
                 (default stderr).
         """
-        duration = float(duration)
-        if not (np.isfinite(duration) and duration >= 0):
-            raise ValueError(f"duration must be >= 0 [s], got {duration}")
-        n = int(round(duration / self.dt))
+        n = duration_steps(duration, self.dt,
+                           8 * (1 + self.model.nq + self.model.nv + len(STAT_FIELDS)))
         t = np.empty(n + 1)
         q = np.empty((n + 1, self.model.nq))
         v = np.empty((n + 1, self.model.nv))

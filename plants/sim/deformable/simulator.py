@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import SimulationDivergedError
+from ..._validation import duration_steps
 from ...progress import ProgressLine
 from ..stepper import Trajectory
 from .cr import conjugate_residual
@@ -374,10 +375,7 @@ class DeformableSimulator:
     def run(self, duration: float, progress: bool = False, stream: Any = None) -> DeformableTrajectory:
         """Simulate ``duration`` seconds (rounded to whole steps) from the current state
         (``progress``: a progress line on ``stream``, default stderr)."""
-        duration = float(duration)
-        if not (np.isfinite(duration) and duration >= 0):
-            raise ValueError(f"duration must be >= 0 [s], got {duration}")
-        n = int(round(duration / self.dt))
+        n = duration_steps(duration, self.dt, 8 * (1 + 6 * self.system.n + 16))
         t = np.empty(n + 1)
         X = np.empty((n + 1, self.system.n, 3))
         V = np.empty_like(X)
