@@ -2,6 +2,8 @@
 
     c3mpc run TASK [--projection P] [--config FILE] [--duration S] [--report DIR] [--seed N]
                    [--noise SIGMA] [--replan-every M] [--horizon N] [--quiet]
+    c3mpc run TASK_FILE.yaml [--duration S] [--report DIR] [--projection P] [--config FILE]
+                   [--horizon N] [--no-html] [--quiet]      (your robot: docs/own-robot.md)
     c3mpc run franka-ball [--balls 1|2|3] [--noise 0.001] [--solver sap] [--world panda|model]
                    [--duration S] [--report DIR] [--no-html] [--config FILE]
                    [--set FIELD=VALUE ...] [--list-options]
@@ -110,7 +112,22 @@ def _write_report(out: Path, summary: dict[str, Any], log: ClosedLoopLog, plant:
     plt.close(fig)
 
 
+def _task_name(text: str) -> str:
+    """A built-in task name or a task file path (argparse type of ``run``'s TASK)."""
+    from .task_file_cli import is_task_file
+
+    if text in TASKS or text == "franka-ball" or is_task_file(text):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {text!r} (choose from {', '.join(sorted([*TASKS, 'franka-ball']))}, "
+        "or give a task file: path/to/task.yaml)")
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    from .task_file_cli import is_task_file, run_task_file_command
+
+    if is_task_file(args.task):
+        return run_task_file_command(args)
     if args.task == "franka-ball":
         from .franka_cli import run_franka_ball_command
 
@@ -193,8 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="close the loop on a task with C3",
                          description="Run C3 in closed loop on one of the paper's tasks.")
-    run.add_argument("task", choices=sorted([*TASKS, "franka-ball"]), help="task name "
-                     "(franka-ball: C3 + full Panda in the contact simulator, docs/franka-ball.md)")
+    run.add_argument("task", type=_task_name, metavar="TASK|TASK_FILE", help="task name ("
+                     f"{', '.join(sorted([*TASKS, 'franka-ball']))}; franka-ball: C3 + full Panda "
+                     "in the contact simulator, docs/franka-ball.md) or a task file (.yaml: your "
+                     "own robot, docs/own-robot.md)")
     run.add_argument("--projection", choices=PROJECTIONS, help="projection method "
                      "(default: the paper's for the task)")
     run.add_argument("--config", help="YAML/TOML file of C3Options overrides (franka-ball: "

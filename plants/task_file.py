@@ -49,7 +49,7 @@ TASK_FILE_SUFFIXES = (".yaml", ".yml")
 TASK_KEYS: dict[str | None, tuple[str, ...]] = {
     None: ("model", "name", "actuated_joints", "gravity_compensation", "base_position",
            "base_quaternion", "planar_normal", "contacts", "contact_params", "planning", "cost", "start", "goal", "input_limits",
-           "simulation"),
+           "simulation", "success"),
     "contacts": ("a", "b", "mu", "friction_directions", "num_closest"),
     "contact_params": ("default", "geometries"),
     "params": ("stiffness", "dissipation", "mu"),
@@ -58,6 +58,7 @@ TASK_KEYS: dict[str | None, tuple[str, ...]] = {
     "U": ("state", "lambda", "input"),
     "cost": ("Q", "Q_velocity", "R", "QN_scale"),
     "simulation": ("solver", "dt", "control_rate", "duration", "self_collision"),
+    "success": ("tolerance",),
 }
 
 _DEFAULT_PARAMS = {"stiffness": 1e5, "dissipation": 1e-3, "mu": 0.5}
@@ -94,6 +95,9 @@ class TaskFile:
             whose ground is welded to the world link makes the ground part of the robot, and
             feet touching it at the start count as overlapping).
         data: the parsed YAML (plain values).
+        goal_joints: the joints the ``goal`` names (``c3mpc run`` judges success on them).
+        success_tolerance: largest final |q − q_goal| of a goal joint for success (``success:
+            {tolerance: ...}``, default 0.02, in the joint's unit: m or rad).
     """
 
     path: Path
@@ -109,6 +113,19 @@ class TaskFile:
     self_collision: bool
     contact_geometry_pairs: tuple[tuple[str, str], ...]
     data: Mapping[str, Any]
+    goal_joints: tuple[str, ...] = ()
+    success_tolerance: float = 0.02
+
+    def goal_errors(self, x: Any) -> dict[str, float]:
+        """Per goal joint, q − q_goal at state ``x`` (the norm over a multi-dof joint's q)."""
+        x = np.asarray(x, dtype=float)
+        owner = _joint_of_state(self.plant)[: self.plant.n_q]
+        out = {}
+        for joint in self.goal_joints:
+            idx = [i for i, name in enumerate(owner) if name == joint]
+            diff = x[idx] - self.x_goal[idx]
+            out[joint] = float(diff[0]) if len(idx) == 1 else float(np.linalg.norm(diff))
+        return out
 
     @property
     def defaults(self) -> Any:
@@ -501,10 +518,15 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
     geometry_pairs = tuple(sorted({(geom_names[a], geom_names[b])
                                    for a, b in zip(cand._cand_a, cand._cand_b)}))
 
+    r.mapping(("success",), "success")
+    tolerance = r.number(("success", "tolerance"), 0.02, positive=True)
+    goal_joints = tuple(k for k in (r.get(("goal",)) or {}) if k != "velocities")
+
     return TaskFile(path=path, model_path=model_path, plant=plant, x0=x0, x_goal=x_goal,
                     solver=solver, sim_dt=sim_dt, control_rate=rate, duration=duration,
                     geometry_params=geometry_params, self_collision=self_coll,
-                    contact_geometry_pairs=geometry_pairs, data=r.data)
+                    contact_geometry_pairs=geometry_pairs, data=r.data, goal_joints=goal_joints,
+                    success_tolerance=float(tolerance))
 
 
 def _joint_of_state(plant: Any) -> list[str]:
