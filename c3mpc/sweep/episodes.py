@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import numpy as np
@@ -29,8 +30,13 @@ from ..options import C3Options
 from ..runner import run_closed_loop
 from ..tasks import TASKS, Task, build_controller
 
-__all__ = ["TrialSetting", "Episode", "SweepTask", "ClosedLoopTask", "resolve_task",
-           "WEIGHT_SCALES", "TrialTimeoutError"]
+__all__ = ["TrialSetting", "Episode", "SweepTask", "ClosedLoopTask", "TaskFileTask",
+           "resolve_task", "WEIGHT_SCALES", "WORLDS", "TASK_FILE_SUFFIXES", "TrialTimeoutError"]
+
+#: Where a trial's episodes run: the plant's own LCS step, or the contact simulator.
+WORLDS = ("lcs", "simulator")
+#: A study ``task:`` ending so is a task file (``plants.load_task_file``).
+TASK_FILE_SUFFIXES = (".yaml", ".yml")
 
 #: Cost-weight scale factors a study may search over, and the matrices they multiply.
 WEIGHT_SCALES = {"G_scale": "G", "U_scale": "U", "Q_scale": "Q (and QN)", "R_scale": "R"}
@@ -169,14 +175,110 @@ class ClosedLoopTask:
                        steps=int(log.u.shape[0]))
 
 
-def resolve_task(ref: str) -> SweepTask:
-    """The task a study names: a ``c3mpc.tasks.TASKS`` key or ``"module:attribute"``.
+@lru_cache(maxsize=8)
+def _load_task_file(path: str) -> Any:
+    from plants import load_task_file
+
+    return load_task_file(path)
+
+
+@dataclass(frozen=True)
+class TaskFileTask:
+    """A task file (``plants.load_task_file``) as a sweep task.
+
+    Episode ``seed`` starts from the file's ``start`` plus a uniform perturbation in ``[-p, p]``
+    per state entry drawn from ``default_rng(seed)``; ``world="simulator"`` (the default for task
+    files) runs C3 in the contact simulator at the file's control rate
+    (:func:`c3mpc.run_in_simulator`), ``world="lcs"`` on the planning plant's own LCS step
+    (:func:`c3mpc.run_closed_loop`). Success: every goal joint within the file's
+    ``success.tolerance`` at the end (as ``c3mpc run TASK_FILE``); the accumulated cost uses the
+    file's Q and R at the control instants.
+    """
+
+    path: str
+    world: str = "simulator"
+
+    @property
+    def task(self) -> Any:
+        return _load_task_file(self.path)
+
+    @property
+    def name(self) -> str:
+        """The task's plant name."""
+        return str(self.task.plant.name)
+
+    def base_options(self) -> C3Options:
+        """The task file's projection, ADMM iterations and penalties."""
+        d = self.task.plant.defaults
+        return C3Options(projection=d.projection, admm_iter=d.admm_iter, rho=d.rho,
+                         rho_scale=d.rho_scale)
+
+    def run_episode(self, setting: TrialSetting, seed: int, *, duration: float | None,
+                    start_perturbation: np.ndarray, noise: float,
+                    check_deadline: Callable[[], None]) -> Episode:
+        """One seeded episode in the study's world with the trial's options and weights."""
+        from ..sim_loop import run_in_simulator
+
+        task = self.task
+        plant = task.plant
+        d = plant.defaults
+        q = setting.scale("Q_scale")
+        scaled = d.replace(G=setting.scale("G_scale") * d.G, U=setting.scale("U_scale") * d.U,
+                           Q=q * d.Q, QN=q * d.QN, R=setting.scale("R_scale") * d.R)
+        rng = np.random.default_rng(seed)
+        x0 = np.array(task.x0, dtype=float)
+        p = np.broadcast_to(np.asarray(start_perturbation, dtype=float), x0.shape)
+        if np.any(p > 0):
+            x0 = x0 + rng.uniform(-1.0, 1.0, size=x0.shape) * p
+        check_deadline()
+        ctrl = build_controller(_WeightedPlant(plant, scaled), setting.options, N=setting.N,
+                                x0=x0)
+        T = duration or task.duration
+
+        def stop(*_: Any) -> bool:
+            check_deadline()
+            return False
+
+        if self.world == "simulator":
+            log = run_in_simulator(plant, ctrl, task.simulator(x0), T,
+                                   control_rate=task.control_rate, Q=d.Q, R=d.R,
+                                   x_des=d.x_goal, stop=stop)
+        else:
+            steps = max(1, int(round(T / plant.dt)))
+            log = run_closed_loop(plant, ctrl, x0, steps, Q=d.Q, R=d.R, x_des=d.x_goal,
+                                  noise_std=noise, rng=np.random.default_rng(seed + 1_000_003),
+                                  stop=stop)
+        errors = task.goal_errors(log.x[-1])
+        success = max((abs(e) for e in errors.values()), default=0.0) <= task.success_tolerance
+        return Episode(success=bool(success), accumulated_cost=log.accumulated_cost,
+                       control_rate=log.control_rate,
+                       failed_steps=int(log.extras.get("failed_steps", 0)),
+                       steps=int(log.u.shape[0]))
+
+
+def resolve_task(ref: str, world: str = "lcs") -> SweepTask:
+    """The task a study names: a ``c3mpc.tasks.TASKS`` key, ``"module:attribute"``, or a task
+    file (``.yaml``/``.yml``) run in ``world`` ("simulator" or "lcs").
 
     Raises:
         C3ValueError: unknown name, import failure, or an object that is not a task.
     """
     if not isinstance(ref, str) or not ref:
         raise C3ValueError(f"task must be a task name or 'module:attribute', got {ref!r}")
+    if world not in WORLDS:
+        raise C3ValueError(f"world must be one of {list(WORLDS)}, got {world!r}")
+    if ref.lower().endswith(TASK_FILE_SUFFIXES):
+        try:
+            task = TaskFileTask(ref, world)
+            task.task  # load and validate now (one line with the file and line on error)
+        except FileNotFoundError as e:
+            raise C3ValueError(f"task file {ref!r} not found") from e
+        except ValueError as e:
+            raise C3ValueError(str(e)) from None
+        return task
+    if world != "lcs":
+        raise C3ValueError("world 'simulator' needs a task file (a registered task has no "
+                           "simulation scene)")
     if ref in TASKS:
         return ClosedLoopTask(TASKS[ref])
     if ":" not in ref:

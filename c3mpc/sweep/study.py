@@ -3,7 +3,10 @@
 A study is a YAML file (see docs/sweeps.md and examples/sweeps/cartpole.yaml)::
 
     name: cartpole-c3              # study name in the storage (default: the file's stem)
-    task: cartpole-softwalls       # c3mpc.tasks name, or "package.module:attribute"
+    task: cartpole-softwalls       # c3mpc.tasks name, "package.module:attribute", or a task
+                                   # file (path/to/task.yaml, relative to the study file)
+    world: lcs                     # where trials run: lcs (the planning LCS) or simulator (the
+                                   # contact simulator; task files only, and their default)
     options: {projection: lcp}     # fixed C3Options overrides for every trial
     search_space:
       rho: {low: 0.1, high: 10, log: true}
@@ -43,15 +46,16 @@ import yaml
 from ..errors import C3ValueError
 from ..options import C3Options
 from ._yaml_lines import YAMLLimitError, load_located
-from .episodes import WEIGHT_SCALES, ClosedLoopTask, SweepTask, resolve_task
+from .episodes import (TASK_FILE_SUFFIXES, WEIGHT_SCALES, WORLDS, ClosedLoopTask, SweepTask,
+                       resolve_task)
 from .objectives import DIRECTIONS, METRICS
 
 __all__ = ["Study", "ParamSpec", "ObjectiveSpec", "SamplerSpec", "StudyFileError", "load_study",
            "parse_study", "SAMPLERS", "searchable_parameters"]
 
 SAMPLERS = ("grid", "random", "tpe")
-_TOP_KEYS = ("name", "task", "options", "search_space", "sampler", "objectives", "trials",
-             "seeds", "duration", "start_perturbation", "noise", "timeout")
+_TOP_KEYS = ("name", "task", "world", "options", "search_space", "sampler", "objectives",
+             "trials", "seeds", "duration", "start_perturbation", "noise", "timeout")
 _PARAM_KEYS = ("low", "high", "log", "step", "points", "type", "choices")
 _DEFAULT_TRIALS = 20
 _DEFAULT_TIMEOUT = 600.0
@@ -198,7 +202,9 @@ class Study:
 
     Attributes:
         name: study name in the storage.
-        task: the task reference as written in the file.
+        task: the task reference as written in the file (a task file: its absolute path).
+        world: where trials run: "lcs" (the plant's own LCS step) or "simulator" (the contact
+            simulator, :func:`c3mpc.run_in_simulator`; task files only).
         search_space: searched parameters, in file order.
         objectives: one or more objectives (multi-objective when more than one).
         sampler: the sampler.
@@ -225,6 +231,7 @@ class Study:
     timeout: float = _DEFAULT_TIMEOUT
     options: Mapping[str, Any] = field(default_factory=dict)
     source: str = "<string>"
+    world: str = "lcs"
 
     @property
     def directions(self) -> list[str]:
@@ -263,12 +270,14 @@ class Study:
                    "sampler": dataclasses.asdict(self.sampler), "seeds": list(self.seeds),
                    "duration": self.duration, "start_perturbation": list(self.start_perturbation),
                    "noise": self.noise, "options": dict(self.options)}
+        if self.world != "lcs":  # (studies written before `world` existed keep their hash)
+            payload["world"] = self.world
         text = json.dumps(payload, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def resolve_task(self) -> SweepTask:
         """The task object (see :func:`c3mpc.sweep.episodes.resolve_task`)."""
-        return resolve_task(self.task)
+        return resolve_task(self.task, self.world)
 
 
 def load_study(path: str | Path) -> Study:
@@ -341,7 +350,8 @@ class _Parser:
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
             raise self.error(("name",), f"must be letters, digits, '.', '_' or '-' (it names "
                              f"the default run folder), got {name!r}")
-        task = self.parse_task(data["task"])
+        task_ref, world = self.parse_world(data["task"], data.get("world"))
+        task = self.parse_task(task_ref, world)
         base = self.parse_options(data.get("options") or {}, task)
         sampler = self.parse_sampler(data.get("sampler", "tpe"))
         space = self.parse_space(data["search_space"], base, sampler)
@@ -356,11 +366,14 @@ class _Parser:
         noise = self.number(("noise",), data.get("noise", 0.0))
         if noise < 0:
             raise self.error(("noise",), f"must be >= 0, got {noise}")
+        if noise > 0 and world == "simulator":
+            raise self.error(("noise",), "process noise is added to the planning LCS's state; "
+                             "with world: simulator it must be 0")
         timeout = self.number(("timeout",), data.get("timeout", _DEFAULT_TIMEOUT),
                               "a time in [s]")
         if timeout <= 0:
             raise self.error(("timeout",), f"must be > 0 s, got {timeout}")
-        study = Study(name=name, task=data["task"], search_space=space,
+        study = Study(name=name, task=task_ref, world=world, search_space=space,
                       objectives=objectives, sampler=sampler, seeds=seeds, duration=duration,
                       start_perturbation=perturbation, noise=noise, timeout=timeout,
                       options=dict(data.get("options") or {}), source=self.source)
@@ -369,9 +382,30 @@ class _Parser:
         trials = self.integer(("trials",), trials, minimum=1)
         return study.with_trials(trials)
 
-    def parse_task(self, ref: Any) -> SweepTask:
+    def parse_world(self, ref: Any, world: Any) -> tuple[Any, str]:
+        """The task reference (a task file: its absolute path, relative paths taken from the
+        study file's folder) and the world trials run in (default: "simulator" for a task
+        file, "lcs" otherwise)."""
+        is_file = isinstance(ref, str) and ref.lower().endswith(TASK_FILE_SUFFIXES)
+        if is_file:
+            path = Path(ref)
+            if not path.is_absolute() and self.source not in ("<string>", ""):
+                path = Path(self.source).resolve().parent / path
+            if not path.is_file():
+                raise self.error(("task",), f"task file {ref!r} not found (looked at {path})")
+            ref = str(path.resolve())
+        if world is None:
+            return ref, "simulator" if is_file else "lcs"
+        if world not in WORLDS:
+            raise self.error(("world",), f"must be one of {list(WORLDS)}, got {world!r}")
+        if world == "simulator" and not is_file:
+            raise self.error(("world",), "simulator needs a task file (path/to/task.yaml): a "
+                             "registered task has no simulation scene")
+        return ref, world
+
+    def parse_task(self, ref: Any, world: str = "lcs") -> SweepTask:
         try:
-            return resolve_task(ref)
+            return resolve_task(ref, world)
         except ValueError as e:
             raise self.error(("task",), str(e)) from None
 
