@@ -1,6 +1,6 @@
 """Benchmark the Franka ball closed loop (issue 7): controller rate and tracking, in the loop.
 
-Configurations (each one closed-loop run of ``c3mpc.tasks_franka.run_franka_ball``: C3 /
+Configurations (each one closed-loop run of ``c3mpc.tasks.franka_ball.run_franka_ball``: C3 /
 Algorithm 3 on the simplified model, full Panda in ``plants.sim`` under the impedance law,
 emulated 80 Hz vision; defaults of ``FrankaBallOptions``):
 
@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_report.py
 import _report  # noqa: E402
-from c3mpc.tasks_franka import FrankaBallOptions, run_franka_ball, summarize  # noqa: E402
+from c3mpc.tasks.franka_ball import FrankaBallOptions, run_franka_ball, summarize  # noqa: E402
 
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_franka_ball.json"
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"

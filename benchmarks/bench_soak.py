@@ -5,7 +5,7 @@ Two long runs, each in this one process, with the defaults:
 * **cart-pole** (``cartpole-softwalls``, C3 with the paper's options): ``run_closed_loop`` for
   10,000 control steps (100 s simulated) with process noise σ = 0.05 (seeded), so the
   controller keeps working instead of resting at the goal;
-* **Franka ball** (``c3mpc.tasks_franka.run_franka_ball``: full Panda in the contact simulator,
+* **Franka ball** (``c3mpc.tasks.franka_ball.run_franka_ball``: full Panda in the contact simulator,
   impedance control, emulated cameras, C3 re-planning): 10,000 simulator steps (20 s
   simulated at 2 ms), laps not stopped.
 
@@ -129,7 +129,7 @@ def soak_cartpole(steps: int) -> dict[str, Any]:
 
 
 def soak_franka(steps: int) -> dict[str, Any]:
-    from c3mpc.tasks_franka import FrankaBallOptions, run_franka_ball
+    from c3mpc.tasks.franka_ball import FrankaBallOptions, run_franka_ball
 
     o = FrankaBallOptions()
     o = FrankaBallOptions(duration=steps * o.sim_dt, stop_after_lap=False)
@@ -169,7 +169,7 @@ def repeated(name: str, steps: int, episodes: int) -> dict[str, Any]:
             run_closed_loop(plant, ctrl, d.x0, per, noise_std=0.05,
                             rng=np.random.default_rng(26), stop=hook)
         else:
-            from c3mpc.tasks_franka import FrankaBallOptions, run_franka_ball
+            from c3mpc.tasks.franka_ball import FrankaBallOptions, run_franka_ball
 
             o = FrankaBallOptions()
             start = []

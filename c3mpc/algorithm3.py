@@ -19,7 +19,7 @@ progress). Each phase selects its own C3 controller (same LCS, its own cost), si
 
 Nothing here imports ``plants``: the planner is given a plant object with ``lcs(x, u, dt=)``
 and a :class:`BallTaskLayout` saying where the end effector and the balls are in x.
-The simulated task (:mod:`c3mpc.tasks_franka`) and the deployment (``hardware/planner_c3.py``,
+The simulated task (:mod:`c3mpc.tasks.franka_ball`) and the deployment (``hardware/planner_c3.py``,
 a thin adapter) both plan with this :class:`Algorithm3Planner` + :class:`CircleTarget`.
 """
 
@@ -485,7 +485,7 @@ class Algorithm3Planner:
         """Steps 2-5 from the estimate ``x_hat`` (n_x,) at time ``t`` [s].
 
         ``x_resim`` (n_x,), optional: the state step 5 re-simulates from instead of ``x_hat``
-        (e.g. :meth:`c3mpc.contact_sensing.ForceSensedGap.step5_state`: the end effector-ball
+        (e.g. :meth:`c3mpc.tasks.contact_sensing.ForceSensedGap.step5_state`: the end effector-ball
         gap from the arm's force estimate). It may differ from ``x_hat`` only in the
         end-effector position; x_d's end-effector position is shifted back by that
         difference, so the command stays relative to the measured end effector.

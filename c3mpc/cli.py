@@ -114,7 +114,7 @@ def _write_report(out: Path, summary: dict[str, Any], log: ClosedLoopLog, plant:
 
 def _task_name(text: str) -> str:
     """A built-in task name or a task file path (argparse type of ``run``'s TASK)."""
-    from .task_file_cli import is_task_file
+    from .tasks.task_file import is_task_file
 
     if text in TASKS or text == "franka-ball" or is_task_file(text):
         return text
@@ -124,12 +124,12 @@ def _task_name(text: str) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .task_file_cli import is_task_file, run_task_file_command
+    from .tasks.task_file import is_task_file, run_task_file_command
 
     if is_task_file(args.task):
         return run_task_file_command(args)
     if args.task == "franka-ball":
-        from .franka_cli import run_franka_ball_command
+        from .tasks.franka_ball_cli import run_franka_ball_command
 
         return run_franka_ball_command(args)
     if args.set or args.list_options:

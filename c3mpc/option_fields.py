@@ -18,7 +18,7 @@ This module gives generic access instead, driven by the dataclass' own field typ
 
 Fields typed ``Any`` can be given a concrete options dataclass through ``nested``, with a
 factory for its default when the field's default is None (e.g. the impedance gains of
-:class:`c3mpc.tasks_franka.FrankaBallOptions`).
+:class:`c3mpc.tasks.franka_ball.FrankaBallOptions`).
 """
 
 from __future__ import annotations

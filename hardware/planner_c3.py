@@ -1,6 +1,6 @@
 """C3 as the deploy loop's planner for ``franka-ball``: a thin adapter around the canonical
 Algorithm 3 (:class:`c3mpc.algorithm3.Algorithm3Planner` + :class:`~c3mpc.algorithm3.CircleTarget`,
-built by :func:`c3mpc.tasks_franka.build_planner` exactly as the simulated closed loop builds
+built by :func:`c3mpc.tasks.franka_ball.build_planner` exactly as the simulated closed loop builds
 it: two C3 controllers for the Phase I/II costs, eq. (25) target, Fig. 10 biases).
 
 The adapter only converts:
@@ -90,7 +90,7 @@ class C3Planner:
 
     def __init__(self, options: C3PlannerOptions | None = None,
                  impedance: ImpedanceParams | None = None):
-        from c3mpc.tasks_franka import FrankaBallOptions, build_planner, franka_layout
+        from c3mpc.tasks.franka_ball import FrankaBallOptions, build_planner, franka_layout
         from plants import load_plant
         from plants.models.franka_ball import BALL_RADIUS
 

@@ -3,7 +3,7 @@
 The twin is the deployment's digital twin of the robot side: the same topics and message types
 as a franka_ros setup with rosbridge_server (see :mod:`hardware.franka`), backed by
 
-* the world of the closed-loop task (:mod:`c3mpc.tasks_franka`): by default the **full Panda**
+* the world of the closed-loop task (:mod:`c3mpc.tasks.franka_ball`): by default the **full Panda**
   (example-robot-data URDF, 7 joints) with a spherical end effector and a free ball in the
   contact simulator ``plants.sim`` (SAP, 2 ms), or ``world="model"``, the simplified
   ``franka-ball`` model's own LCS with a point-mass end effector;
@@ -24,7 +24,7 @@ recorded (:class:`~hardware.bridged_robot.CommandRecord`) and applied at the nex
 step.
 
 :func:`make_franka_ball_world` is the small public accessor to the task's world objects
-(``c3mpc.tasks_franka.make_world``).
+(``c3mpc.tasks.franka_ball.make_world``).
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ class FrankaBallWorld:
 
 def make_franka_ball_world(world: str = "panda", gains: ImpedanceParams | None = None,
                            sim_dt: float = 0.002, solver: str = "sap") -> FrankaBallWorld:
-    """The single-ball world of :mod:`c3mpc.tasks_franka` at the task's start state (ball on
+    """The single-ball world of :mod:`c3mpc.tasks.franka_ball` at the task's start state (ball on
     the circle at (0.55, 0.1), end effector resting on top of it).
 
     Args:

@@ -22,7 +22,7 @@ same numbers and should reuse this module's law (it may import ``plants``; ``pla
 import ``hardware``).
 
 :class:`TaskSpaceImpedance` evaluates the law on a Pinocchio model of the arm (the full Panda in
-:mod:`c3mpc.tasks_franka`): one call computes J_f, M_f, C_f at (q, v) and returns the joint
+:mod:`c3mpc.tasks.franka_ball`): one call computes J_f, M_f, C_f at (q, v) and returns the joint
 torques.
 """
 

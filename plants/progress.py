@@ -78,8 +78,10 @@ class ProgressLine:
         eta = (f"{int(left // 60)}:{int(left % 60):02d} left" if left != float("inf")
                else "--:-- left")
         head = f"{self.label} " if self.label else ""
+        speed = (f"{rate:.0f} {self.unit}/s" if rate >= 1 or self.done == 0
+                 else f"{1 / rate:.1f} s per {self.unit.rstrip('s') or self.unit}")
         return (f"{head}[{bar}{'.' * (self.width - len(bar))}] {self.done}/{self.total} "
-                f"{self.unit}, {rate:.0f} {self.unit}/s, {eta}")
+                f"{self.unit}, {speed}, {eta}")
 
     def close(self) -> None:
         """End the line (a terminal gets its newline)."""

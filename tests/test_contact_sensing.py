@@ -1,4 +1,4 @@
-"""Step 5 from the arm's contact force (c3mpc.contact_sensing, estimators.EmulatedForceSensor,
+"""Step 5 from the arm's contact force (c3mpc.tasks.contact_sensing, estimators.EmulatedForceSensor,
 Algorithm3Planner.plan(x_resim=...)).
 
 Independent answers: the gap formula by hand, distances and directions by geometry, the noise
@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from c3mpc.contact_sensing import ForceSensedGap
+from c3mpc.tasks.contact_sensing import ForceSensedGap
 from c3mpc.errors import C3ValueError
-from c3mpc.tasks_franka import (
+from c3mpc.tasks.franka_ball import (
     FrankaBallOptions,
     build_planner,
     franka_layout,

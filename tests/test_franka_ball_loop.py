@@ -15,7 +15,7 @@ import json
 import numpy as np
 import pytest
 
-from c3mpc.tasks_franka import FrankaBallOptions, run_franka_ball, summarize
+from c3mpc.tasks.franka_ball import FrankaBallOptions, run_franka_ball, summarize
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_report_and_cli(tmp_path):
     assert (out / "trajectory.png").stat().st_size > 10_000
     assert s["lap_completed"] is False
     # run.mcap: the documented channels, one message per step / plan, equal to the npz arrays
-    from c3mpc.franka_report import MCAP_CHANNELS
+    from c3mpc.tasks.franka_ball_report import MCAP_CHANNELS
     from c3mpc.mcap_log import channels, read_channel
 
     documented = {name.replace("{k}", "0") for name in MCAP_CHANNELS}

@@ -15,7 +15,7 @@ import pytest
 
 from c3mpc.algorithm3 import CircleTarget, GaitOptions
 from c3mpc.errors import C3ValueError
-from c3mpc.tasks_franka import (
+from c3mpc.tasks.franka_ball import (
     FrankaBallOptions,
     _default_vision,
     build_planner,
@@ -145,7 +145,7 @@ def test_one_mm_noise_full_lap_mostly_in_the_band_and_returns_at_fixed_latency(s
 
 # ---------------------------------------------------------------------------- tunings
 def test_tuning_fills_the_fields_left_none_from_the_table():
-    from c3mpc.tasks_franka import TUNINGS, task_gains
+    from c3mpc.tasks.franka_ball import TUNINGS, task_gains
 
     for kw, name in (({}, "nominal"), ({"noise_std": 0.001}, "noisy"),
                      ({"noise_std": 0.001, "n_balls": 2}, "nominal"),

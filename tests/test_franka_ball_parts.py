@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from c3mpc.algorithm3 import CircleTarget, GaitOptions, LineTarget, PhaseTarget
-from c3mpc.tasks_franka import FrankaBallOptions, build_planner, franka_layout
+from c3mpc.tasks.franka_ball import FrankaBallOptions, build_planner, franka_layout
 from plants import load_plant
 from plants.franka_sim import (
     EE_FRAME,
@@ -223,7 +223,7 @@ def test_panda_world_clips_joint_torques_to_the_urdf_effort_limits():
     the drives give; the world applies exactly ±effortLimit on the saturated joints (87 N m
     joints 1-4, 12 N m joints 5-7) and counts the step, and without the option the same state
     gives the unclipped torque (the same numbers where it is inside the limits)."""
-    from c3mpc.tasks_franka import TASK_STIFFNESS, make_world
+    from c3mpc.tasks.franka_ball import TASK_STIFFNESS, make_world
 
     plant = load_plant("franka-ball")
     layout = franka_layout(plant)

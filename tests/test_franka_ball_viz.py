@@ -3,7 +3,7 @@
 A short closed-loop run (0.3 s simulated, the full Panda) is recorded into the standalone HTML of
 ``vis.static_html()``; headless Chromium (Debian's ``chromium``, installed by ``make test``) takes
 a screenshot, and pixel statistics say the scene rendered: the image is not blank (many distinct
-colours, large spread), the robot's orange (:data:`c3mpc.viz.ROBOT_RGB`) covers a visible area
+colours, large spread), the robot's orange (:data:`c3mpc.tasks.franka_ball_viz.ROBOT_RGB`) covers a visible area
 and the blue balls are present. Skips (with the reason) only when Chromium is not installed.
 """
 
@@ -15,7 +15,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from c3mpc.viz import BALL_RGB, ROBOT_RGB
+from c3mpc.tasks.franka_ball_viz import BALL_RGB, ROBOT_RGB
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -25,9 +25,9 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory):
-    from c3mpc.franka_report import write_report
-    from c3mpc.tasks_franka import FrankaBallOptions, run_franka_ball, summarize
-    from c3mpc.viz import FrankaBallViewer
+    from c3mpc.tasks.franka_ball_report import write_report
+    from c3mpc.tasks.franka_ball import FrankaBallOptions, run_franka_ball, summarize
+    from c3mpc.tasks.franka_ball_viz import FrankaBallViewer
 
     log = run_franka_ball(FrankaBallOptions(duration=0.3))
     out = tmp_path_factory.mktemp("report")

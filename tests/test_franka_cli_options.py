@@ -1,5 +1,5 @@
 """Generic, typed access to FrankaBallOptions from ``c3mpc run franka-ball``: ``--set
-FIELD=VALUE``, ``--config FILE``, ``--list-options`` (c3mpc/option_fields.py, c3mpc/franka_cli.py).
+FIELD=VALUE``, ``--config FILE``, ``--list-options`` (c3mpc/option_fields.py, c3mpc/tasks/franka_ball_cli.py).
 
 The value parser is checked property-based against Python's own literal parsing (a float's
 ``repr`` parses back to the same float, bit for bit); the resolution of defaults < config file <
@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from c3mpc.cli import build_parser, main
-from c3mpc.franka_cli import franka_ball_options, list_options_text
+from c3mpc.tasks.franka_ball_cli import franka_ball_options, list_options_text
 from c3mpc.option_fields import (
     OptionValueError,
     coerce_value,
@@ -33,7 +33,7 @@ from c3mpc.option_fields import (
     resolve_options,
 )
 from c3mpc.options import C3Options
-from c3mpc.tasks_franka import TASK_STIFFNESS, FrankaBallOptions
+from c3mpc.tasks.franka_ball import TASK_STIFFNESS, FrankaBallOptions
 from plants.impedance import ImpedanceGains
 
 
@@ -280,13 +280,13 @@ def test_toml_round_trip_of_every_field(tmp_path):
 def test_summary_options_reload_to_the_same_options():
     """summary.json's ``options`` (tasks_franka._options_dict: tuples as lists, nested options
     as tables) is itself a valid config."""
-    from c3mpc.tasks_franka import _options_dict
+    from c3mpc.tasks.franka_ball import _options_dict
 
     o = dataclasses.replace(FrankaBallOptions(), center=(0.5, 0.1), min_command_delay=None,
                             impedance=ImpedanceGains(rotational_damping=30.0))
     data = json.loads(json.dumps(_options_dict(o)))
     assert resolve_options(FrankaBallOptions, [("summary", flatten_mapping(data))],
-                           {"impedance": __import__("c3mpc.franka_cli", fromlist=["_nested"])
+                           {"impedance": __import__("c3mpc.tasks.franka_ball_cli", fromlist=["_nested"])
                             ._nested()["impedance"]}) == o
 
 
@@ -342,7 +342,7 @@ def test_resolved_options_reach_summary_json(tmp_path):
 def test_summary_line_says_when_the_band_share_is_of_a_run_that_stopped_early(capsys):
     """A run the simulator stopped (e.g. diverged after a strike) reports its band share as a
     share of the simulated seconds, and the printout says so instead of "of the time"."""
-    from c3mpc.franka_cli import _print_summary
+    from c3mpc.tasks.franka_ball_cli import _print_summary
 
     s = {"simulated_time_s": 10.33, "wall_time_s": 35.9, "simulated": "panda world",
          "n_balls": 1, "lap_completed": False, "lap_time_s": None, "lap_angle_deg": -117.0,
@@ -367,7 +367,7 @@ def test_boolean_options_reject_non_booleans(field, value):
     """A switch given as a string or number (a truthy "no" would silently turn it on) is an
     error naming the field."""
     from c3mpc.errors import C3ValueError
-    from c3mpc.tasks_franka import FrankaBallOptions
+    from c3mpc.tasks.franka_ball import FrankaBallOptions
 
     with pytest.raises(C3ValueError, match=field):
         FrankaBallOptions(**{field: value})
@@ -384,7 +384,7 @@ def test_twin_status_interval_must_be_non_negative_seconds(text, capsys):
 
 
 def test_noise_flag_selects_the_noisy_tuning_unless_told_otherwise(tmp_path):
-    from c3mpc.tasks_franka import TUNINGS
+    from c3mpc.tasks.franka_ball import TUNINGS
 
     o, _ = _opts("--noise", "0.001")
     noisy = TUNINGS["noisy"]
@@ -406,7 +406,7 @@ def test_noise_flag_selects_the_noisy_tuning_unless_told_otherwise(tmp_path):
 
 
 def test_success_uses_the_noise_free_or_the_noisy_criterion():
-    from c3mpc.franka_cli import success
+    from c3mpc.tasks.franka_ball_cli import success
 
     done = {"task_completed": True, "returned_to_band_after_every_exit": True}
     quiet, noisy = FrankaBallOptions(), FrankaBallOptions(noise_std=0.001)

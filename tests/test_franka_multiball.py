@@ -15,7 +15,7 @@ import pytest
 
 from c3mpc.algorithm3 import GaitOptions, LineTarget
 from c3mpc.errors import C3ValueError
-from c3mpc.tasks_franka import FrankaBallOptions, franka_layout, run_franka_ball, summarize
+from c3mpc.tasks.franka_ball import FrankaBallOptions, franka_layout, run_franka_ball, summarize
 from plants import load_plant
 
 R_BALL = 0.0315
@@ -246,7 +246,7 @@ def test_phase1_steer_shifts_the_bias_towards_the_line(two_balls):
 def test_line_steer_default_per_ball_count():
     """Steering is the 3-ball default only (docs/franka-ball.md: it cost 2 balls 3 of 6
     fixed-latency runs)."""
-    from c3mpc.tasks_franka import LINE_STEER_GAINS, build_planner
+    from c3mpc.tasks.franka_ball import LINE_STEER_GAINS, build_planner
 
     for n, expected in ((2, None), (3, LINE_STEER_GAINS)):
         o = FrankaBallOptions(n_balls=n)

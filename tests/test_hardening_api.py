@@ -329,14 +329,14 @@ def test_miqp_baseline_does_not_coerce(kw, message):
     (dict(radius=1 + 0j), "FrankaBallOptions.radius must be float, got complex"),
 ])
 def test_franka_ball_options_do_not_coerce(kw, message):
-    from c3mpc.tasks_franka import FrankaBallOptions
+    from c3mpc.tasks.franka_ball import FrankaBallOptions
 
     with pytest.raises(ValueError, match=message):
         FrankaBallOptions(**kw)
 
 
 def test_franka_ball_options_normalise_exact_values():
-    from c3mpc.tasks_franka import FrankaBallOptions
+    from c3mpc.tasks.franka_ball import FrankaBallOptions
 
     o = FrankaBallOptions(radius=1, center=np.array([0.5, 0.1]))
     assert type(o.radius) is float and o.radius == 1.0 and o.center == (0.5, 0.1)

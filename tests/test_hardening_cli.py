@@ -161,7 +161,7 @@ def test_signal_writes_a_partial_report_and_exits_130(sig, tmp_path):
 
 def test_franka_ball_run_stops_on_request_with_a_summarizable_partial_log():
     """The hook `c3mpc run franka-ball` passes its Ctrl-C/SIGTERM flag through."""
-    from c3mpc.tasks_franka import FrankaBallOptions, run_franka_ball, summarize
+    from c3mpc.tasks.franka_ball import FrankaBallOptions, run_franka_ball, summarize
 
     calls = []
 
@@ -187,7 +187,7 @@ def test_ctrl_c_in_run_franka_ball_writes_a_partial_report_and_exits_130(tmp_pat
                                                                         capsys):
     """The real SIGINT handler of `c3mpc run franka-ball`: the signal is raised (to this
     process) from inside the loop after 20 simulator steps."""
-    import c3mpc.tasks_franka as tf
+    import c3mpc.tasks.franka_ball as tf
 
     original = tf.run_franka_ball
 

@@ -42,3 +42,10 @@ def test_simulator_runs_show_progress_only_when_asked():
     assert quiet.getvalue() == ""
     assert shown.getvalue().splitlines()[-1].startswith("cube-slide [")
     assert "100/100 steps" in shown.getvalue()
+
+
+def test_slow_work_shows_seconds_per_unit():
+    bar = ProgressLine(10, unit="runs", stream=io.StringIO())
+    bar.t0 -= 20.0  # 2 runs in 20 s
+    bar.done = 2
+    assert "10.0 s per run" in bar.text()

@@ -69,8 +69,8 @@ print(f"{traj.n_steps} steps, {np.median(traj.stats['step_time']) * 1e6:.0f} µs
 
 C3 (Algorithm 3) plans on the simplified model; the full Panda in the contact simulator tracks
 the plan through the impedance law. The viewer records the run into a standalone HTML file."""),
-    ("code", """from c3mpc.tasks_franka import FrankaBallOptions, run_franka_ball, summarize
-from c3mpc.viz import FrankaBallViewer
+    ("code", """from c3mpc.tasks.franka_ball import FrankaBallOptions, run_franka_ball, summarize
+from c3mpc.tasks.franka_ball_viz import FrankaBallViewer
 
 fb_log = run_franka_ball(FrankaBallOptions(duration=0.5))
 summary = summarize(fb_log)

@@ -110,7 +110,7 @@ class FrankaBalls(_AccelerationInput, MultibodyModelPlant):
         and u.
 
         Start: the balls in a row along y at x_c = 0.55, ``spacing`` apart (default 0.1 m;
-        the closed-loop task (``c3mpc.tasks_franka``) uses 0.15 m for 3 balls: with 0.1 m there
+        the closed-loop task (``c3mpc.tasks.franka_ball``) uses 0.15 m for 3 balls: with 0.1 m there
         is no room for the end effector 4.25 cm behind a ball with another ball behind it);
         the first ball at y = 0, the end effector 5 mm above the last ball. Goal: every ball moved by ``dy`` along +y at x = x_c (the
         paper's line task), the end effector above the last ball's goal.

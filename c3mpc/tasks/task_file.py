@@ -35,11 +35,11 @@ def run_task_file_command(args: argparse.Namespace) -> int:
     """``c3mpc run TASK_FILE``: returns the exit status (0 success, 1 goal missed, 130 Ctrl-C)."""
     from plants import load_task_file
 
-    from ._run_guard import EXIT_INTERRUPTED, StopRequest, prepare_report_dir
-    from .options import C3Options
-    from .option_fields import read_mapping
-    from .sim_loop import run_in_simulator
-    from .tasks import build_controller
+    from .._run_guard import EXIT_INTERRUPTED, StopRequest, prepare_report_dir
+    from ..options import C3Options
+    from ..option_fields import read_mapping
+    from ..sim_loop import run_in_simulator
+    from .registry import build_controller
 
     given = [f"--{k.replace('_', '-')}" for k in _NOT_FOR_TASK_FILES
              if getattr(args, k, None) not in (None, False, [])]
@@ -113,7 +113,7 @@ def run_task_file_command(args: argparse.Namespace) -> int:
 
 def _write_report(out: Path, summary: dict[str, Any], log: Any, plant: Any, sim: Any,
                   html: bool) -> None:
-    from .mcap_log import write_closed_loop
+    from ..mcap_log import write_closed_loop
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=_plain))

@@ -6,7 +6,7 @@ See docs/franka-ball.md.
                           [--projection P] [--duration S] [--report DIR] [--no-html] [--seed N]
                           [--config FILE.toml|.yaml] [--set FIELD=VALUE ...] [--list-options]
 
-Every field of :class:`c3mpc.tasks_franka.FrankaBallOptions` can be set: ``--set FIELD=VALUE``
+Every field of :class:`c3mpc.tasks.franka_ball.FrankaBallOptions` can be set: ``--set FIELD=VALUE``
 (repeatable; dotted names reach nested options, ``gait.phase2_back=0.05``,
 ``impedance.translational_stiffness=1500``) or a ``--config`` file holding the fields at top
 level or under a ``[franka_ball]`` table. Precedence: defaults < config file < flags (the named
@@ -28,8 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._run_guard import EXIT_INTERRUPTED, StopRequest, prepare_report_dir
-from .option_fields import (
+from .._run_guard import EXIT_INTERRUPTED, StopRequest, prepare_report_dir
+from ..option_fields import (
     NestedField,
     OptionValueError,
     describe_fields,
@@ -67,7 +67,7 @@ def _nested() -> dict[str, NestedField]:
     """
     from plants.impedance import ImpedanceGains
 
-    from .tasks_franka import task_gains
+    from .franka_ball import task_gains
 
     def default_gains(o: Any) -> Any:  # as run_franka_ball does for impedance=None
         return task_gains(o)
@@ -87,7 +87,7 @@ def franka_ball_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
             field and the expected type), a field given both by a named flag and ``--set``, or
             options FrankaBallOptions rejects.
     """
-    from .tasks_franka import FrankaBallOptions
+    from .franka_ball import FrankaBallOptions
 
     layers: list[tuple[str, dict[str, Any]]] = []
     config = getattr(args, "config", None)
@@ -119,7 +119,7 @@ def franka_ball_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 def list_options_text() -> str:
     """The ``--list-options`` listing: one field a line (name: type = default), its doc below."""
-    from .tasks_franka import FrankaBallOptions
+    from .franka_ball import FrankaBallOptions
 
     lines = [f"FrankaBallOptions (set with --set FIELD=VALUE, or in a --config .toml/.yaml file "
              f"at top level or under [{CONFIG_SECTION}]; 'none' for None):"]
@@ -153,7 +153,7 @@ def success(o: Any, s: dict[str, Any]) -> bool:
 
 def run_franka_ball_command(args: argparse.Namespace) -> int:
     """Run the task with the parsed ``c3mpc run`` arguments."""
-    from .tasks_franka import run_franka_ball, summarize
+    from .franka_ball import run_franka_ball, summarize
 
     if getattr(args, "list_options", False):
         print(list_options_text())
@@ -185,7 +185,7 @@ def run_franka_ball_command(args: argparse.Namespace) -> int:
               f"summary covers the run so far")
     _print_summary(s)
     if args.report:
-        from .franka_report import write_report
+        from .franka_ball_report import write_report
 
         paths = write_report(args.report, log, s, viewer)
         print(f"  {'partial ' if stop.requested else ''}report written to "
@@ -200,7 +200,7 @@ def run_franka_ball_command(args: argparse.Namespace) -> int:
 
 def _viewer(o: Any) -> Any:
     try:
-        from .viz import FrankaBallViewer
+        from .franka_ball_viz import FrankaBallViewer
 
         return FrankaBallViewer(o.n_balls, path="circle" if o.n_balls == 1 else "line",
                                 center=tuple(o.center), radius=o.radius, band=o.band,

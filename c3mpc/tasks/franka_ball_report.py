@@ -2,7 +2,7 @@
 
 Files:
 
-* ``summary.json``: :func:`c3mpc.tasks_franka.summarize` (band_fraction, max_error_m,
+* ``summary.json``: :func:`c3mpc.tasks.franka_ball.summarize` (band_fraction, max_error_m,
   controller_rate_hz, solve_time_median_s, excursions, contact statistics, options) plus the
   machine;
 * ``trajectory.png``: top view of the balls against the desired path and its band, tracking error
@@ -109,9 +109,9 @@ def write_report(out: str | Path, log: Any, summary: dict[str, Any],
 
     Args:
         out: folder (created).
-        log: the :class:`~c3mpc.tasks_franka.FrankaBallLog`.
-        summary: its :func:`~c3mpc.tasks_franka.summarize` dict.
-        viewer: a :class:`~c3mpc.viz.FrankaBallViewer` to record into ``meshcat.html`` (None:
+        log: the :class:`~c3mpc.tasks.franka_ball.FrankaBallLog`.
+        summary: its :func:`~c3mpc.tasks.franka_ball.summarize` dict.
+        viewer: a :class:`~c3mpc.tasks.franka_ball_viz.FrankaBallViewer` to record into ``meshcat.html`` (None:
             no HTML).
     """
     out = Path(out)
@@ -152,13 +152,13 @@ MCAP_CHANNELS: dict[str, str] = {
 
 
 def write_mcap(path: str | Path, log: Any) -> Path:
-    """Write a :class:`~c3mpc.tasks_franka.FrankaBallLog` as MCAP (:data:`MCAP_CHANNELS`).
+    """Write a :class:`~c3mpc.tasks.franka_ball.FrankaBallLog` as MCAP (:data:`MCAP_CHANNELS`).
 
     One message per simulator step on the per-step channels and one per plan on
     ``/c3mpc/plan``, interleaved in time order; log times are simulated seconds.
     """
-    from .mcap_log import POSE_IN_FRAME_SCHEMA, McapLog, record_schema
-    from .result import C3Status
+    from ..mcap_log import POSE_IN_FRAME_SCHEMA, McapLog, record_schema
+    from ..result import C3Status
 
     t, ee, q = log.t.tolist(), log.ee.tolist(), log.q_arm.tolist()
     balls, quats, est = log.balls.tolist(), log.ball_quat.tolist(), log.balls_est.tolist()

@@ -9,13 +9,13 @@ desired path (circle or line) and its 2 cm band edges in green, C3's N+1 planned
 knots as small yellow spheres, and the desired force λ_d → f as a magenta bar from the end
 effector (1 cm per newton).
 
-:meth:`FrankaBallViewer.record` turns a :class:`~c3mpc.tasks_franka.FrankaBallLog` into a meshcat
+:meth:`FrankaBallViewer.record` turns a :class:`~c3mpc.tasks.franka_ball.FrankaBallLog` into a meshcat
 animation (transforms only, ``fps`` frames per simulated second) and :meth:`save_html` writes
 ``vis.static_html()``: a single file with three.js inlined that plays the recording offline.
 
 meshcat's Python client talks to a ``meshcat-server`` subprocess over ZMQ on loopback; the
 viewer starts one unless given ``zmq_url``. ``plants`` is imported lazily (this module belongs to
-the task/CLI layer, like :mod:`c3mpc.tasks_franka`).
+the task/CLI layer, like :mod:`c3mpc.tasks.franka_ball`).
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ class FrankaBallViewer:
             node.set_transform(T)
 
     def record(self, log: Any, fps: float = 20.0) -> int:
-        """Load ``log`` (a :class:`~c3mpc.tasks_franka.FrankaBallLog`) as the viewer's
+        """Load ``log`` (a :class:`~c3mpc.tasks.franka_ball.FrankaBallLog`) as the viewer's
         animation; returns the number of frames."""
         from meshcat.animation import Animation
 

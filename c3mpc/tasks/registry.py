@@ -12,10 +12,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .c3 import C3
-from .errors import C3ValueError
-from .options import C3Options
-from .runner import ClosedLoopLog
+from ..c3 import C3
+from ..errors import C3ValueError
+from ..options import C3Options
+from ..runner import ClosedLoopLog
 
 __all__ = ["Task", "TASKS", "get_task", "build_controller", "longest_run_within"]
 

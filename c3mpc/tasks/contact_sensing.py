@@ -21,7 +21,7 @@ the estimate with the end effector moved along the estimated normal onto that ga
 direction still comes from the camera. Without a sensed contact (F below a threshold), the
 geometric gap is used, clamped at 0: the force sensor says the two are not pressed together.
 
-:class:`ForceSensedGap` does the conversion; ``c3mpc.tasks_franka`` emulates the sensor
+:class:`ForceSensedGap` does the conversion; ``c3mpc.tasks.franka_ball`` emulates the sensor
 (``estimators.EmulatedForceSensor``: the contact's elastic force + Gaussian noise) and passes
 the result to :meth:`c3mpc.algorithm3.Algorithm3Planner.plan` as ``x_resim``.
 """
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .algorithm3 import BallTaskLayout
-from .errors import C3ValueError
+from ..algorithm3 import BallTaskLayout
+from ..errors import C3ValueError
 
 __all__ = ["ForceSensedGap"]
 

@@ -37,7 +37,7 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
-from .algorithm3 import (
+from ..algorithm3 import (
     Algorithm3Planner,
     BallTaskLayout,
     CircleTarget,
@@ -45,11 +45,11 @@ from .algorithm3 import (
     LineTarget,
     Plan,
 )
-from .c3 import C3
+from ..c3 import C3
 from .contact_sensing import ForceSensedGap
-from .errors import C3ValueError
-from .option_fields import check_field_types
-from .options import C3Options
+from ..errors import C3ValueError
+from ..option_fields import check_field_types
+from ..options import C3Options
 
 __all__ = ["FrankaBallOptions", "FrankaBallLog", "run_franka_ball", "franka_layout",
            "build_planner",
@@ -152,7 +152,7 @@ class FrankaBallOptions:
         force_sensing: single ball, panda world: step 5 takes the end effector-ball gap from
             the arm's contact-force estimate while a contact is sensed (emulated:
             ``estimators.EmulatedForceSensor``, the contact's elastic force + noise), through
-            :class:`c3mpc.contact_sensing.ForceSensedGap`, instead of from the camera. Step 5
+            :class:`c3mpc.tasks.contact_sensing.ForceSensedGap`, instead of from the camera. Step 5
             resolves the compression it is given within Δt_c, so it needs that gap to a few
             micrometres; a camera gives ~0.2 mm at best (docs/franka-ball.md, "Step 5 reads
             micrometres"). Noise-free the two readings agree and the lap is the same.
