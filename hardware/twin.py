@@ -172,7 +172,7 @@ def make_franka_ball_world(world: str = "panda", gains: ImpedanceParams | None =
         sim_dt: simulator step [s].
         solver: contact solver of ``plants.sim``.
     """
-    from c3mpc import tasks_franka as tf
+    from c3mpc.tasks import franka_ball as tf
     from plants import load_plant
 
     gains = gains or ImpedanceParams()

@@ -278,7 +278,7 @@ def test_toml_round_trip_of_every_field(tmp_path):
 
 
 def test_summary_options_reload_to_the_same_options():
-    """summary.json's ``options`` (tasks_franka._options_dict: tuples as lists, nested options
+    """summary.json's ``options`` (tasks.franka_ball._options_dict: tuples as lists, nested options
     as tables) is itself a valid config."""
     from c3mpc.tasks.franka_ball import _options_dict
 

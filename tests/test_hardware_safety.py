@@ -389,7 +389,7 @@ def test_adapters_reject_malformed_state_and_detections_over_the_bridge():
 # -- C3 planner (franka-ball simplified model) ---------------------------------------------
 def test_c3_planner_is_the_canonical_algorithm3_with_equilibrium_lead():
     """The deploy C3 planner is c3mpc's Algorithm3Planner + CircleTarget built by
-    tasks_franka.build_planner: eq. (25) goal 20° ahead; the target is the re-simulated x_d's
+    tasks.franka_ball.build_planner: eq. (25) goal 20° ahead; the target is the re-simulated x_d's
     end effector shifted by (B/K)·v_d + u_C3/K (so that K(p_eq − p) − B v = K(p_d − p) +
     B(v_d − v) + u_C3) and the force is the plan's λ_d force; without a new detection the
     previous target is held (plan once per camera sample)."""
