@@ -10,16 +10,19 @@ import argparse
 import json
 import os
 import platform
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
 import numpy as np
 
-from plants.progress import ProgressLine
-
 ROOT = Path(__file__).resolve().parents[1]
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
+if str(ROOT) not in sys.path:  # `python benchmarks/bench_x.py` without an installed package
+    sys.path.insert(0, str(ROOT))
+
+from plants.progress import ProgressLine  # noqa: E402
 
 __all__ = ["ROOT", "MD_PATH", "markers", "cpu_model", "machine_info", "load_average",
            "utc_timestamp", "argument_parser", "progress", "track", "show", "say",

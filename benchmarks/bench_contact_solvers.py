@@ -208,7 +208,8 @@ def damped_sn(p, beta=1e4, loops=10, max_inner=100):
     return lam.reshape(-1), inner, failed
 
 
-def table2(problems, label: str = "table II", quiet: bool = False) -> dict:
+def table2(problems, label: str, quiet: bool = False) -> dict:
+    """CANAL against the damped semismooth Newton baseline on ``problems`` (``label``: the set)."""
     canal = CANALSolver(warm_start=False, beta0=1e4, beta_max=1e4, max_iterations=10, tol=1e-300, max_newton=100)
     rows = {"canal": {"inner": [], "fail": [], "res": []}, "damped_sn": {"inner": [], "fail": [], "res": []}}
     for p in _report.track(problems, f"table II {label}", quiet, "problems"):
