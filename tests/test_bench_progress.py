@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +108,14 @@ def test_every_benchmark_script_takes_quiet():
         code, text = helps[str(script)]
         assert code == 0, (script.name, code, text)
         assert "--quiet" in text, f"{script.name} --help has no --quiet:\n{text}"
+
+
+def test_every_benchmark_script_passes_quiet_to_its_progress():
+    """Taking the flag is not enough: each script hands ``args.quiet`` on to its progress lines
+    (a static check; running the benchmarks takes minutes)."""
+    for script in SCRIPTS:
+        src = script.read_text()
+        assert re.search(r"\b(args|a)\.quiet\b", src), f"{script.name} ignores --quiet"
+        assert re.search(r"\b(_report\.)?(progress|track)\(", src), \
+            f"{script.name} shows no progress line"
+        assert "ProgressLine(" not in src, f"{script.name}: use _report.progress, not its own line"
