@@ -130,7 +130,8 @@ _current: ProgressLine | None = None  # the last progress line made, which say()
 
 
 def track(items: Iterable[T], label: str, quiet: bool, unit: str = "cases") -> Iterator[T]:
-    """Yield ``items`` (a sized iterable), advancing a progress line after each one.
+    """Yield ``items`` (any finite iterable: it is listed first, to count it), advancing a
+    progress line after each one.
 
     ``for case in track(cases, "lcp", args.quiet): ...``; the line is closed when the loop
     ends, early ones included.
