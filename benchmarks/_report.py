@@ -10,17 +10,25 @@ import argparse
 import json
 import os
 import platform
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
+if str(ROOT) not in sys.path:  # `python benchmarks/bench_x.py` without an installed package
+    sys.path.insert(0, str(ROOT))
+
+from plants.progress import ProgressLine  # noqa: E402
 
 __all__ = ["ROOT", "MD_PATH", "markers", "cpu_model", "machine_info", "load_average",
-           "utc_timestamp", "argument_parser", "replace_section", "publish"]
+           "utc_timestamp", "argument_parser", "progress", "track", "show", "say",
+           "replace_section", "publish"]
+
+T = TypeVar("T")
 
 
 def markers(key: str) -> tuple[str, str]:
@@ -68,15 +76,104 @@ def utc_timestamp() -> str:
 
 
 def argument_parser(doc: str | None, quick_help: str) -> argparse.ArgumentParser:
-    """A benchmark's command line: its docstring as description and a ``--quick`` flag.
+    """A benchmark's command line: its docstring as description, ``--quick`` and ``--quiet``.
 
     The description keeps its line breaks; ``quick_help`` says what the short smoke run
-    leaves out. The script adds its other arguments.
+    leaves out. ``--quiet`` turns the progress lines off (results are still printed). The
+    script adds its other arguments.
     """
     parser = argparse.ArgumentParser(description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help=quick_help)
+    add_quiet(parser)
     return parser
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``--quiet`` flag to a script's own ``parser`` (:func:`argument_parser` has it)."""
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress lines (results are still printed)")
+    return parser
+
+
+class _NoProgress:
+    """What :func:`progress` gives with ``quiet``: takes the same calls, writes nothing."""
+
+    tty = False
+    closed = True
+
+    def __init__(self, total: int, label: str, unit: str) -> None:
+        self.total, self.label, self.unit, self.done = total, label, unit, 0
+
+    def update(self, done: int) -> None:
+        self.done = done
+
+    def close(self) -> None:
+        pass
+
+
+def progress(total: int, label: str, quiet: bool, unit: str = "cases") -> ProgressLine | _NoProgress:
+    """A :class:`plants.progress.ProgressLine` over ``total`` units on stderr, or (``quiet``)
+    an object taking the same calls that writes nothing.
+
+    Advance it with ``bar.update(bar.done + 1)`` after each unit, or :func:`show` to say what
+    runs now; close it when the part ends early.
+    """
+    global _current
+    if quiet:
+        return _NoProgress(total, label, unit)
+    _current = ProgressLine(total, label, unit)
+    return _current
+
+
+_current: ProgressLine | None = None  # the last progress line made, which say() wipes
+
+
+def track(items: Iterable[T], label: str, quiet: bool, unit: str = "cases") -> Iterator[T]:
+    """Yield ``items`` (any finite iterable: it is listed first, to count it), advancing a
+    progress line after each one.
+
+    ``for case in track(cases, "lcp", args.quiet): ...``; the line is closed when the loop
+    ends, early ones included.
+    """
+    items = list(items)
+    bar = progress(len(items), label, quiet, unit)
+    try:
+        for i, item in enumerate(items):
+            yield item
+            bar.update(i + 1)
+    finally:
+        bar.close()
+
+
+def show(bar: ProgressLine | _NoProgress, label: str) -> None:
+    """Say on the progress line what runs now (its label): redrawn at once on a terminal, in a
+    log with the next line it prints (the first call prints the ``0/total`` line)."""
+    bar.label = label
+    if not _redraw(bar):
+        bar.update(bar.done)
+
+
+def say(text: str, bar: ProgressLine | _NoProgress | None = None) -> None:
+    """Print a result line (stdout); on a terminal, the progress line ``bar`` (default: the
+    last one :func:`progress` made) is wiped first and drawn again below the result."""
+    bar = _current if bar is None else bar
+    live = bar is not None and bar.tty and not bar.closed
+    if live:
+        bar.stream.write("\r\x1b[K")
+        bar.stream.flush()
+    print(text, flush=True)
+    if live:
+        _redraw(bar)
+
+
+def _redraw(bar: ProgressLine | _NoProgress) -> bool:
+    """Draw a terminal's progress line now, whatever its redraw interval; False elsewhere."""
+    if not (bar.tty and not bar.closed and bar.total):
+        return False
+    bar.stream.write("\r" + bar.text() + "\x1b[K")  # as ProgressLine.update draws it
+    bar.stream.flush()
+    return True
 
 
 def replace_section(section: str, key: str, path: Path = MD_PATH) -> None:

@@ -106,24 +106,30 @@ def miqp_closed_loop(plant: Any, N: int, steps: int, time_limit: float) -> dict[
 
 
 def table(plant_name: str, Ns: list[int], steps: int, opts: C3Options, time_limit: float,
-          skip_miqp_above: int | None) -> list[dict[str, Any]]:
+          skip_miqp_above: int | None, quiet: bool = False) -> list[dict[str, Any]]:
     plant = load_plant(plant_name)
     rows = []
-    for N in Ns:
-        print(f"  {plant_name} N={N}: C3 ...", flush=True)
+    with_miqp = [skip_miqp_above is None or N <= skip_miqp_above for N in Ns]
+    bar = _report.progress(len(Ns) + sum(with_miqp), plant_name, quiet, "closed loops")
+    for N, miqp in zip(Ns, with_miqp):
+        _report.show(bar, f"{plant_name} N={N}: C3")
         c3 = c3_closed_loop(plant, N, opts, steps)
+        bar.update(bar.done + 1)
         row = {"N": N, "steps": steps, "c3": c3}
-        if skip_miqp_above is None or N <= skip_miqp_above:
-            print(f"  {plant_name} N={N}: MIQP (time limit {time_limit} s per solve) ...",
-                  flush=True)
+        if miqp:
+            _report.show(bar, f"{plant_name} N={N}: MIQP (≤ {time_limit} s/solve)")
             row["miqp"] = miqp_closed_loop(plant, N, steps, time_limit)
+            bar.update(bar.done + 1)
             row["speedup"] = row["miqp"]["solve_time_mean"] / c3["solve_time_mean"]
             row["cost_ratio"] = c3["accumulated_cost"] / row["miqp"]["accumulated_cost"]
         rows.append(row)
-        print(f"    C3 {c3['solve_time_mean'] * 1e3:.1f} ms, cost {c3['accumulated_cost']:.4g}"
-              + (f"; MIQP {row['miqp']['solve_time_mean']:.3f} s ({row['miqp']['solvers']}), "
-                 f"cost {row['miqp']['accumulated_cost']:.4g}; speed-up {row['speedup']:.1f}x, "
-                 f"cost ratio {row['cost_ratio']:.3f}" if "miqp" in row else ""), flush=True)
+        _report.say(f"  {plant_name} N={N}: C3 {c3['solve_time_mean'] * 1e3:.1f} ms, "
+                    f"cost {c3['accumulated_cost']:.4g}"
+                    + (f"; MIQP {row['miqp']['solve_time_mean']:.3f} s ({row['miqp']['solvers']}), "
+                       f"cost {row['miqp']['accumulated_cost']:.4g}; speed-up "
+                       f"{row['speedup']:.1f}x, cost ratio {row['cost_ratio']:.3f}"
+                       if "miqp" in row else ""), bar)
+    bar.close()
     return rows
 
 
@@ -135,7 +141,7 @@ def merge_rows(prev: list[dict[str, Any]] | None, new: list[dict[str, Any]]) -> 
 
 
 def miqp_probe(plant_name: str, N: int, time_limit: float, c3_row: dict[str, Any] | None,
-               opts: C3Options, steps: int) -> dict[str, Any]:
+               opts: C3Options, steps: int, quiet: bool = False) -> dict[str, Any]:
     """One eq.-(15) MIQP solve from the paper's start state with a long time limit.
 
     Where a closed loop of MIQP solves cannot be afforded (pivoting, N=50: the paper reports
@@ -144,15 +150,19 @@ def miqp_probe(plant_name: str, N: int, time_limit: float, c3_row: dict[str, Any
     """
     plant = load_plant(plant_name)
     d = plant.defaults
+    bar = _report.progress(2, f"{plant_name} N={N}", quiet, "parts")
     if c3_row is None:  # measure C3 in this run, next to the probe
-        print(f"  {plant_name} N={N}: C3 ...", flush=True)
+        _report.show(bar, f"{plant_name} N={N}: C3")
         c3_row = c3_closed_loop(plant, N, opts, steps)
+    bar.update(1)
+    _report.show(bar, f"{plant_name} N={N}: one MIQP solve (≤ {time_limit} s)")
     t0 = time.perf_counter()
     res = solve_miqp_mpc(plant.lcs(d.x0, np.zeros(plant.n_u)), d.Q, d.R, N=N, x0=d.x0,
                          QN=d.QN, x_des=d.x_goal, x_lower=d.x_lower, x_upper=d.x_upper,
                          u_lower=d.u_lower, u_upper=d.u_upper, time_limit=time_limit,
                          solver="auto")
     wall = time.perf_counter() - t0
+    bar.update(2)
     ex = res.extras
     out = {"N": N, "time_limit_s": time_limit, "wall_time_s": wall, "status": res.status.name,
            "solver": res.solver, "mip_gap": ex.get("mip_gap"),
@@ -166,11 +176,14 @@ def miqp_probe(plant_name: str, N: int, time_limit: float, c3_row: dict[str, Any
     return out
 
 
-def table3(steps: int) -> list[dict[str, Any]]:
+def table3(steps: int, quiet: bool = False) -> list[dict[str, Any]]:
     plant = load_plant("cartpole-softwalls")
     d = plant.defaults
     rows = []
-    for proj in ("lcp", "miqp", "miqp-gurobi", "admm", "qp", "c3plus"):
+    projections = ("lcp", "miqp", "miqp-gurobi", "admm", "qp", "c3plus")
+    bar = _report.progress(len(projections) * steps, "cart-pole", quiet, "solves")
+    for proj in projections:
+        _report.show(bar, f"cart-pole {proj}")
         opts = C3Options(projection=proj, admm_iter=d.admm_iter, rho=d.rho,
                          rho_scale=d.rho_scale)
         ctrl = build_controller(plant, opts)
@@ -185,19 +198,22 @@ def table3(steps: int) -> list[dict[str, Any]]:
             costs.append(res.cost)
             ok += int(res.ok)
             x, _ = plant.step(x, res.u[0] if res.ok else np.zeros(1))
+            bar.update(bar.done + 1)
         row = {"projection": proj, "time_per_knot_projection_s": t_proj / max(n_proj, 1),
                "avg_cost_to_go": float(np.mean(costs)), "solves": steps, "ok_solves": ok}
         if proj in PAPER_TABLE3:
             row["paper"] = PAPER_TABLE3[proj]
         rows.append(row)
-        print(f"  cartpole {proj}: {row['time_per_knot_projection_s']:.2e} s per knot, "
-              f"avg cost-to-go {row['avg_cost_to_go']:.2f}", flush=True)
+        _report.say(f"  cartpole {proj}: {row['time_per_knot_projection_s']:.2e} s per knot, "
+                    f"avg cost-to-go {row['avg_cost_to_go']:.2f}", bar)
+    bar.close()
     return rows
 
 
-def rates(steps: int) -> list[dict[str, Any]]:
+def rates(steps: int, quiet: bool = False) -> list[dict[str, Any]]:
     out = []
-    for name in ("cartpole-softwalls", "finger-gaiting", "pivoting"):
+    for name in _report.track(("cartpole-softwalls", "finger-gaiting", "pivoting"),
+                              "control rates", quiet, "tasks"):
         plant = load_plant(name)
         d = plant.defaults
         opts = C3Options(projection="lcp" if name.startswith("cartpole") else "miqp",
@@ -215,9 +231,8 @@ def rates(steps: int) -> list[dict[str, Any]]:
                "paper_rate_hz": PAPER_RATES[name]}
         row["ratio_to_paper"] = row["rate_hz_median"] / row["paper_rate_hz"]
         out.append(row)
-        print(f"  {name}: {row['rate_hz_median']:.0f} Hz median "
-              f"({row['rate_hz_mean']:.0f} Hz mean) vs paper {row['paper_rate_hz']} Hz",
-              flush=True)
+        _report.say(f"  {name}: {row['rate_hz_median']:.0f} Hz median "
+                    f"({row['rate_hz_mean']:.0f} Hz mean) vs paper {row['paper_rate_hz']} Hz")
     return out
 
 
@@ -333,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table3-steps", type=int, default=800)
     ap.add_argument("--rate-steps", type=int, default=200)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_c3_tables.json"))
+    _report.add_quiet(ap)
     args = ap.parse_args(argv)
     res: dict[str, Any] = {"machine": machine(), "settings": {
         "N": args.N, "finger_steps": args.finger_steps, "pivot_steps": args.pivot_steps,
@@ -346,13 +362,13 @@ def main(argv: list[str] | None = None) -> int:
         res["table1"] = merge_rows(res.get("table1"), table(
             "finger-gaiting", args.N, args.finger_steps,
             C3Options(projection="miqp", admm_iter=5, rho=1.0, rho_scale=1.01),
-            args.miqp_time_limit, None))
+            args.miqp_time_limit, None, args.quiet))
     if "2" in args.tables:
         print("Table II (pivoting; s=5, ρ=0.02 (G=0.02 I), ρ_s=1.1)", flush=True)
         res["table2"] = merge_rows(res.get("table2"), table(
             "pivoting", args.N, args.pivot_steps,
             C3Options(projection="miqp", admm_iter=5, rho=1.0, rho_scale=1.1),
-            args.miqp_time_limit, args.pivot_miqp_max_N))
+            args.miqp_time_limit, args.pivot_miqp_max_N, args.quiet))
     if args.probe_N:
         print(f"Pivoting MIQP probes (one solve, time limit {args.probe_time_limit} s)", flush=True)
         c3_rows = {r["N"]: r["c3"] for r in res.get("table2", []) if r["N"] in args.N}
@@ -360,14 +376,14 @@ def main(argv: list[str] | None = None) -> int:
         for N in args.probe_N:
             probes[N] = miqp_probe("pivoting", N, args.probe_time_limit, c3_rows.get(N),
                                    C3Options(projection="miqp", admm_iter=5, rho=1.0,
-                                             rho_scale=1.1), args.pivot_steps)
+                                             rho_scale=1.1), args.pivot_steps, args.quiet)
         res["table2_probes"] = [probes[n] for n in sorted(probes)]
     if "3" in args.tables:
         print("Table III (cart-pole projections)", flush=True)
-        res["table3"] = table3(args.table3_steps)
+        res["table3"] = table3(args.table3_steps, args.quiet)
     if "rates" in args.tables:
         print("Control rates", flush=True)
-        res["rates"] = rates(args.rate_steps)
+        res["rates"] = rates(args.rate_steps, args.quiet)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2))
     write_markdown(markdown(res))

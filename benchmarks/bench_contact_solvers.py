@@ -105,9 +105,12 @@ def solver_suite() -> dict:
     }
 
 
-def run_set(name: str, problems) -> dict:
+def run_set(name: str, problems, quiet: bool = False) -> dict:
     out = {}
-    for sname, solver in solver_suite().items():
+    suite = solver_suite()
+    bar = _report.progress(len(suite) * len(problems), name, quiet, "solves")
+    for sname, solver in suite.items():
+        _report.show(bar, f"{name}: {sname}")
         res, times, iters, at = [], [], [], {k: [] for k in CHECKPOINTS}
         for p in problems:
             r = solver.solve(p)
@@ -117,6 +120,7 @@ def run_set(name: str, problems) -> dict:
             h = r.residual_history
             for k in CHECKPOINTS:  # residual after k iterations (the last one if it stopped earlier)
                 at[k].append(h[min(k, len(h) - 1)])
+            bar.update(bar.done + 1)
         res = np.array(res)
         out[sname] = {
             "median_residual": float(np.median(res)), "max_residual": float(res.max()),
@@ -124,8 +128,9 @@ def run_set(name: str, problems) -> dict:
             "median_time_s": float(np.median(times)), "mean_iterations": float(np.mean(iters)),
             "median_residual_at": {str(k): float(np.median(v)) for k, v in at.items()},
         }
-        print(f"  {name:18s} {sname:22s} median res {out[sname]['median_residual']:.2e} max {res.max():.2e} "
-              f"time {1e3 * np.median(times):.2f} ms iters {np.mean(iters):.1f}", flush=True)
+        _report.say(f"  {name:18s} {sname:22s} median res {out[sname]['median_residual']:.2e} max {res.max():.2e} "
+                    f"time {1e3 * np.median(times):.2f} ms iters {np.mean(iters):.1f}", bar)
+    bar.close()
     return out
 
 
@@ -203,10 +208,11 @@ def damped_sn(p, beta=1e4, loops=10, max_inner=100):
     return lam.reshape(-1), inner, failed
 
 
-def table2(problems) -> dict:
+def table2(problems, label: str, quiet: bool = False) -> dict:
+    """CANAL against the damped semismooth Newton baseline on ``problems`` (``label``: the set)."""
     canal = CANALSolver(warm_start=False, beta0=1e4, beta_max=1e4, max_iterations=10, tol=1e-300, max_newton=100)
     rows = {"canal": {"inner": [], "fail": [], "res": []}, "damped_sn": {"inner": [], "fail": [], "res": []}}
-    for p in problems:
+    for p in _report.track(problems, f"table II {label}", quiet, "problems"):
         r = canal.solve(p)
         rows["canal"]["inner"].append(r.inner_iterations)
         rows["canal"]["fail"].append(r.status is ContactSolverStatus.NUMERICAL_ERROR)
@@ -219,7 +225,7 @@ def table2(problems) -> dict:
     for k, v in rows.items():
         out[k] = {"mean_inner_iterations": float(np.mean(v["inner"])), "failure_rate": float(np.mean(v["fail"])),
                   "mean_neg_log10_residual": float(np.mean(-np.log10(np.maximum(v["res"], 1e-300))))}
-        print(f"  table II {k:10s} {out[k]}", flush=True)
+        print(f"  table II {label} {k:10s} {out[k]}", flush=True)
     return out
 
 
@@ -227,7 +233,7 @@ TABLE3_VARIANTS = (("body", "SubADMM"), ("no_body", "No Body"), ("no_sub", "No S
 TABLE3_PROBLEMS = (("a1-drop-8", 110), ("a1-drop-27", 130), ("clutter-40", 60), ("cube-drop-5", 400))
 
 
-def table3(problem, label: str, repeats: int = 21) -> dict:
+def table3(problem, label: str, repeats: int = 21, quiet: bool = False) -> dict:
     """The three variants on one problem, 100 iterations each, interleaved ``repeats`` times."""
     out = {"n_v": problem.n_v, "n_c": problem.n_c, "n_trees": problem.n_trees,
            "tree_tree_contacts": int((problem.contact_trees >= 0).all(axis=1).sum())}
@@ -243,8 +249,10 @@ def table3(problem, label: str, repeats: int = 21) -> dict:
         # parallel over subsystems; No Sub's whole-system factorization and solves stay serial)
         solvers[f"{v}_2t"] = SubADMMSolver(variant=v, max_iterations=100, tol=1e-300, warm_start=False,
                                            metric_every=100, beta_rule="body", threads=2)
+    bar = _report.progress(len(solvers) * (repeats + 1), f"table III {label}", quiet, "solves")
     for s in solvers.values():
         s.solve(problem)  # compile / cache outside the timing
+        bar.update(bar.done + 1)
     times = {v: [] for v in solvers}
     factor = {v: [] for v in solvers}
     core = {v: [] for v in solvers}  # factorization + the 100 iterations (no Python setup)
@@ -256,6 +264,8 @@ def table3(problem, label: str, repeats: int = 21) -> dict:
             factor[v].append(r.timings["factor"])
             core[v].append(r.timings["factor"] + r.timings["iterate"])
             last[v] = r
+            bar.update(bar.done + 1)
+    bar.close()
     for v in solvers:
         r = last[v]
         out[v] = {"time_s": float(np.median(times[v])), "min_time_s": float(np.min(times[v])),
@@ -289,13 +299,15 @@ def table3(problem, label: str, repeats: int = 21) -> dict:
     return out
 
 
-def scenes(duration: float) -> dict:
+def scenes(duration: float, quiet: bool = False) -> dict:
     out = {}
     runs = [(scene, solver, opts, duration) for scene in ("cube-rest-5", "mass-ratio-stack")
             for solver, opts in SCENE_SOLVERS]
     # A1 drop (δt = 1/240 s, 0.5 s: fall and impact); PGS left out (a Python sweep over ~70 contacts)
     runs += [("a1-drop-8", solver, opts, 0.5) for solver, opts in SCENE_SOLVERS if solver != "pgs"]
+    bar = _report.progress(len(runs), "scenes", quiet, "runs")
     for scene, solver, opts, duration in runs:
+        _report.show(bar, f"scene {scene}/{solver}")
         warm = load_scene(scene, solver=solver, solver_options=opts)
         try:  # compile / load the compiled kernels outside the timing (first use in the process)
             warm.step()
@@ -314,7 +326,9 @@ def scenes(duration: float) -> dict:
                 "max_drift_m": float(np.abs(traj.q[-1] - traj.q[0]).max())}
         except Exception as err:  # noqa: BLE001 - a failing solver is a result, reported as such
             out[f"{scene}/{solver}"] = {"ok": False, "error": f"{type(err).__name__}: {str(err)[:120]}"}
-        print(f"  scene {scene}/{solver}: {out[f'{scene}/{solver}']}", flush=True)
+        _report.say(f"  scene {scene}/{solver}: {out[f'{scene}/{solver}']}", bar)
+        bar.update(bar.done + 1)
+    bar.close()
     return out
 
 
@@ -468,6 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenes-only", action="store_true",
                     help="only the scene runs: replaces res['scenes'] in the existing JSON ('scenes_date' / "
                          "'scenes_machine' record this run) and rewrites the section")
+    _report.add_quiet(ap)
     args = ap.parse_args(argv)
     from plants.sim._blas import blas_threads
 
@@ -476,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"--scenes-only needs an existing {JSON_PATH} (run the full benchmark first)")
         res = json.loads(JSON_PATH.read_text())
         with blas_threads(1):
-            res["scenes"] = scenes(res["scene_duration"])
+            res["scenes"] = scenes(res["scene_duration"], args.quiet)
         res["scenes_date"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         res["scenes_machine"] = machine_info()
         _report.publish(res, markdown(res), "bench_contact_solvers", JSON_PATH, indent=1)
@@ -484,7 +499,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.table3_only:
         with blas_threads(1):
-            table = {f"{name} (step {steps})": table3(frozen_problem(name, steps=steps), name)
+            table = {f"{name} (step {steps})": table3(frozen_problem(name, steps=steps), name,
+                                                              quiet=args.quiet)
                      for name, steps in TABLE3_PROBLEMS}
         if JSON_PATH.exists():
             res = json.loads(JSON_PATH.read_text())
@@ -501,14 +517,17 @@ def main(argv: list[str] | None = None) -> int:
         sets = {"cube-rest-5": perturbed_problems(frozen_problem("cube-rest-5"), n_cases, seed=0, wrench_scale=0.3),
                 "mass-ratio-stack": perturbed_problems(frozen_problem("mass-ratio-stack"), n_cases, seed=0,
                                                        wrench_scale=0.3)}
-        res["sets"] = {k: run_set(k, v) for k, v in sets.items()}
-        res["table2"] = {"mass-ratio-stack": table2(sets["mass-ratio-stack"][: (10 if args.quick else 30)]),
+        res["sets"] = {k: run_set(k, v, args.quiet) for k, v in sets.items()}
+        res["table2"] = {"mass-ratio-stack": table2(sets["mass-ratio-stack"][: (10 if args.quick else 30)],
+                                                    "mass-ratio-stack", args.quiet),
                          "random (4 trees, 10 contacts)": table2([random_problem(s, n_trees=4, n_c=10)
-                                                                  for s in range(10 if args.quick else 30)])}
-        res["table3"] = {f"{name} (step {steps})": table3(frozen_problem(name, steps=steps), name)
+                                                                  for s in range(10 if args.quick else 30)],
+                                                                 "random", args.quiet)}
+        res["table3"] = {f"{name} (step {steps})": table3(frozen_problem(name, steps=steps), name,
+                                                              quiet=args.quiet)
                          for name, steps in TABLE3_PROBLEMS}
         res["scene_duration"] = 0.05 if args.quick else 0.2
-        res["scenes"] = scenes(res["scene_duration"])
+        res["scenes"] = scenes(res["scene_duration"], args.quiet)
     if not args.quick:
         _report.publish(res, markdown(res), "bench_contact_solvers", JSON_PATH, indent=1)
     else:

@@ -56,7 +56,7 @@ PAPER_MEMORY = [
 ]
 
 
-def memory_rows(quick: bool) -> list[dict]:
+def memory_rows(quick: bool, quiet: bool = False) -> list[dict]:
     meshes = [("bar", bar_tet_mesh(1.0, 0.2, 20, 4)), ("bar", bar_tet_mesh(1.0, 0.2, 30, 6)),
               ("bar", bar_tet_mesh(1.0, 0.2, 40, 8)), ("ball", sphere_tet_mesh(0.1, 8)),
               ("ball", sphere_tet_mesh(0.1, 12)), ("cloth", cloth_sheet((1, 1), (50, 50))),
@@ -68,7 +68,7 @@ def memory_rows(quick: bool) -> list[dict]:
     if not quick:
         meshes += [("cloth+bending", cloth_sheet((1, 1), (100, 100)))]
     rows = []
-    for kind, mesh in meshes:
+    for kind, mesh in _report.track(meshes, "memory", quiet, "meshes"):
         body = DeformableBody(kind, mesh, ARAP(1e6, 0.3), bending=1e-3 if kind == "cloth+bending" else 0.0)
         t0 = time.perf_counter()
         sysm = LocalGlobalSystem(DeformableWorld((body,)), 0.01, FBAOptions())
@@ -78,19 +78,22 @@ def memory_rows(quick: bool) -> list[dict]:
                      "nnz_A": int(sysm.A.nnz), "nnz_L": int(si.L.nnz), "nnz_S": int(si.S.nnz),
                      "S_MiB_3n": si.memory_bytes(3) / MIB, "dense_MiB_3n": si.dense_inverse_bytes(3) / MIB,
                      "ratio": si.dense_inverse_bytes(3) / si.memory_bytes(3), "precompute_s": t})
-        print(f"memory {kind} V={mesh.n_nodes} S={rows[-1]['S_MiB_3n']:.1f} MiB dense={rows[-1]['dense_MiB_3n']:.0f} MiB "
-              f"({t:.1f} s)", flush=True)
+        _report.say(f"memory {kind} V={mesh.n_nodes} S={rows[-1]['S_MiB_3n']:.1f} MiB "
+                    f"dense={rows[-1]['dense_MiB_3n']:.0f} MiB ({t:.1f} s)")
     return rows
 
 
-def twisting_rows(quick: bool) -> list[dict]:
+def twisting_rows(quick: bool, quiet: bool = False) -> list[dict]:
     """e_k at 90° and 360° of relative twist (frames 100 and 400 at ±π/4 rad/s), two meshes."""
     rows = []
     meshes = ((10, 2),) if quick else ((10, 2), (20, 4))
+    youngs, frames = (1e5, 1e7, 1e9), ((100,) if quick else (100, 400))
+    bar = _report.progress(len(meshes) * len(youngs) * len(frames), "twisting bar", quiet, "frames")
     for along, across in meshes:
-        for E in (1e5, 1e7, 1e9):
+        for E in youngs:
             sim = load_scene("twisting-bar", youngs=E, cells_along=along, cells_across=across)
-            for frame in ((100,) if quick else (100, 400)):
+            for frame in frames:
+                _report.show(bar, f"twisting bar {along}x{across} E={E:.0e} to frame {frame}")
                 sim.run((frame - sim.step_index) * sim.dt)
                 conv = relative_energy_error(sim, iterations=20, reference_iterations=2000)
                 rows.append({"cells": [along, across], "vertices": sim.system.n, "youngs": E, "frame": sim.step_index,
@@ -98,17 +101,23 @@ def twisting_rows(quick: bool) -> list[dict]:
                              "reference_gradient": conv.reference_gradient,
                              "errors": {k: v.tolist() for k, v in conv.errors.items()},
                              "ms_per_iteration": {k: 1e3 * v for k, v in conv.seconds_per_iteration.items()}})
-                print(f"twist {along}x{across} E={E:.0e} frame {sim.step_index}: e5 = {conv.errors['sparse_inverse'][4]:.2e} (S) "
-                      f"{conv.errors['jacobi'][4]:.2e} (Jacobi)", flush=True)
+                _report.say(f"twist {along}x{across} E={E:.0e} frame {sim.step_index}: "
+                            f"e5 = {conv.errors['sparse_inverse'][4]:.2e} (S) "
+                            f"{conv.errors['jacobi'][4]:.2e} (Jacobi)", bar)
+                bar.update(bar.done + 1)
+    bar.close()
     return rows
 
 
-def slope_rows(quick: bool) -> list[dict]:
+def slope_rows(quick: bool, quiet: bool = False) -> list[dict]:
     rows = []
     variants = [("w_diagonal", "fb"), ("mass_inverse", "fb"), ("w_diagonal", "min")]
-    for cells in ((1,) if quick else (1, 4)):
+    cell_counts, dmus = ((1,) if quick else (1, 4)), (-1e-1, -1e-2, -1e-3, 1e-3, 1e-2, 1e-1)
+    bar = _report.progress(len(cell_counts) * len(variants) * len(dmus), "slope", quiet, "runs")
+    for cells in cell_counts:
         for pre, ncp in variants:
-            for dmu in (-1e-1, -1e-2, -1e-3, 1e-3, 1e-2, 1e-1):
+            for dmu in dmus:
+                _report.show(bar, f"slope cells={cells} {pre} {ncp} dmu={dmu:+.0e}")
                 sim = load_scene("deformable-slope", mu=MU_STAR + dmu, cells=cells,
                                  solver_options={"preconditioner": pre, "ncp": ncp})
                 traj = sim.run(1.0)
@@ -118,8 +127,10 @@ def slope_rows(quick: bool) -> list[dict]:
                 rows.append({"cells": cells, "preconditioner": pre, "ncp": ncp, "dmu": dmu, "speed": float(v[-1]),
                              "distance": float(d[-1]), "analytic_speed": sim.info["slide_acceleration"],
                              "slides": bool(v[-1] > threshold), "correct": bool((v[-1] > threshold) == (dmu < 0))})
-                print(f"slope cells={cells} {pre} {ncp} dmu={dmu:+.0e}: v={v[-1]:.2e} -> {'slide' if rows[-1]['slides'] else 'stick'}",
-                      flush=True)
+                _report.say(f"slope cells={cells} {pre} {ncp} dmu={dmu:+.0e}: v={v[-1]:.2e} -> "
+                            f"{'slide' if rows[-1]['slides'] else 'stick'}", bar)
+                bar.update(bar.done + 1)
+    bar.close()
     return rows
 
 
@@ -128,10 +139,10 @@ TIMED_SCENES = [("deformable-slope", {"mu": 0.5}, 0.5), ("twisting-bar", {}, 0.5
                 ("squeeze-ball", {"cells": 10}, 0.6), ("cloth-corner", {"cells": 50}, 0.6)]
 
 
-def timing_rows() -> list[dict]:
+def timing_rows(quiet: bool = False) -> list[dict]:
     """Median per-step phase times over the second half of each run (contact scenes: in contact)."""
     rows = []
-    for name, params, T in TIMED_SCENES:
+    for name, params, T in _report.track(TIMED_SCENES, "timing", quiet, "scenes"):
         sim = load_scene(name, **params)
         sim.run(0.02)  # warm-up (numba, caches)
         traj = sim.run(T)
@@ -142,7 +153,7 @@ def timing_rows() -> list[dict]:
                      "contacts": int(s["n_contacts"].max()), "precompute_s": sim.system.precompute_time,
                      **{k: 1e3 * float(np.median(s[k][half])) for k in ("schur_time", "local_time", "global_time",
                                                                         "constraint_time", "step_time")}})
-        print(f"timing {name} {params}: {rows[-1]['step_time']:.1f} ms/step", flush=True)
+        _report.say(f"timing {name} {params}: {rows[-1]['step_time']:.1f} ms/step")
     return rows
 
 
@@ -209,7 +220,7 @@ def render(res: dict) -> str:
 
 
 PARTS = {"memory": memory_rows, "twisting_bar": twisting_rows, "slope": slope_rows,
-         "timing": lambda quick: timing_rows()}
+         "timing": lambda quick, quiet: timing_rows(quiet)}
 
 
 def main(argv=None) -> None:
@@ -225,7 +236,7 @@ def main(argv=None) -> None:
     res.update({"timestamp": _report.utc_timestamp(), "machine": _report.machine_info(), "quick": args.quick,
                 "paper_memory": PAPER_MEMORY})
     for part in args.parts:
-        res[part] = PARTS[part](args.quick)
+        res[part] = PARTS[part](args.quick, args.quiet)
     _report.publish(res, render(res), "bench_deformable", JSON_PATH)
 
 

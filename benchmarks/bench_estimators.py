@@ -70,7 +70,7 @@ def stats(e) -> dict:
             "max_mm": float(e.max()), "mean_mm": float(e.mean())}
 
 
-def bench_ball(n_poses: int, seed: int) -> dict:
+def bench_ball(n_poses: int, seed: int, quiet: bool = False) -> dict:
     cams = camera_ring(3)
     rng = np.random.default_rng(seed)
     poses = [np.array([rng.uniform(0.42, 0.68), rng.uniform(-0.13, 0.13), R])
@@ -82,7 +82,9 @@ def bench_ball(n_poses: int, seed: int) -> dict:
                 for k in (1, 2, 3) for m in ("plane", "size")}
     out = {}
     t_cam, t_step3 = [], []
+    bar = _report.progress(len(NOISES) * n_poses + 1, "ball", quiet, "parts")
     for noise in NOISES:
+        _report.show(bar, f"ball, noise σ={noise:g}")
         errs = {key: [] for key in trackers}
         miss = {key: 0 for key in trackers}
         peer = []
@@ -105,12 +107,15 @@ def bench_ball(n_poses: int, seed: int) -> dict:
                 p = hough_only(cam, img, m, rr)
                 if p is not None:
                     peer.append(np.linalg.norm(p - c))
+            bar.update(bar.done + 1)
         out[f"noise_{noise:g}"] = {
             "ours": {f"{k}cam_{m}": {**stats(errs[(k, m)]), "missed": miss[(k, m)]}
                      for (k, m) in trackers},
             "hough_only_per_camera": stats(peer),
         }
+    _report.show(bar, "ball: tracking time (a rolling ball, 3 cameras)")
     out["tracking"] = bench_tracking_time(cams, seed)
+    bar.update(bar.done + 1)
     out["time_per_camera_ms"] = {"median": 1e3 * float(np.median(t_cam)),
                                  "p90": 1e3 * float(np.percentile(t_cam, 90))}
     out["time_tracker_step_3cam_ms"] = {"median": 1e3 * float(np.median(t_step3)),
@@ -145,14 +150,18 @@ def bench_tracking_time(cams, seed: int, n_frames: int = 40) -> dict:
     return out
 
 
-def bench_tags(n_views: int, seed: int) -> dict:
+def bench_tags(n_views: int, seed: int, quiet: bool = False) -> dict:
     rng = np.random.default_rng(seed)
     res = {}
+    bar = _report.progress(2 * n_views, "tags", quiet, "views")
     for label, det in (("ours_edge_refined", TagDetector()),
                        ("opencv_subpix_only", TagDetector(edge_refinement=False))):
+        _report.show(bar, f"tags ({label})")
+        done = bar.done
         te, re_, ce, cre, miss = [], [], [], [], 0
         rng = np.random.default_rng(seed)
         for i in range(n_views):
+            bar.update(done + i)  # at the top: a missed view leaves the iteration early
             cam = camera_ring(1, start_angle_deg=rng.uniform(0, 360),
                               distance=rng.uniform(0.5, 0.7), height=rng.uniform(0.35, 0.55))[0]
             T1 = make_transform(rotation_from_rotvec([0, 0, rng.uniform(-np.pi, np.pi)]),
@@ -173,6 +182,7 @@ def bench_tags(n_views: int, seed: int) -> dict:
             ce.append(np.linalg.norm(invert_transform(T)[:3, 3] - cam.position))
             cre.append(np.degrees(rotation_angle_between(T[:3, :3],
                                                          cam.transform_world_to_camera[:3, :3])))
+        bar.update(done + n_views)
         res[label] = {"tag_translation": stats(te),
                       "tag_rotation_deg": {"median": float(np.median(re_)),
                                            "max": float(np.max(re_))},
@@ -274,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     cv2.setNumThreads(1)
     result = {"date": _report.utc_timestamp(),
               "mode": "quick" if a.quick else "full", "machine": machine_info(),
-              "ball": bench_ball(n_poses, a.seed), "tags": bench_tags(n_views, a.seed)}
+              "ball": bench_ball(n_poses, a.seed, a.quiet),
+              "tags": bench_tags(n_views, a.seed, a.quiet)}
     section = markdown(result)
     if not a.no_write:
         _report.publish(result, section, "bench_estimators", JSON_PATH)

@@ -66,11 +66,12 @@ RUNS = [
 ]
 
 
-def run_all(duration: float | None) -> list[dict[str, Any]]:
+def run_all(duration: float | None, quiet: bool = False) -> list[dict[str, Any]]:
     out = []
+    bar = _report.progress(len(RUNS), "franka ball", quiet, "runs")
     for name, kw, paper_hz, paper_outcome in RUNS:
         o = FrankaBallOptions(**({**kw, "duration": duration} if duration else kw))
-        print(f"  {name} ...", flush=True)
+        _report.show(bar, f"franka ball: {name}")
         s = summarize(run_franka_ball(o))
         out.append({
             "name": name, "paper_rate_hz": paper_hz, "paper_outcome": paper_outcome,
@@ -88,6 +89,7 @@ def run_all(duration: float | None) -> list[dict[str, Any]]:
             "returned_after_every_exit": s["returned_to_band_after_every_exit"],
             "tuning": o.resolved_tuning, "force_sensing": s["force_sensing"],
         })
+        bar.update(bar.done + 1)
     return out
 
 
@@ -147,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--render", action="store_true", help="rewrite the markdown section from "
                     "the saved JSON without running")
+    _report.add_quiet(ap)
     args = ap.parse_args(argv)
     if args.render:
         md = markdown(json.loads(JSON_PATH.read_text()))
@@ -161,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "duration_note": (f"{args.duration:g} s simulated each" if args.duration else
                           "1 ball: until one lap (at most 60 s; with noise 130 s), line: at "
                           "most 30 s"),
-        "runs": run_all(args.duration),
+        "runs": run_all(args.duration, args.quiet),
     }
     md = markdown(result)
     print(md)

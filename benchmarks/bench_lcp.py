@@ -243,16 +243,18 @@ def main(argv: list[str] | None = None) -> int:
              for i, (case, n) in enumerate([("contact", n) for n in SIZES] + [("cartpole", 2)])]
     # Interleaved rounds: every case is timed in every round, so slow periods of a shared
     # machine spread over all cases instead of biasing one.
+    bar = _report.progress(rounds * len(cases), "lcp", args.quiet)
     for r in range(rounds):
         for i, c in enumerate(cases):
+            _report.show(bar, f"lcp round {r + 1}/{rounds}: {c['case']} n={c['n']}")
             t0 = time.perf_counter()
             time_case_round(c, reps // rounds, ref_reps // rounds)
             t = c["times"]
-            print(f"[round {r + 1}/{rounds}, case {i + 1}/{len(cases)}] {c['case']} n={c['n']}: "
-                  f"single median {np.median(t['single']):.2e} s (reference "
-                  f"{np.median(t['ref_single']):.2e} s), batch/problem "
-                  f"{np.median(t['batch']) / BATCH:.2e} s  [{time.perf_counter() - t0:.1f} s]",
-                  flush=True)
+            _report.say(f"[round {r + 1}/{rounds}, case {i + 1}/{len(cases)}] {c['case']} n={c['n']}: "
+                        f"single median {np.median(t['single']):.2e} s (reference "
+                        f"{np.median(t['ref_single']):.2e} s), batch/problem "
+                        f"{np.median(t['batch']) / BATCH:.2e} s  [{time.perf_counter() - t0:.1f} s]", bar)
+            bar.update(bar.done + 1)
     rows = [row for c in cases for row in case_rows(c)]
 
     result = {

@@ -250,11 +250,17 @@ def main(argv: list[str] | None = None) -> int:
         "quick": bool(args.quick), "machine": machine_info(),
         "settings": {"pool": pool, "repeats": repeats}, "rows": [], "peers": [],
     }
+    bar = _report.progress(len(PLANTS) + 2, "lcs factory", args.quiet, "parts")
     for name in PLANTS:
+        _report.show(bar, f"lcs factory: {name}")
         result["rows"] += bench_plant(name, pool, repeats, rng)
-        print(f"  {name}: done", file=sys.stderr)
+        bar.update(bar.done + 1)
+    _report.show(bar, "lcs factory: analytic peers")
     result["peers"] = bench_peers(pool, repeats, rng)
+    bar.update(bar.done + 1)
+    _report.show(bar, "lcs factory: franka factory vs C3 solve")
     result["franka_ratio"] = bench_franka_ratio(pool, repeats, rng)
+    bar.update(bar.done + 1)
     md = markdown(result)
     print(md)
     if not args.no_write:

@@ -13,6 +13,8 @@ Writes ``benchmarks/results/bench_own_robot.json`` and the ``bench_own_robot`` s
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 import time
 from pathlib import Path
@@ -27,13 +29,17 @@ JSON_PATH = ROOT / "benchmarks" / "results" / "bench_own_robot.json"
 TOL_X, TOL_THETA = 0.025, 0.05
 
 
-def _pusher_box(box_x0: float, pusher_x0: float) -> dict:
+def _pusher_box(box_x0: float, pusher_x0: float, start: str) -> dict:
     sys.path.insert(0, str(ROOT / "examples" / "own_robot"))
     import pusher_box
 
+    printed = io.StringIO()  # the example's result line, printed below the progress line
     t0 = time.perf_counter()
-    task, log = pusher_box.main(box_x0, pusher_x0)
+    with contextlib.redirect_stdout(printed):
+        task, log = pusher_box.main(box_x0, pusher_x0)
     wall = time.perf_counter() - t0
+    for line in printed.getvalue().splitlines():
+        _report.say(f"{start}: {line}")
     names = task.plant.state_names
     i, j = names.index("box_x"), names.index("box_theta")
     err = float(log.x[-1, i] - task.x_goal[i])
@@ -50,10 +56,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = _report.argument_parser(__doc__, "3 seeded starts instead of 10")
     args = parser.parse_args(argv)
     n = 3 if args.quick else 10
-    runs = [dict(_pusher_box(0.0, 0.0), start="nominal")]
-    for seed in range(n):
-        b, p = np.random.default_rng(seed).uniform(-0.05, 0.05, 2)
-        runs.append(dict(_pusher_box(float(b), float(p)), start=f"seed {seed}"))
+    starts = [("nominal", 0.0, 0.0)] + [
+        (f"seed {seed}", *map(float, np.random.default_rng(seed).uniform(-0.05, 0.05, 2)))
+        for seed in range(n)]
+    bar = _report.progress(len(starts), "pusher-box", args.quiet, "runs")
+    runs = []
+    for start, b, p in starts:
+        _report.show(bar, f"pusher-box: {start}")
+        runs.append(dict(_pusher_box(b, p, start), start=start))
+        bar.update(bar.done + 1)
     seeded = runs[1:]
     result = {"timestamp": _report.utc_timestamp(), "machine": _report.machine_info(),
               "runs": runs, "success_rate": float(np.mean([r["success"] for r in seeded]))}

@@ -29,6 +29,7 @@ from c3mpc.projections.miqp_gurobi import GurobiMIQPProjection  # noqa: E402
 from plants import load_plant  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import _report  # noqa: E402
 from bench_c3_tables import machine, write_markdown  # noqa: E402
 
 
@@ -50,9 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=30)
+    _report.add_quiet(ap)
     args = ap.parse_args(argv)
     rows = []
-    for name in ("finger-gaiting", "pivoting"):
+    plants = ("finger-gaiting", "pivoting")
+    bar = _report.progress(2 * len(plants) * args.reps, "parallel knots", args.quiet, "reps")
+    for name in plants:
+        _report.show(bar, f"parallel knots: {name}, Gurobi serial / 2 threads")
         data, v = data_for(name, 10)
         proj = GurobiMIQPProjection()
         proj.project(v, data)  # builds and fills the persistent models
@@ -73,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                 t = time.perf_counter()
                 list(pool.map(solve, models))
                 par.append(time.perf_counter() - t)
+                bar.update(bar.done + 1)
+        _report.show(bar, f"parallel knots: {name}, exact")
         exact = ExactMIQPProjection()
         exact.project(v, data)
         ex = []
@@ -80,14 +87,15 @@ def main(argv: list[str] | None = None) -> int:
             t = time.perf_counter()
             exact.project(v, data)
             ex.append(time.perf_counter() - t)
+        bar.update(bar.done + args.reps)  # after the loop: its calls take microseconds
         row = {"plant": name, "N": 10, "gurobi_serial_s": float(np.median(ser)),
                "gurobi_2threads_s": float(np.median(par)),
                "gurobi_thread_speedup": float(np.median(ser) / np.median(par)),
                "exact_serial_s": float(np.median(ex))}
         rows.append(row)
-        print(f"{name}: Gurobi serial {row['gurobi_serial_s'] * 1e3:.2f} ms, 2 threads "
-              f"{row['gurobi_2threads_s'] * 1e3:.2f} ms (x{row['gurobi_thread_speedup']:.2f}); "
-              f"exact {row['exact_serial_s'] * 1e6:.0f} us for all 10 knots", flush=True)
+        _report.say(f"{name}: Gurobi serial {row['gurobi_serial_s'] * 1e3:.2f} ms, 2 threads "
+                    f"{row['gurobi_2threads_s'] * 1e3:.2f} ms (x{row['gurobi_thread_speedup']:.2f}); "
+                    f"exact {row['exact_serial_s'] * 1e6:.0f} us for all 10 knots", bar)
     res = {"machine": machine(), "rows": rows}
     out = ROOT / "benchmarks" / "results" / "bench_parallel_knots.json"
     out.write_text(json.dumps(res, indent=2))

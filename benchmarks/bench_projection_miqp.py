@@ -309,16 +309,22 @@ def main(argv: list[str] | None = None) -> int:
     steps, rounds, ab_rounds = (4, 1, 1) if args.quick else (20, 3, 3)
     load0 = os.getloadavg()[0]
     cases, ablation = [], []
+    bar = _report.progress(2 * len(PLANTS), "projection", args.quiet, "parts")
     for i, name in enumerate(PLANTS):
+        _report.show(bar, f"projection: {name}, exact vs Gurobi")
         c = run_plant(name, steps, args.seed + i, rounds)
+        bar.update(bar.done + 1)
         cases.append(c)
-        print(f"{name:20s} exact {c['exact_per_knot']['median']:.2e} s/knot (mean "
-              f"{c['exact_per_knot']['mean']:.2e}), gurobi {c['gurobi_per_knot']['median']:.2e}"
-              f" (mean {c['gurobi_per_knot']['mean']:.2e}), ratio {c['ratio_mean']:.0f} "
-              f"(median {c['ratio_median']:.0f}), nodes {c['exact_nodes_per_knot']:.2f}, "
-              f"obj diff {c['max_rel_objective_diff_exact_minus_gurobi']:.1e}, vs tight "
-              f"{c['max_rel_objective_diff_vs_tight_gurobi']:.1e}", flush=True)
+        _report.say(f"{name:20s} exact {c['exact_per_knot']['median']:.2e} s/knot (mean "
+                    f"{c['exact_per_knot']['mean']:.2e}), gurobi "
+                    f"{c['gurobi_per_knot']['median']:.2e} (mean "
+                    f"{c['gurobi_per_knot']['mean']:.2e}), ratio {c['ratio_mean']:.0f} "
+                    f"(median {c['ratio_median']:.0f}), nodes {c['exact_nodes_per_knot']:.2f}, "
+                    f"obj diff {c['max_rel_objective_diff_exact_minus_gurobi']:.1e}, vs tight "
+                    f"{c['max_rel_objective_diff_vs_tight_gurobi']:.1e}", bar)
+        _report.show(bar, f"projection: {name}, ablation")
         ablation += run_ablation(name, steps, args.seed + i, ab_rounds)
+        bar.update(bar.done + 1)
     result = {
         "benchmark": "bench_projection_miqp",
         "timestamp": _report.utc_timestamp(),

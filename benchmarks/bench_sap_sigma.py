@@ -21,18 +21,22 @@ v_s; with walls it follows the bound's slope, without walls it is much smaller a
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
-from _report import ROOT, argument_parser, machine_info, publish, utc_timestamp
+from _report import ROOT, argument_parser, machine_info, progress, publish, say, show, utc_timestamp
 
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_sap_sigma.json"
 KEY = "bench_sap_sigma"
 G, MU, DT = 9.81, 1.0, 1e-2
 
 
-def run_case(sigma: float, walls: bool, duration: float, steady: float) -> dict:
-    """One clutter-40 run with SAP at ``sigma``; slip, cond(H), iterations, time per step."""
+def run_case(sigma: float, walls: bool, duration: float, steady: float, bar: Any = None) -> dict:
+    """One clutter-40 run with SAP at ``sigma``; slip, cond(H), iterations, time per step.
+
+    ``bar``: a progress line (``_report.progress``) advanced once per step, or None.
+    """
     from plants import load_scene
     from plants.sim.sap import SAPSolver
 
@@ -51,6 +55,8 @@ def run_case(sigma: float, walls: bool, duration: float, steady: float) -> dict:
             vc = (problem.J @ sim.v).reshape(-1, 3)
             active = result.gamma.reshape(-1, 3)[:, 2] > 0
             slips.extend(np.linalg.norm(vc[active, :2], axis=1))
+        if bar is not None:
+            bar.update(bar.done + 1)
     solver = SAPSolver(sigma=sigma)
     ws = solver.workspace(problem)
     _, _, _, G_blocks, *_ = SAPSolver._evaluate(ws, sim.v, True)
@@ -72,14 +78,15 @@ def main() -> None:
     sigmas = [1e-4, 1e-3, 1e-2] if args.quick else [1e-5, 1e-4, 1e-3, 1e-2, 1e-1]
     duration, steady = (2.0, 0.5) if args.quick else (10.0, 2.0)
     rows = []
+    bar = progress(2 * len(sigmas) * int(round(duration / DT)), "sap σ", args.quiet, "steps")
     for walls in (True, False):
         for sigma in sigmas:
-            row = run_case(sigma, walls, duration, steady)
+            show(bar, f"clutter-40 walls={walls} σ={sigma:.0e}")
+            row = run_case(sigma, walls, duration, steady, bar)
             rows.append(row)
-            print(f"walls={walls!s:5s} σ={sigma:.0e}: slip {row['mean_slip_m_s']:.2e} m/s "
-                  f"(bound {row['slip_bound_m_s']:.2e}), cond(H) {row['cond_H']:.2e}, "
-                  f"{row['mean_iterations']:.1f} Newton it., {row['ms_per_step']:.1f} ms/step",
-                  flush=True)
+            say(f"walls={walls!s:5s} σ={sigma:.0e}: slip {row['mean_slip_m_s']:.2e} m/s "
+                f"(bound {row['slip_bound_m_s']:.2e}), cond(H) {row['cond_H']:.2e}, "
+                f"{row['mean_iterations']:.1f} Newton it., {row['ms_per_step']:.1f} ms/step", bar)
     result = {"timestamp": utc_timestamp(), "machine": machine_info(), "dt": DT,
               "duration_s": duration, "steady_window_s": steady, "rows": rows}
     m = result["machine"]

@@ -438,11 +438,19 @@ def pin_scene(name: str, duration: float, solver: str, solver_options: dict | No
             "failure": failure}
 
 
-def pinocchio_part(dur: float, rounds: int, peers: dict) -> dict:
-    """Slide and rest-stack rows of Pinocchio's solvers, with ours SAP, Drake and MuJoCo in the same run."""
+PINOCCHIO_PARTS = 4  # the parts of pinocchio_part a progress line counts
+
+
+def pinocchio_part(dur: float, rounds: int, peers: dict, bar=None) -> dict:
+    """Slide and rest-stack rows of Pinocchio's solvers, with ours SAP, Drake and MuJoCo in the same run.
+
+    ``bar``: a progress line (``_report.progress``) advanced by ``PINOCCHIO_PARTS``, or None.
+    """
     import pinocchio
 
+    bar = bar if bar is not None else _report.progress(PINOCCHIO_PARTS, "", quiet=True)
     out: dict = {"pinocchio": pinocchio.__version__, "solver_options": PIN_SOLVERS, "slide": {}, "rest5": {}}
+    _report.show(bar, "bench_sim: pinocchio solvers, slide")
     for dt in (1e-3, 1e-2):
         out["slide"][f"ours SAP dt={dt:g}"] = ours_slide(dt)
         for name, opts in PIN_SOLVERS.items():
@@ -451,6 +459,8 @@ def pinocchio_part(dur: float, rounds: int, peers: dict) -> dict:
             out["slide"][f"drake SAP dt={dt:g}"] = drake_slide(dt)
         if peers["mujoco"]:
             out["slide"][f"mujoco dt={dt:g}"] = mujoco_slide(dt)
+    bar.update(bar.done + 1)
+    _report.show(bar, "bench_sim: pinocchio solvers, cube-rest-5")
     runners = {"ours SAP": lambda: ours_rest5(dur)}
     for name, opts in PIN_SOLVERS.items():
         runners[f"{name} (our stepper)"] = lambda name=name, opts=opts: ours_rest5(dur, name, opts)
@@ -461,9 +471,14 @@ def pinocchio_part(dur: float, rounds: int, peers: dict) -> dict:
     out["rest5"] = _interleaved(runners, rounds)
     out["rest5_duration"] = dur
     out["rounds"] = rounds
+    bar.update(bar.done + 1)
+    _report.show(bar, "bench_sim: pinocchio solvers, spring-cylinder")
     out["cylinder"] = {"ours SAP": ours_cylinder(), "pin-admm (our stepper)": ours_cylinder("pin-admm")}
+    bar.update(bar.done + 1)
+    _report.show(bar, "bench_sim: pinocchio solvers, impact scenes")
     out["impact_scenes"] = {f"{scene} {name}": pin_scene(scene, 1.0, name, opts)
                             for scene in ("cube-drop-5", "clutter-40") for name, opts in PIN_SOLVERS.items()}
+    bar.update(bar.done + 1)
     return out
 
 
@@ -699,15 +714,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--part", choices=("all", "pinocchio"), default="all",
                     help="'pinocchio': run only the Pinocchio-solver comparison (with ours SAP, Drake, MuJoCo "
                          "in the same run) and merge it into the existing JSON/markdown")
+    _report.add_quiet(ap)
     args = ap.parse_args(argv)
     from plants.sim._blas import blas_threads
 
     dur = 0.2 if args.quick else 1.0
     peers = {"drake": _peer("drake"), "mujoco": _peer("mujoco")}
     if args.part == "pinocchio":
+        bar = _report.progress(1 + PINOCCHIO_PARTS, "bench_sim", args.quiet, "parts")
         with blas_threads(1):
+            _report.show(bar, "bench_sim: warm-up")
             _warm_up()
-            part = pinocchio_part(dur, 1 if args.quick else args.rounds, peers)
+            bar.update(1)
+            part = pinocchio_part(dur, 1 if args.quick else args.rounds, peers, bar)
         part["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         part["machine"] = _report.machine_info()
         print(json.dumps(part, indent=1))
@@ -718,8 +737,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     res: dict = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": _report.machine_info(),
                  "peers": peers, "slide": {}, "rest5": {}}
+    bar = _report.progress(7 + PINOCCHIO_PARTS, "bench_sim", args.quiet, "parts")
+
+    def part(label: str) -> None:  # the previous part is done, ``label`` runs now
+        bar.update(bar.done + 1)
+        _report.show(bar, f"bench_sim: {label}")
+
     with blas_threads(1):
+        _report.show(bar, "bench_sim: warm-up")
         _warm_up()
+        part("cube-slide")
         for dt in (1e-3, 1e-2):
             res["slide"][f"ours SAP (symplectic Euler) dt={dt:g}"] = ours_slide(dt)
             res["slide"][f"ours SAP (midpoint) dt={dt:g}"] = ours_slide(dt, "midpoint")
@@ -730,12 +757,14 @@ def main(argv: list[str] | None = None) -> int:
         # timed scenes: `rounds` interleaved rounds (ours, Drake, MuJoCo, ours, ...) on the shared
         # machine; each row is the round with the median time, all rounds are kept in the JSON
         rounds = 1 if args.quick else args.rounds
+        part("cube-rest-5")
         runners = {"ours SAP": lambda: ours_rest5(dur)}
         if peers["drake"]:
             runners["drake SAP"] = lambda: drake_rest5(dur)
         if peers["mujoco"]:
             runners["mujoco"] = lambda: mujoco_rest5(dur)
         res["rest5"] = _interleaved(runners, rounds)
+        part("franka-push-ball")
         fr = 0.5 if args.quick else 3.5
         res["franka_duration"] = fr
         runners = {"ours SAP (hand + fingers)": lambda: ours_franka(fr, True),
@@ -744,14 +773,18 @@ def main(argv: list[str] | None = None) -> int:
             runners["drake SAP (finger boxes)"] = lambda: drake_franka(fr)
         res["franka"] = _interleaved(runners, rounds)
         res["rounds"] = rounds
+        part("spring-cylinder")
         res["cylinder"] = ours_cylinder()
         res["cylinder_loss_duration"] = 20.0 if args.quick else 120.0
+        part(f"spring-cylinder energy loss over {res['cylinder_loss_duration']:g} s")
         res["cylinder_loss"] = cylinder_loss(res["cylinder_loss_duration"], drake=bool(peers["drake"]))
+        part("clutter-40, cube-drop-5")
         res["ours_only"] = {
             "clutter-40 (3 s)": ours_scene("clutter-40", 0.6 if args.quick else 3.0),
             "cube-drop-5 (1 s)": ours_scene("cube-drop-5", 0.2 if args.quick else 1.0),
         }
-        res["pinocchio"] = pinocchio_part(dur, rounds, peers)
+        bar.update(bar.done + 1)
+        res["pinocchio"] = pinocchio_part(dur, rounds, peers, bar)
         res["pinocchio"]["date"] = res["date"]
     print(json.dumps(res, indent=1))
     if not args.quick:

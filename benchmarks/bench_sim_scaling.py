@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from _report import ROOT, argument_parser, machine_info, publish, utc_timestamp
+from _report import ROOT, argument_parser, machine_info, progress, publish, say, show, utc_timestamp
 
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_sim_scaling.json"
 KEY = "bench_sim_scaling"
@@ -189,25 +189,34 @@ def main() -> None:
     peers = {"drake": _available("pydrake"), "mujoco": _available("mujoco")}
     run_ours(4, True, 0.05)  # untimed warm-up: compiled kernels, caches
     rows = []
+    simulators = 1 + sum(peers.values())  # ours and the installed peers, one run each
+    bar = progress(2 * len(sizes) * simulators, "scaling", args.quiet, "runs")
     for walls in (True, False):
         for n in sizes:
             need = data_memory_gb(n)
             if need > MEMORY_LIMIT_GB:
                 rows.append({"walls": walls, "n_objects": n, "skipped": f"pinocchio.Data of "
                              f"{6 * n} dofs needs ~{need:.0f} GB"})
-                print(f"walls={walls!s:5s} n={n:4d}: skipped, {rows[-1]['skipped']}")
+                say(f"walls={walls!s:5s} n={n:4d}: skipped, {rows[-1]['skipped']}", bar)
+                bar.update(bar.done + simulators)
                 continue
+            show(bar, f"scaling walls={walls} n={n}: ours")
             ours = run_ours(n, walls, duration)
+            bar.update(bar.done + 1)
             bodies = ours.pop("bodies")
             row = {"walls": walls, "n_objects": n, "ours": ours}
             if peers["drake"]:
+                show(bar, f"scaling walls={walls} n={n}: drake")
                 row["drake"] = run_drake(bodies, walls, duration)
+                bar.update(bar.done + 1)
             if peers["mujoco"]:
+                show(bar, f"scaling walls={walls} n={n}: mujoco")
                 row["mujoco"] = run_mujoco(bodies, walls, duration)
+                bar.update(bar.done + 1)
             rows.append(row)
-            print(f"walls={walls!s:5s} n={n:4d}: ours {ours['ms_per_step']:8.2f} ms/step"
-                  + "".join(f", {k} {row[k]['ms_per_step']:8.2f}" for k in ("drake", "mujoco")
-                            if k in row), flush=True)
+            say(f"walls={walls!s:5s} n={n:4d}: ours {ours['ms_per_step']:8.2f} ms/step"
+                + "".join(f", {k} {row[k]['ms_per_step']:8.2f}" for k in ("drake", "mujoco")
+                          if k in row), bar)
     result = {"timestamp": utc_timestamp(), "machine": machine_info(), "dt": DT,
               "duration_s": duration, "peers": peers, "rows": rows}
     m = result["machine"]

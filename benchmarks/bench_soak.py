@@ -66,15 +66,21 @@ def rss_mib() -> float:
 
 
 class Sampler:
-    """A stop hook that samples RSS every ``SAMPLE_EVERY`` calls and never stops the run."""
+    """A stop hook that samples RSS every ``SAMPLE_EVERY`` calls and never stops the run.
 
-    def __init__(self) -> None:
+    ``bar``: a progress line (``_report.progress``) advanced every 10 calls (steps), or None.
+    """
+
+    def __init__(self, bar: Any = None) -> None:
         self.calls = 0
         self.samples: list[tuple[int, float]] = [(0, rss_mib())]
         self.cpu: list[tuple[int, float]] = [(0, time.process_time())]
+        self.bar, self.bar_start = bar, (bar.done if bar is not None else 0)
 
     def __call__(self, *_: Any) -> bool:
         self.calls += 1
+        if self.bar is not None and self.calls % 10 == 0:
+            self.bar.update(min(self.bar_start + self.calls, self.bar.total))
         if self.calls % SAMPLE_EVERY == 0:
             self.samples.append((self.calls, rss_mib()))
             self.cpu.append((self.calls, time.process_time()))
@@ -107,7 +113,7 @@ def drift(sampler: Sampler, solve_times: np.ndarray, steps: int) -> dict[str, An
             "rss_ok": bool(growth < RSS_LIMIT), "trend_ok": bool(fitted_change < TREND_LIMIT)}
 
 
-def soak_cartpole(steps: int) -> dict[str, Any]:
+def soak_cartpole(steps: int, bar: Any = None) -> dict[str, Any]:
     from c3mpc import run_closed_loop
     from c3mpc.tasks import TASKS, build_controller
 
@@ -119,7 +125,7 @@ def soak_cartpole(steps: int) -> dict[str, Any]:
     options = C3Options(projection=d.projection, admm_iter=d.admm_iter, rho=d.rho,
                         rho_scale=d.rho_scale)
     ctrl = build_controller(plant, options, N=d.N, x0=d.x0)
-    sampler = Sampler()
+    sampler = Sampler(bar)
     t0 = time.perf_counter()
     log = run_closed_loop(plant, ctrl, d.x0, steps, noise_std=0.05,
                           rng=np.random.default_rng(26), stop=sampler)
@@ -128,12 +134,12 @@ def soak_cartpole(steps: int) -> dict[str, Any]:
     return out
 
 
-def soak_franka(steps: int) -> dict[str, Any]:
+def soak_franka(steps: int, bar: Any = None) -> dict[str, Any]:
     from c3mpc.tasks.franka_ball import FrankaBallOptions, run_franka_ball
 
     o = FrankaBallOptions()
     o = FrankaBallOptions(duration=steps * o.sim_dt, stop_after_lap=False)
-    sampler = Sampler()
+    sampler = Sampler(bar)
     t0 = time.perf_counter()
     log = run_franka_ball(o, should_stop=sampler)
     out = drift(sampler, log.plan_time, steps)
@@ -143,14 +149,15 @@ def soak_franka(steps: int) -> dict[str, Any]:
     return out
 
 
-def repeated(name: str, steps: int, episodes: int) -> dict[str, Any]:
+def repeated(name: str, steps: int, episodes: int, bar: Any = None) -> dict[str, Any]:
     """``episodes`` identical episodes of ``steps // episodes`` steps in this process (fresh
     plant and controller each, same seeds): any upward trend of the CPU time per step across
-    them is drift of the process (caches, leaks), not a change of the task's phase."""
+    them is drift of the process (caches, leaks), not a change of the task's phase.
+    ``bar``: a progress line advanced over the steps, or None."""
     per = steps // episodes
     cpu, rss, wall = [], [], []
     for _ in range(episodes):
-        sampler = Sampler()
+        sampler = Sampler(bar)
         t0 = time.perf_counter()
         if name == "cart-pole":
             from c3mpc import C3Options, run_closed_loop
@@ -181,6 +188,8 @@ def repeated(name: str, steps: int, episodes: int) -> dict[str, Any]:
 
             run_franka_ball(FrankaBallOptions(duration=per * o.sim_dt, stop_after_lap=False),
                             should_stop=hook)
+        if bar is not None:
+            bar.update(sampler.bar_start + per)  # the episode ran its steps
         cpu.append((time.process_time() - start[0]) / sampler.calls)
         rss.append(rss_mib())
         wall.append(time.perf_counter() - t0)
@@ -256,22 +265,30 @@ def main(argv: list[str] | None = None) -> int:
         runs = {k: v for k, v in runs.items() if k.startswith(args.only)}
     result: dict[str, Any] = {"timestamp": _report.utc_timestamp(),
                               "machine": _report.machine_info(), "runs": {}}
+    episodes = {"cart-pole": 10, "franka-ball": 5}
+    bar = _report.progress(2 * len(runs) * steps, "soak", args.quiet, "steps")
     for name, fn in runs.items():
-        r = fn(steps)
+        _report.show(bar, f"soak {name}, {steps} steps")
+        start = bar.done
+        r = fn(steps, bar)
+        bar.update(start + steps)  # the run is over (its hook may stop short of a multiple of 10)
         result["runs"][name] = r
-        print(f"{name}: RSS {r['rss_mib_after_warmup']:.1f} -> {r['rss_mib_end']:.1f} MiB "
-              f"({r['rss_growth_after_warmup'] * 100:+.2f} %), solve median "
-              f"{r['solve_time_median_s'] * 1e3:.2f} ms, blocks "
-              f"{[round(b * 1e3, 2) for b in r['solve_time_block_medians_s']]} ms, CPU per "
-              f"step {r['cpu_per_step_median_s'] * 1e3:.2f} ms, CPU trend "
-              f"{r['solve_time_fitted_change'] * 100:+.1f} %", flush=True)
+        _report.say(f"{name}: RSS {r['rss_mib_after_warmup']:.1f} -> {r['rss_mib_end']:.1f} MiB "
+                    f"({r['rss_growth_after_warmup'] * 100:+.2f} %), solve median "
+                    f"{r['solve_time_median_s'] * 1e3:.2f} ms, blocks "
+                    f"{[round(b * 1e3, 2) for b in r['solve_time_block_medians_s']]} ms, CPU per "
+                    f"step {r['cpu_per_step_median_s'] * 1e3:.2f} ms, CPU trend "
+                    f"{r['solve_time_fitted_change'] * 100:+.1f} %", bar)
     result["repeated"] = {}
     for name in runs:
-        r = repeated(name, steps, 10 if name == "cart-pole" else 5)
+        _report.show(bar, f"soak {name}, {episodes[name]} episodes")
+        start = bar.done
+        r = repeated(name, steps, episodes[name], bar)
+        bar.update(start + steps)  # steps // episodes per episode: the remainder is not run
         result["repeated"][name] = r
-        print(f"{name} x{r['episodes']}: RSS {[round(x, 1) for x in r['rss_mib_after_episode']]}"
-              f" MiB, CPU per step {[round(x * 1e3, 3) for x in r['cpu_per_step_s']]} ms, "
-              f"trend {r['cpu_fitted_change'] * 100:+.1f} %", flush=True)
+        _report.say(f"{name} x{r['episodes']}: RSS {[round(x, 1) for x in r['rss_mib_after_episode']]}"
+                    f" MiB, CPU per step {[round(x * 1e3, 3) for x in r['cpu_per_step_s']]} ms, "
+                    f"trend {r['cpu_fitted_change'] * 100:+.1f} %", bar)
     if not args.quick and not args.only:
         _report.publish(result, section(result), KEY, JSON_PATH)
     return 0

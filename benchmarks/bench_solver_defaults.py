@@ -126,14 +126,17 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     scenes = {s: SCENES[s] for s in (args.scenes or (QUICK if args.quick else SCENES))}
     runs: dict = {}
+    bar = _report.progress(len(scenes) * len(args.solvers), "solver defaults", args.quiet, "runs")
     for scene, duration in scenes.items():
         runs[scene] = {}
         for solver in args.solvers:
+            _report.show(bar, f"{scene} {solver} ({duration:g} s)")
             r = runs[scene][solver] = run_one(scene, solver, duration)
+            bar.update(bar.done + 1)
             status = "ok" if r["complete"] else r["error"]
             extra = f"non-converged {r.get('non_converged')}/{r.get('steps')} worst {r.get('worst_residual')}" \
                 if r["complete"] else ""
-            print(f"{scene:18s} {solver:8s} {status:4s} {extra} {r['wall_s']:.2f} s", flush=True)
+            _report.say(f"{scene:18s} {solver:8s} {status:4s} {extra} {r['wall_s']:.2f} s", bar)
     shipped = [s for s in SHIPPED if s in scenes]
     result = {"timestamp": _report.utc_timestamp(), "machine": _report.machine_info(), "scenes": scenes,
               "solvers": list(args.solvers), "shipped": shipped, "runs": runs,
