@@ -6,7 +6,8 @@ Run it with the venv's Python from a directory outside the source tree::
 
 It checks that the five packages import from the venv (not from a checkout), that the
 packaged model files are there (a URDF plant loads), that ``c3mpc --version`` prints the
-installed distribution's version, and that ``c3mpc run cartpole-softwalls --duration 1``
+installed distribution's version, that the command-line help of the main commands works, and
+that ``c3mpc run cartpole-softwalls --duration 1``
 writes a report whose summary has the expected number of steps. Exits non-zero with a
 message on the first failure.
 """
@@ -57,6 +58,11 @@ def main(argv: list[str]) -> int:
     if out.returncode != 0 or out.stdout.strip() != f"c3mpc {installed}":
         _fail(f"`c3mpc --version` gave rc={out.returncode}, stdout={out.stdout!r}, "
               f"stderr={out.stderr!r}")
+
+    for argv in (["--help"], ["run", "--help"], ["sweep", "--help"], ["deploy", "--help"]):
+        helped = subprocess.run([script, *argv], capture_output=True, text=True, check=False)
+        if helped.returncode != 0 or "usage: c3mpc" not in helped.stdout:
+            _fail(f"`c3mpc {' '.join(argv)}` gave rc={helped.returncode}: {helped.stderr[-500:]}")
 
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report"
