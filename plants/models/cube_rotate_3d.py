@@ -1,14 +1,22 @@
-"""A free-floating cube turned in 3-D by two point fingers (issue 24: quaternion costs).
+"""A cube turned to an orientation goal by two 3-D point fingers (issue 24: quaternion costs).
 
 A 1 m, 1 kg cube on a floating joint (Pinocchio free-flyer: 7 q with a unit quaternion, 6 v)
 and two sphere fingers (r = 0.1 m, 0.1 kg), each on three actuated prismatic joints (world x,
-y, z). Gravity is off: the cube floats (an object on an air bearing or in orbit), so the only
-forces on it are the two finger contacts (μ = 1, d = 2: a four-edge friction pyramid each).
-With Stewart-Trinkle, n_x = 25 (13 q + 12 v), n_λ = 2·2 + 2·4 = 12, n_u = 6 (finger forces
-[N] along world x, y, z). The task: from rest, fingers on the -x and +x faces, turn the cube
-to an orientation goal (default 45° about +z) and hold it at the origin. Turning needs the
-fingers to squeeze (normal force) and push tangentially in opposite directions (friction):
-the contact forces are the only way to move the cube.
+y, z); finger-cube contacts with μ = 1, d = 2 (a four-edge friction pyramid each).
+
+* ``table=True`` (default): the cube rests on a table (half-space z <= 0) on four support
+  points, 1 cm spheres in its bottom corners (μ_table = 0.1, d = 2), under gravity. The
+  task: turn it about the vertical (``goal_axis`` must be ±z) by ``goal_angle`` against the
+  table's friction. Stewart-Trinkle: n_λ = 2·6 + 6·4 = 36 (6 contacts, 4 edges each).
+* ``table=False``: no table and no gravity: the cube floats (an air bearing, orbit) and only
+  the fingers act on it; any goal axis without an x component (e.g. (0, 1, 1): a tilt).
+  n_λ = 2·2 + 2·4 = 12. Two point contacts cannot torque the cube about the line through
+  them, so a roll about that line (the cube's x axis) is only corrected by moving the
+  fingers: it drifts (docs/c3.md).
+
+n_x = 25 (13 q + 12 v), n_u = 6 (finger forces [N] along world x, y, z). Start: the cube at
+rest, identity orientation, fingers 5 mm off the centres of its -x and +x faces. Turning needs
+the fingers to squeeze (normal force) and push tangentially in opposite directions (friction).
 """
 
 from __future__ import annotations
@@ -62,8 +70,11 @@ class CubeRotate3DParams:
         contact_model: default contact model of :meth:`CubeRotate3D.lcs`.
         goal_angle: target rotation of the cube [rad], in (0, π).
         goal_axis: (3,) axis of the target rotation (world frame, normalised), e.g.
-            ``(0, 0, 1)``: a turn about the vertical; ``(0, 1, 1)``: a turn tilting the cube.
-            The fingers push on the ±x faces, so the axis must have no x component.
+            ``(0, 0, 1)``: a turn about the vertical; ``(0, 1, 1)``: a turn tilting the cube
+            (``table=False`` only). The fingers push on the ±x faces, so the axis must have no
+            x component.
+        table: the cube rests on a table under gravity (True) or floats without gravity.
+        table_mu: friction coefficient of the four cube-table support points.
     """
 
     mu: float = 1.0
@@ -71,6 +82,8 @@ class CubeRotate3DParams:
     contact_model: str = "stewart_trinkle"
     goal_angle: float = np.pi / 4
     goal_axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    table: bool = True
+    table_mu: float = 0.1
 
     def __post_init__(self) -> None:
         check_positive(self, "dt")
@@ -83,6 +96,13 @@ class CubeRotate3DParams:
         if axis.shape != (3,) or not np.isfinite(axis).all() or not np.linalg.norm(axis) > 0:
             raise ValueError(f"goal_axis must be a finite non-zero 3-vector, got "
                              f"{self.goal_axis!r}")
+        if not isinstance(self.table, (bool, np.bool_)):
+            raise TypeError(f"table must be a bool, got {self.table!r}")
+        if not (np.isfinite(self.table_mu) and self.table_mu >= 0):
+            raise ValueError(f"table_mu must be finite and >= 0, got {self.table_mu!r}")
+        if self.table and (abs(axis[0]) > 1e-12 or abs(axis[1]) > 1e-12):
+            raise ValueError(f"goal_axis must be vertical (0, 0, ±1) with table=True (the cube "
+                             f"stays flat on the table), got {self.goal_axis!r}")
         if abs(axis[0]) > 1e-12:
             raise ValueError(f"goal_axis must have no x component (the fingers push on the "
                              f"±x faces), got {self.goal_axis!r}")
@@ -91,7 +111,7 @@ class CubeRotate3DParams:
 
 @register_plant("cube-rotate-3d")
 class CubeRotate3D(MultibodyModelPlant):
-    """The 3-D cube-rotation plant (URDF ``assets/cube_rotate_3d.urdf``, gravity off).
+    """The 3-D cube-rotation plant (URDF ``assets/cube_rotate_3d.urdf``).
 
     State ``x = [cube_x, cube_y, cube_z, cube_qx, cube_qy, cube_qz, cube_qw, left_x, left_y,
     left_z, right_x, right_y, right_z, (12 velocities)]``: cube world position [m] and unit
@@ -99,7 +119,8 @@ class CubeRotate3D(MultibodyModelPlant):
     positions [m]; velocities: the cube's linear and angular velocity in the cube frame
     [m/s, rad/s], then the fingers' [m/s]. Input ``u`` = finger forces [N], ``[left_fx,
     left_fy, left_fz, right_fx, right_fy, right_fz]``. ``lambda`` (Stewart-Trinkle) =
-    ``[γ (2); λ_n (2); λ_t (8)]`` for the contacts (left finger, right finger).
+    ``[γ (n_c); λ_n (n_c); λ_t (4 n_c)]`` for the contacts (left finger, right finger, and
+    with the table its four support points), n_c = 6 (table) or 2.
     """
 
     name = "cube-rotate-3d"
@@ -117,13 +138,24 @@ class CubeRotate3D(MultibodyModelPlant):
         from ..multibody import ContactPair
 
         mu = self.params.mu
-        pairs = [ContactPair("cube", "left_finger", mu, 2),
-                 ContactPair("cube", "right_finger", mu, 2)]
+        pairs = [ContactPair("cube_0", "left_finger", mu, 2),
+                 ContactPair("cube_0", "right_finger", mu, 2)]
+        if self.params.table:  # the corner spheres cube_1..cube_4 on the table
+            pairs += [ContactPair(f"cube_{i}", "table_0", self.params.table_mu, 2)
+                      for i in range(1, 5)]
         mb = urdf_plant(asset_path("cube_rotate_3d.urdf"), pairs,
                         actuated_joints=[f"{s}_finger_{a}" for s in ("left", "right")
-                                         for a in "xyz"], name=self.name)
-        mb.model.gravity.linear = np.zeros(3)  # the cube floats: only the fingers act on it
+                                         for a in "xyz"], name=self.name,
+                        halfspaces=("table_0",))
+        if not self.params.table:
+            mb.model.gravity.linear = np.zeros(3)  # the cube floats: only the fingers act
         return mb
+
+    @property
+    def height(self) -> float:
+        """Height [m] of the cube's centre and the fingers at the start and goal (0.5 on the
+        table, 0 floating)."""
+        return CUBE_HALF if self.params.table else 0.0
 
     @property
     def goal_quaternion(self) -> np.ndarray:
@@ -139,24 +171,26 @@ class CubeRotate3D(MultibodyModelPlant):
     @cached_property
     def defaults(self) -> ControlDefaults:
         """Our settings (no published example): MIQP projection, N = 10, Δt = 50 ms, s = 10,
-        ρ_s = 1.2, G = 0.1·I, U = diag(1000·I_25, I_12, I_6), R = 0.01·I, QN = Q.
+        ρ_s = 1.2, G = 0.1·I, U = diag(1000·I_25, I_λ, I_6), R = 0.01·I, QN = Q.
 
-        Start: cube at rest at the origin, identity orientation; left finger on the -x face
-        and right finger on the +x face, 5 mm off, at the face centres. Goal: the cube at the
-        origin turned by ``goal_angle`` about ``goal_axis``, fingers at the centres of the
-        turned ±x faces. Q: 1000 on the cube position, 1000·I on the raw quaternion
+        Start: cube at rest, centred at (0, 0, :attr:`height`) (on the table, or at the
+        origin), identity orientation; left finger on the -x face and right finger on the +x
+        face, 5 mm off, at the face centres. Goal: the cube at the same place turned by
+        ``goal_angle`` about ``goal_axis``, fingers at the centres of the turned ±x faces. Q: 1000 on the cube position, 1000·I on the raw quaternion
         components (the block the quaternion cost replaces:
         ``C3Options(quaternion_weight=plant.quaternion_weight,
         quaternion_indices=plant.quaternion_indices)``), 10 on the finger positions, 1 on
-        the velocities. Finger forces bounded to ±10 N (the cube weighs nothing here; 10 N
-        turns it by 45° in about 0.4 s).
+        the velocities. Finger forces bounded to ±10 N (the cube weighs 9.81 N; the table's
+        friction resists a turn with at most 0.98 N).
         """
         i = QUATERNION_INDEX
         gap = 0.005
         r = CUBE_HALF + FINGER_RADIUS
         x0 = np.zeros(25)
         x0[i + 3] = 1.0
-        x0[7:13] = [-(r + gap), 0.0, 0.0, r + gap, 0.0, 0.0]
+        h = self.height
+        x0[2] = h
+        x0[7:13] = [-(r + gap), 0.0, h, r + gap, 0.0, h]
         goal = np.zeros(25)
         qg = self.goal_quaternion
         goal[i:i + 4] = qg
@@ -164,16 +198,18 @@ class CubeRotate3D(MultibodyModelPlant):
 
         R = pin.Quaternion(qg[3], qg[0], qg[1], qg[2]).toRotationMatrix()
         nx = R[:, 0]  # the turned +x face normal
-        goal[7:10] = -r * nx
-        goal[10:13] = r * nx
+        goal[2] = h
+        goal[7:10] = [0.0, 0.0, h] - r * nx
+        goal[10:13] = [0.0, 0.0, h] + r * nx
         Q = np.diag([1000.0] * 3 + [1000.0] * 4 + [10.0] * 6 + [1.0] * 12)
-        n_z = 25 + 12 + 6
-        U = np.diag([1000.0] * 25 + [1.0] * 12 + [1.0] * 6)
+        n_lam = 36 if self.params.table else 12
+        n_z = 25 + n_lam + 6
+        U = np.diag([1000.0] * 25 + [1.0] * n_lam + [1.0] * 6)
         return ControlDefaults(
             N=10, dt=self.params.dt, Q=Q, R=0.01 * np.eye(6), QN=Q.copy(),
             G=0.1 * np.eye(n_z), U=U, admm_iter=10, rho=1.0, rho_scale=1.2,
             projection="miqp", x0=x0, x_goal=goal,
             x_lower=np.full(25, -np.inf), x_upper=np.full(25, np.inf),
             u_lower=np.full(6, -FORCE_LIMIT), u_upper=np.full(6, FORCE_LIMIT),
-            notes="Ours: a floating cube turned by two 3-D point fingers (issue 24).",
+            notes="Ours: a cube turned by two 3-D point fingers (issue 24).",
         )
