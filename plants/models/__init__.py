@@ -1,9 +1,9 @@
 """Registered multibody plants (issue 4): Pinocchio + coal models whose LCS comes from the
 multibody factory (``plants.multibody``), with the authors' controller settings.
 
-Registry names: ``cube-pivoting``, ``cube-rotate-3d``, ``cartpole-urdf``, ``franka-ball``, ``franka-balls-2``,
-``franka-balls-3``, ``franka-panda``. Importing this package only registers the plants; each
-builds its Pinocchio model on first use.
+Registry names: ``cube-pivoting``, ``cube-rotate-3d``, ``cartpole-urdf``, ``franka-ball``,
+``franka-balls-2``, ``franka-balls-3``, ``franka-panda``. Importing this package only
+registers the plants; each builds its Pinocchio model on first use.
 """
 
 from .base import CONTACT_MODELS, MultibodyModelPlant

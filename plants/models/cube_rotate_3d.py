@@ -176,11 +176,11 @@ class CubeRotate3D(MultibodyModelPlant):
         Start: cube at rest, centred at (0, 0, :attr:`height`) (on the table, or at the
         origin), identity orientation; left finger on the -x face and right finger on the +x
         face, 5 mm off, at the face centres. Goal: the cube at the same place turned by
-        ``goal_angle`` about ``goal_axis``, fingers at the centres of the turned ±x faces. Q: 1000 on the cube position, 1000·I on the raw quaternion
-        components (the block the quaternion cost replaces:
-        ``C3Options(quaternion_weight=plant.quaternion_weight,
-        quaternion_indices=plant.quaternion_indices)``), 10 on the finger positions, 1 on
-        the velocities. Finger forces bounded to ±10 N (the cube weighs 9.81 N; the table's
+        ``goal_angle`` about ``goal_axis``, fingers at the centres of the turned ±x faces.
+        Q: 1000 on the cube position, 1000·I on the raw quaternion components (the block the
+        quaternion cost replaces: ``C3Options(quaternion_weight=plant.quaternion_weight,
+        quaternion_indices=plant.quaternion_indices)``), 10 on the finger positions, 1 on the
+        velocities. Finger forces bounded to ±10 N (the cube weighs 9.81 N; the table's
         friction resists a turn with at most 0.98 N).
         """
         i = QUATERNION_INDEX
