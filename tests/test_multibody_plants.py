@@ -17,7 +17,7 @@ from c3mpc.tasks import build_controller, get_task
 from plants import load_plant
 from plants.models.base import lambda_count
 
-MULTIBODY = ("cube-pivoting", "cartpole-urdf", "franka-ball", "franka-balls-2", "franka-balls-3",
+MULTIBODY = ("cube-pivoting", "cube-rotate-3d", "cartpole-urdf", "franka-ball", "franka-balls-2", "franka-balls-3",
              "franka-panda")
 MODELS = ("stewart_trinkle", "anitescu", "frictionless_spring")
 
@@ -30,6 +30,7 @@ def plants():
 # ---------------------------------------------------------------------------- dimensions
 @pytest.mark.parametrize("name, n_x, n_q, n_v, n_u, n_lambda", [
     ("cube-pivoting", 14, 7, 7, 4, 12),    # ST, 3 planar contacts (d = 1): 2*3 + 3*2
+    ("cube-rotate-3d", 25, 13, 12, 6, 36),  # ST, 2 fingers + 4 table corners, d = 2: 2*6 + 6*4
     ("cartpole-urdf", 4, 2, 2, 1, 2),      # frictionless spring, 2 walls
     ("franka-ball", 19, 10, 9, 3, 12),     # ST, 2 contacts, d = 2: 2*2 + 2*4 (paper §VII-A)
     ("franka-balls-2", 14, 7, 7, 3, 18),   # ST, 3 contacts, d = 2: 2*3 + 3*4 (paper §VII-B)
