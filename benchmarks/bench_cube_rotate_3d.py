@@ -108,29 +108,36 @@ def seeded_starts(plant: Any, tilt: bool, n: int = 5) -> list[np.ndarray]:
     return out
 
 
-def run_all(duration: float) -> dict[str, Any]:
+def run_all(duration: float, quiet: bool = False) -> dict[str, Any]:
     rows, seeds = [], []
+    bar = _report.progress(len(GOALS) * len(COSTS) + len(SEEDS) * len(COSTS), "cube-rotate-3d",
+                           quiet, unit="runs")
+    done = 0
     for scene, gname, axis, deg in GOALS:
         plant = load_plant("cube-rotate-3d", table=scene == "table", goal_axis=axis,
                            goal_angle=np.deg2rad(deg))
         steps = int(round(duration / plant.dt))
         for cname, w in COSTS:
-            print(f"  {scene}, {gname}, {cname} ...", flush=True)
+            _report.show(bar, f"{scene}, {gname}, {cname}")
             x0 = plant.defaults.x0.copy()
             if "-q0" in gname:  # the same orientation, the quaternion's other sign
                 x0[QI:QI + 4] *= -1.0
             rows.append({"scene": scene, "goal": gname, "cost": cname, "weight": w,
                          **run_one(plant, w, x0, steps)})
+            done += 1
+            bar.update(done)
     for scene, sname, tilt in SEEDS:
         plant = load_plant("cube-rotate-3d", table=scene == "table", goal_angle=np.pi / 3)
         steps = int(round(duration / plant.dt))
         starts = seeded_starts(plant, tilt)
         for cname, w in COSTS:
-            print(f"  {scene}, seeded starts {sname}, {cname} ...", flush=True)
+            _report.show(bar, f"{scene}, seeded starts {sname}, {cname}")
             runs = [run_one(plant, w, x0, steps) for x0 in starts]
             seeds.append({"scene": scene, "starts": sname, "cost": cname, "weight": w,
                           "successes": sum(r["success"] for r in runs), "n": len(runs),
                           "final_errors_deg": [r["final_error_deg"] for r in runs]})
+            done += 1
+            bar.update(done)
     return {"rows": rows, "seeds": seeds}
 
 
@@ -181,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     duration = 1.0 if args.quick else 3.0
     result = {"timestamp": _report.utc_timestamp(), "machine": _report.machine_info(),
-              "duration_s": duration, **run_all(duration)}
+              "duration_s": duration, **run_all(duration, args.quiet)}
     md = markdown(result)
     print(md)
     if not (args.no_write or args.quick):
