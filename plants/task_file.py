@@ -96,7 +96,7 @@ class TaskFile:
             feet touching it at the start count as overlapping).
         data: the parsed YAML (plain values).
         goal_joints: the joints the ``goal`` names (``c3mpc run`` judges success on them).
-        success_tolerance: largest final |q − q_goal| of a goal joint for success (``success:
+        success_tolerance: largest final ``|q − q_goal|`` of a goal joint for success (``success:
             {tolerance: ...}``, default 0.02, in the joint's unit: m or rad).
     """
 
