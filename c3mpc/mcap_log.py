@@ -28,6 +28,8 @@ from typing import Any, BinaryIO
 from mcap.reader import make_reader
 from mcap.writer import Writer
 
+from ._json import finite_or_none
+
 __all__ = ["McapLog", "read_channel", "channels", "POSE_IN_FRAME_SCHEMA", "record_schema",
            "write_closed_loop"]
 
@@ -74,17 +76,6 @@ def _ns(t: float) -> int:
     return int(round(t * 1e9))
 
 
-def _clean(v: Any) -> Any:
-    """JSON-safe: NaN/inf become null (as rosbridge and Foxglove expect), not invalid JSON."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    return v
-
-
 class McapLog:
     """An MCAP file being written: register channels, then add messages in time order.
 
@@ -126,7 +117,7 @@ class McapLog:
         try:
             data = json.dumps(body, allow_nan=False)
         except ValueError:  # a NaN or inf somewhere: written as null (rare, so checked late)
-            data = json.dumps(_clean(body))
+            data = json.dumps(finite_or_none(body))
         self._writer.add_message(channel_id=self._channels[topic], log_time=ns,
                                  publish_time=ns, data=data.encode())
         self.messages += 1

@@ -15,7 +15,6 @@ from typing import Any, Callable
 import numpy as np
 
 from lcs import _validation as _v
-from plants.progress import ProgressLine
 
 from .c3 import C3
 from .errors import C3TypeError, C3ValueError
@@ -129,7 +128,11 @@ def run_closed_loop(plant: Any, controller: C3, x0: Any, steps: int, *,
     xs[0] = x
     u_prev = np.zeros(plant.n_u)
     state_dependent = bool(getattr(plant, "state_dependent", False))
-    bar = ProgressLine(steps, unit="steps", stream=stream) if progress else None
+    bar = None
+    if progress:
+        from plants.progress import ProgressLine  # lazily: `import c3mpc` does not load plants
+
+        bar = ProgressLine(steps, unit="steps", stream=stream)
     T = steps
     stopped = False
     u = u_prev

@@ -32,8 +32,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from plants.progress import ProgressLine
-
 from .errors import C3ValueError
 from .result import C3Status
 from .runner import ClosedLoopLog
@@ -202,7 +200,11 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
     k = 0
     stopped = False
     try:
-        bar = ProgressLine(T, unit="plans", stream=stream) if progress else None
+        bar = None
+        if progress:
+            from plants.progress import ProgressLine
+
+            bar = ProgressLine(T, unit="plans", stream=stream)
         while step < n_steps:
             x = smap.state(simulator.q, simulator.v)
             xs[k] = x

@@ -47,6 +47,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from c3mpc._json import finite_or_none
+
 from .camera import BallDetectionAdapter, BallState, CameraOptions
 from .config import LoadableOptions, options_to_dict
 from .errors import BridgeConnectionError, HardwareValueError
@@ -548,9 +550,9 @@ def _write_report(out: Path, summary: DeploySummary, run: _Run, options: DeployO
     data = summary.to_dict()
     data["options"] = options_to_dict(options)
     data["machine"] = {"platform": platform.platform(), "python": platform.python_version()}
-    (out / "summary.json").write_text(json.dumps(_jsonable(data), indent=2))
+    (out / "summary.json").write_text(json.dumps(finite_or_none(data), indent=2))
     (out / "interventions.json").write_text(json.dumps(
-        [_jsonable(r.to_dict()) for r in run.safety.records], indent=2))
+        [finite_or_none(r.to_dict()) for r in run.safety.records], indent=2))
     with open(out / "log.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(_LOG_COLUMNS)
@@ -616,17 +618,6 @@ def _write_mcap(path: Path, run: _Run) -> None:
         for te, r in events[e:]:  # after the last tick (final hold, faults)
             log.write("/deploy/safety", max(te, 0.0), {"kind": r.kind.name.lower(),
                                                       "detail": r.detail})
-
-
-def _jsonable(x: Any) -> Any:
-    """NaN/inf become None so the file is strict JSON."""
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    return x
 
 
 def deploy_command(args: Any) -> int:

@@ -55,6 +55,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
+from c3mpc._json import finite_or_none
+
 from ..config import LoadableOptions
 from ..errors import BridgeError, HardwareValueError, MessageError
 from . import auth as _auth
@@ -124,16 +126,6 @@ class ServerOptions(LoadableOptions):
                 raise HardwareValueError(f"ServerOptions.{name} must be an int >= 1, got {v!r}")
 
 
-def _finite_or_none(x: Any) -> Any:
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _finite_or_none(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite_or_none(v) for v in x]
-    return x
-
-
 def encode(obj: Any) -> str:
     """Strict JSON text of ``obj``: non-finite floats become ``null``, as rosbridge sends
     them (Python's default ``NaN``/``Infinity`` tokens are not JSON: roslibjs cannot parse
@@ -141,7 +133,7 @@ def encode(obj: Any) -> str:
     try:
         return json.dumps(obj, allow_nan=False)
     except ValueError:
-        return json.dumps(_finite_or_none(obj), allow_nan=False)
+        return json.dumps(finite_or_none(obj), allow_nan=False)
 
 
 @dataclass(frozen=True)
