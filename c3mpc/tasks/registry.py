@@ -111,6 +111,16 @@ def _cube_pivot_success(log: ClosedLoopLog) -> bool:
     return bool(abs(theta[-1] - 0.785) <= 0.02 and np.all(np.abs(theta[-51:] - 0.785) <= 0.05))
 
 
+def _cube_rotate_success(log: ClosedLoopLog) -> bool:
+    # cube-rotate-3d (plants/models/cube_rotate_3d.py): the cube's orientation ends within 5°
+    # of the goal and stayed within 5° over the last second (20 steps of 50 ms)
+    from plants import load_plant
+
+    plant = load_plant("cube-rotate-3d")
+    err = np.array([plant.cube_angle_error(x) for x in log.x[-21:]])
+    return bool(np.all(err <= np.deg2rad(5.0)))
+
+
 def _finger_start(rng: np.random.Generator) -> np.ndarray:
     from plants import FingerGaiting
 
@@ -140,6 +150,10 @@ TASKS: dict[str, Task] = {
         "cube-pivoting", 5.0, _cube_pivot_success,
         "multibody LCS rebuilt every step; final |θ − 0.785| <= 0.02 rad and within 0.05 rad "
         "over the last 0.5 s"),
+    "cube-rotate-3d": Task(
+        "cube-rotate-3d", 3.0, _cube_rotate_success,
+        "3-D cube turned 45° about the vertical by two fingers (multibody LCS rebuilt every "
+        "step); orientation within 5° of the goal over the last second"),
 }
 
 
