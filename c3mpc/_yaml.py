@@ -24,7 +24,7 @@ import yaml
 
 from .errors import C3ValueError
 
-__all__ = ["load_located", "Lines", "YAMLLimitError", "MAX_YAML_CHARS", "MAX_YAML_NODES",
+__all__ = ["load_located", "read_yaml_file", "Lines", "YAMLLimitError", "MAX_YAML_CHARS", "MAX_YAML_NODES",
            "yaml_error_line"]
 
 #: path (tuple of keys / indices) -> 1-based line number of the value (or key) at that path.
@@ -54,6 +54,31 @@ class YAMLLimitError(yaml.YAMLError, C3ValueError):
 
 class _Constructor(yaml.SafeLoader):
     """SafeLoader whose scalars are built exactly as ``yaml.safe_load`` would build them."""
+
+
+def read_yaml_file(path: Any, errors: type[Exception] = C3ValueError,
+                   what: str = "") -> tuple[Any, Lines]:
+    """``(data, key_lines)`` of a YAML file through :func:`load_located`.
+
+    An unreadable file, malformed YAML or a document beyond the limits raises ``errors`` with
+    one line naming the file (prefixed by ``what``, e.g. "config file ") and, where known, the
+    line: ``c3.yaml, line 3: not valid YAML: ...``.
+    """
+    from pathlib import Path
+
+    name = f"{what}{str(path)!r}" if what else str(path)
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise errors(f"cannot read {name}: {e}") from None
+    try:
+        data, _, key_lines = load_located(text)
+    except yaml.YAMLError as e:
+        line = yaml_error_line(e)
+        at = f", line {line}" if line else ""
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise errors(f"{name}{at}: not valid YAML: {problem}") from None
+    return data, key_lines
 
 
 def yaml_error_line(e: BaseException) -> int | None:

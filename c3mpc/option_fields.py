@@ -441,10 +441,6 @@ def read_mapping_located(path: str | Path) -> tuple[dict[str, Any], dict[tuple[A
     suffix = p.suffix.lower()
     if suffix not in (".yaml", ".yml", ".toml"):
         raise C3ValueError(f"config file must be .yaml/.yml/.toml, got {str(path)!r}")
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise C3ValueError(f"cannot read config file {str(path)!r}: {e}") from None
     key_lines: dict[tuple[Any, ...], int] = {}
     if suffix == ".toml":
         try:
@@ -452,22 +448,15 @@ def read_mapping_located(path: str | Path) -> tuple[dict[str, Any], dict[tuple[A
         except ImportError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
         try:
-            data: Any = tomllib.loads(text)
+            data: Any = tomllib.loads(p.read_text())
+        except (OSError, UnicodeDecodeError) as e:
+            raise C3ValueError(f"cannot read config file {str(path)!r}: {e}") from None
         except tomllib.TOMLDecodeError as e:
             raise C3ValueError(f"config file {str(path)!r} is not valid TOML: {e}") from None
     else:
-        import yaml
+        from ._yaml import read_yaml_file
 
-        from ._yaml import load_located, yaml_error_line
-
-        try:
-            data, _, key_lines = load_located(text)
-        except yaml.YAMLError as e:
-            line = yaml_error_line(e)
-            at = f", line {line}" if line else ""
-            problem = " ".join(str(getattr(e, "problem", None) or e).split())
-            raise C3ValueError(f"config file {str(path)!r}{at}: not valid YAML: "
-                               f"{problem}") from None
+        data, key_lines = read_yaml_file(p, C3ValueError, "config file ")
         data = {} if data is None else data
     if not isinstance(data, dict):
         raise C3ValueError(f"config file {str(path)!r} must hold a mapping at top level, got "

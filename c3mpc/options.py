@@ -247,18 +247,9 @@ class C3Options:
                 (:mod:`c3mpc._yaml`), or holds a bad option; one line naming the file and the
                 line of the offending key.
         """
-        from ._yaml import load_located, yaml_error_line
+        from ._yaml import read_yaml_file
 
-        import yaml
-
-        text = _read_text(path)
-        try:
-            data, _, key_lines = load_located(text)
-        except yaml.YAMLError as e:
-            line = yaml_error_line(e)
-            at = f", line {line}" if line else ""
-            raise C3ValueError(f"{path}{at}: not valid YAML: "
-                               f"{getattr(e, 'problem', None) or e}") from None
+        data, key_lines = read_yaml_file(path, C3ValueError)
         return cls._from_file_data(path, data or {}, key, key_lines)
 
     @classmethod

@@ -67,22 +67,6 @@ def load_yaml(path: Any) -> Any:
     """A YAML file's data through the guarded loader of :mod:`c3mpc._yaml` (size and alias
     limits); an unreadable or malformed file is one EstimatorValueError naming the file and
     the line."""
-    from pathlib import Path
+    from c3mpc._yaml import read_yaml_file
 
-    import yaml
-
-    from c3mpc._yaml import load_located, yaml_error_line
-
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise EstimatorValueError(f"cannot read {p}: {e}") from None
-    try:
-        data, _, _ = load_located(text)
-    except yaml.YAMLError as e:
-        line = yaml_error_line(e)
-        at = f", line {line}" if line else ""
-        problem = " ".join(str(getattr(e, "problem", None) or e).split())
-        raise EstimatorValueError(f"{p}{at}: not valid YAML: {problem}") from None
-    return data
+    return read_yaml_file(path, EstimatorValueError)[0]

@@ -33,30 +33,19 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     """
     p = Path(path)
     suffix = p.suffix.lower()
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise HardwareValueError(f"cannot read config file {str(path)!r}: {e}") from None
     if suffix in (".yaml", ".yml"):
-        import yaml
+        from c3mpc._yaml import read_yaml_file  # size and alias limits, errors with the line
 
-        from c3mpc._yaml import load_located, yaml_error_line  # size and alias limits
-
-        try:
-            data = load_located(text)[0] or {}
-        except yaml.YAMLError as e:
-            line = yaml_error_line(e)
-            raise HardwareValueError(f"{path}{f', line {line}' if line else ''}: not valid YAML: "
-                                     f"{getattr(e, 'problem', None) or e}") from None
-        except ValueError as e:  # the loader's limits (YAMLLimitError)
-            raise HardwareValueError(f"{path}: {e}") from None
+        data = read_yaml_file(p, HardwareValueError)[0] or {}
     elif suffix == ".toml":
         try:
             import tomllib
         except ImportError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
         try:
-            data = tomllib.loads(text)
+            data = tomllib.loads(p.read_text())
+        except (OSError, UnicodeDecodeError) as e:
+            raise HardwareValueError(f"cannot read config file {str(path)!r}: {e}") from None
         except tomllib.TOMLDecodeError as e:
             raise HardwareValueError(f"{path}: not valid TOML: {e}") from None
     else:

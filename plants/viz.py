@@ -361,24 +361,34 @@ class Viewer:
 
     def save_html(self, path: str | Path) -> Path:
         """Write the standalone HTML recording to ``path`` (folders created)."""
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(self.vis.static_html())
-        return p
+        return save_static_html(self.vis, path)
 
     def close(self) -> None:
         """Stop the meshcat server this viewer started (if any)."""
-        window = getattr(self.vis, "window", None)
-        proc = getattr(window, "server_proc", None)
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop_meshcat_server(self.vis)
 
     def __enter__(self) -> Viewer:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def save_static_html(vis: Any, path: str | Path) -> Path:
+    """Write ``vis.static_html()`` (one file, three.js inlined) to ``path``; folders created."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(vis.static_html())
+    return p
+
+
+def stop_meshcat_server(vis: Any) -> None:
+    """Stop the ``meshcat-server`` subprocess a ``meshcat.Visualizer`` started (if any)."""
+    window = getattr(vis, "window", None)
+    proc = getattr(window, "server_proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=5)
 
 
 def frame_node(frame: Any, vis: Any, node: Any) -> Any:

@@ -233,16 +233,13 @@ class FrankaBallViewer:
 
     def save_html(self, path: str | Path) -> Path:
         """Write the standalone HTML (``vis.static_html()``) to ``path``."""
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(self.vis.static_html())
-        return p
+        from plants.viz import save_static_html
+
+        return save_static_html(self.vis, path)
 
     def close(self) -> None:
         """Stop the meshcat server this viewer started (if any)."""
-        try:
-            self.vis.window.server_proc.kill()
-            self.vis.window.server_proc.wait(timeout=5)
-        except Exception:  # noqa: BLE001 - no server of ours, or already gone
-            pass
+        from plants.viz import stop_meshcat_server
+
+        stop_meshcat_server(self.vis)
 
