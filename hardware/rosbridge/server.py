@@ -1,11 +1,29 @@
 """A small rosbridge v2 protocol server (asyncio + :mod:`websockets`) for rehearsals and tests.
 
-It implements the part of the protocol a roslibpy client uses for topics and services —
-``auth``, ``advertise``, ``unadvertise``, ``publish``, ``subscribe``, ``unsubscribe``,
-``call_service`` (answered by services registered in-process), ``set_level`` — and answers
-anything else with a ``status`` error. Messages are routed between websocket clients and
-in-process endpoints: the simulated robot registers ``on_publish`` handlers for the command
-topics and publishes its state with :meth:`RosBridgeServer.publish`.
+It speaks the rosbridge v2 protocol as rosbridge_suite's ``rosbridge_server`` does for every op
+that roslibjs and roslibpy send, checked with both real clients
+(``tests/test_rosbridge_conformance.py``; the differences that remain are listed in
+``docs/deployment.md``):
+
+* topics: ``advertise`` / ``unadvertise`` / ``publish`` / ``subscribe`` / ``unsubscribe``,
+  with ``throttle_rate`` [ms] and ``queue_length`` (rosbridge's throttle and queue handlers,
+  :class:`_Delivery`), ``latch`` (a new subscriber gets the last message of a latched topic)
+  and relative names (``chatter`` is ``/chatter``, ``~x`` is ``/rosbridge_websocket/x``; a
+  subscriber gets messages under the name it subscribed with, as rosbridge sends them);
+* services: ``call_service`` answered by services registered in-process
+  (:meth:`RosBridgeServer.add_service`), by the ``/rosapi/*`` services
+  (:mod:`hardware.rosbridge.rosapi`: topics, types, services, parameters, time) or by another
+  client that offered it with ``advertise_service`` (the server forwards the request, the
+  provider's ``service_response`` goes back to the caller; ``unadvertise_service``);
+* ``fragment``: a client may send any message cut into fragments (reassembled in ``num``
+  order, bounded in count, bytes and time); a client that sets ``fragment_size`` (in any
+  message, as rosbridge reads it) gets messages longer than that as ``fragment`` ops;
+* ``auth`` (rosauth MAC), ``set_level`` (which ``status`` levels a client gets: ``none``,
+  ``error`` — the default —, ``warning``, ``info``).
+
+Messages are routed between websocket clients and in-process endpoints: the simulated robot
+registers ``on_publish`` handlers for the command topics and publishes its state with
+:meth:`RosBridgeServer.publish`.
 
 Security and robustness (:class:`ServerOptions`):
 
@@ -17,23 +35,23 @@ Security and robustness (:class:`ServerOptions`):
   close the connection (1008); a MAC is accepted once (replays refused);
 * every malformed or refused message is answered with a ``status`` op (level ``error``, a
   ``msg`` naming the problem, the request's ``id`` echoed), counted and logged (sparsely under
-  a flood); a handler exception is caught and answered too, never a dropped connection;
+  a flood); a handler exception is caught and answered too, never a dropped connection
+  (rosbridge_suite only logs these: its clients hear nothing);
 * memory is bounded: frames above ``max_frame_bytes`` close the connection (1009, by
-  websockets), messages above ``max_message_bytes`` are refused, topic names are at most
-  ``max_topic_length`` characters, a client holds at most ``max_topics_per_client``
-  subscriptions + advertisements, the server knows at most ``max_topics`` topic types
-  (a client's topics are forgotten when it leaves), at most ``max_clients`` connections;
-  outgoing data are bounded per client (drop-oldest) and replies (status, service responses)
-  too — the server stops reading a client whose replies it does not read;
+  websockets), messages above ``max_message_bytes`` (reassembled fragments included) are
+  refused, topic names are at most ``max_topic_length`` characters, a client holds at most
+  ``max_topics_per_client`` subscriptions + advertisements + services, the server knows at
+  most ``max_topics`` topic types (a client's topics are forgotten when it leaves), at most
+  ``max_clients`` connections; outgoing data are bounded per client (drop-oldest) and replies
+  (status, service responses) too — the server stops reading a client whose replies it does
+  not read; partial fragmented messages, pending service calls and the parameter tree are
+  bounded too;
 * ``advertise`` needs a type, ``publish`` needs a topic whose type is known (advertised by
   someone, or an in-process endpoint), as rosbridge, which cannot infer an unknown type;
 * non-finite floats are sent as JSON ``null`` (as rosbridge does; ``NaN`` is not JSON);
-* ``subscribe`` honours ``throttle_rate`` [ms] and ``queue_length`` as rosbridge does (see
-  :class:`_Delivery`), ``advertise``/``publish`` honour ``latch`` (a new subscriber gets the
-  last message of a latched topic);
 * an in-process publish handler that raises :class:`~hardware.errors.MessageError` makes
   the server answer the publishing client with a ``status`` error (the robot-side guard's
-  rejections are not silent).
+  rejections are not silent); client-offered services cannot replace in-process ones.
 
 Each client has its own writer task, so a slow client never stalls the simulation or other
 clients. ``pause_reading`` stops reading from clients, to rehearse a slow consumer.
@@ -60,6 +78,7 @@ from c3mpc._json import finite_or_none
 from ..config import LoadableOptions
 from ..errors import BridgeError, HardwareValueError, MessageError
 from . import auth as _auth
+from .rosapi import ParamServer, install_rosapi, resolve_name
 
 __all__ = ["ClientStats", "ServerOptions", "RosBridgeServer", "ServerThread", "encode"]
 
@@ -104,6 +123,24 @@ class ServerOptions(LoadableOptions):
     reply_queue_size: int = 256
     """Replies (status, service responses) waiting for one client before the server stops
     reading from it."""
+    fragment_timeout: float = 600.0
+    """Seconds after its last fragment that an incomplete fragmented message is dropped
+    (rosbridge's ``fragment_timeout``)."""
+    max_fragmented_messages: int = 16
+    """Fragmented messages one client may have in reassembly at once."""
+    min_fragment_size: int = 64
+    """Smallest ``fragment_size`` a client may ask for [characters] (smaller ones would cost
+    more in fragment headers than they carry)."""
+    service_timeout: float = 10.0
+    """Seconds a call to a client-offered service waits for the provider's answer (unless the
+    call gives its own ``timeout``); then the caller gets ``result: false``."""
+    max_pending_calls: int = 64
+    """Calls to client-offered services one client may have waiting."""
+    max_param_bytes: int = 1 << 20
+    """Largest JSON size of the parameter tree behind ``/rosapi/set_param`` [bytes]."""
+    rosapi: bool = True
+    """Serve the ``/rosapi/*`` services (:mod:`hardware.rosbridge.rosapi`), as rosbridge's
+    launch file starts the rosapi node next to the server."""
 
     def __post_init__(self) -> None:
         if isinstance(self.allowed_origins, list):
@@ -117,10 +154,20 @@ class ServerOptions(LoadableOptions):
                 math.isfinite(v) and v > 0):
             raise HardwareValueError(f"ServerOptions.auth_time_tolerance must be a positive "
                                      f"number of seconds, got {v!r}")
+        for name in ("fragment_timeout", "service_timeout"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                    math.isfinite(v) and v > 0):
+                raise HardwareValueError(f"ServerOptions.{name} must be a positive number of "
+                                         f"seconds, got {v!r}")
+        if not isinstance(self.rosapi, bool):
+            raise HardwareValueError(f"ServerOptions.rosapi must be a boolean, got "
+                                     f"{self.rosapi!r}")
         for name in ("max_auth_failures", "max_message_bytes", "max_frame_bytes",
                      "max_client_buffer_bytes",
                      "max_topic_length", "max_topics_per_client", "max_topics", "max_clients",
-                     "reply_queue_size"):
+                     "reply_queue_size", "max_fragmented_messages", "min_fragment_size",
+                     "max_pending_calls", "max_param_bytes"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise HardwareValueError(f"ServerOptions.{name} must be an int >= 1, got {v!r}")
@@ -150,6 +197,19 @@ class ClientStats:
     """Status errors/warnings sent to this client."""
 
 
+class _Partial:
+    """A fragmented message in reassembly."""
+
+    __slots__ = ("total", "parts", "nbytes", "cost", "t_last")
+
+    def __init__(self, total: int, now: float):
+        self.total = total
+        self.parts: dict[int, str] = {}
+        self.nbytes = 0  # characters of data received
+        self.cost = 0  # bytes charged to the client's budget (data + per-fragment overhead)
+        self.t_last = now
+
+
 class _Client:
     def __init__(self, ws: Any, queue_size: int, authenticated: bool,
                  budget: int = 16 << 20):
@@ -163,10 +223,18 @@ class _Client:
         self.ready = asyncio.Event()
         self.drained = asyncio.Event()
         self.drained.set()
-        self.subs: dict[str, dict[Any, tuple[int, int]]] = {}  # topic -> id -> (throttle
-        # [ms], queue_length) of each subscription
-        self.delivery: dict[str, _Delivery] = {}
+        # resolved topic -> name as the client spelled it -> subscription id -> (throttle
+        # [ms], queue_length); messages go out under the spelled name, as rosbridge sends them
+        self.subs: dict[str, dict[str, dict[Any, tuple[int, int]]]] = {}
+        self.delivery: dict[str, _Delivery] = {}  # per spelled name
         self.advertised: set[str] = set()
+        self.services: set[str] = set()  # resolved names of services this client offers
+        self.pending_calls = 0  # its calls waiting for a client-offered service
+        self.partial: dict[Any, _Partial] = {}  # fragmented messages in reassembly, by id
+        self.partial_bytes = 0
+        self.fragment_size: int | None = None  # fragment outgoing messages longer than this
+        self.fragment_seq = 0
+        self.level = "error"  # set_level: the least severe status level sent
         self.authenticated = authenticated
         self.auth_failures = 0
         self.received = 0
@@ -199,7 +267,34 @@ class _Client:
         self.ready.set()
 
     def n_topics(self) -> int:
-        return len(self.subs) + len(self.advertised - set(self.subs))
+        return len(self.subs.keys() | self.advertised) + len(self.services)
+
+    def fragments(self, text: str) -> list[str]:
+        """``text`` as rosbridge ``fragment`` ops of at most :attr:`fragment_size` characters
+        of data each (``[text]`` when it fits)."""
+        size = self.fragment_size
+        if size is None or len(text) <= size:
+            return [text]
+        self.fragment_seq += 1
+        total = -(-len(text) // size)
+        return [json.dumps({"op": "fragment", "id": self.fragment_seq,
+                            "data": text[i * size:(i + 1) * size], "num": i, "total": total})
+                for i in range(total)]
+
+
+_LEVEL_RANK = {"none": 0, "error": 1, "warning": 2, "info": 3}
+
+
+@dataclass
+class _Call:
+    """A call to a client-offered service, waiting for the provider's ``service_response``."""
+
+    caller: _Client
+    caller_id: Any
+    spelled: str  # the service name as the caller spelled it (echoed in the response)
+    service: str  # resolved name
+    provider: _Client
+    timer: asyncio.TimerHandle | None = None
 
 
 class _Delivery:
@@ -207,7 +302,8 @@ class _Delivery:
     message per ``throttle``; ``queue_length`` 0 drops the messages inside the interval
     (rosbridge's ThrottleMessageHandler), > 0 keeps the newest ``queue_length`` and sends them
     one per interval (its QueueMessageHandler). Of several subscriptions of one client to a
-    topic, the smallest throttle and the largest queue apply, as in rosbridge."""
+    topic, the smallest throttle and the smallest queue apply, as in rosbridge
+    (``Subscription.update_params``)."""
 
     def __init__(self) -> None:
         self.throttle = 0.0
@@ -218,7 +314,7 @@ class _Delivery:
 
     def configure(self, subs: dict[Any, tuple[int, int]]) -> None:
         self.throttle = min(t for t, _ in subs.values()) / 1000.0
-        q = max(n for _, n in subs.values())
+        q = min(n for _, n in subs.values())
         if q != self.pending.maxlen:
             self.pending = collections.deque(self.pending, maxlen=max(q, 1))
         self.queue_length = q
@@ -299,20 +395,32 @@ class RosBridgeServer:
         self._types: dict[str, str] = {}
         self._inprocess: set[str] = set()  # topics advertised or handled in-process
         self._latch_topics: set[str] = set()  # advertised with latch: true
-        self._latched: dict[str, str] = {}  # topic -> last message (encoded), latched topics
+        self._latched: dict[str, dict[str, Any]] = {}  # topic -> last message, latched topics
         self._handlers: dict[str, list[PublishHandler]] = collections.defaultdict(list)
         self._services: dict[str, ServiceHandler] = {}
+        self._service_types: dict[str, str] = {}
+        # client-offered services: resolved name -> (provider, type, name as it spelled it)
+        self._client_services: dict[str, tuple[_Client, str, str]] = {}
+        self._calls: dict[str, _Call] = {}  # forwarded calls waiting for a service_response
+        self._call_seq = 0
+        self._inprocess_pub: set[str] = set()  # topics advertised in-process
         self._reading = asyncio.Event()
         self._reading.set()
         self.received_by_topic: collections.Counter[str] = collections.Counter()
         self.errors: collections.deque[str] = collections.deque(maxlen=200)
         """The newest 200 status messages sent (all clients)."""
         self.status_count = 0
-        """Status errors/warnings sent since the start."""
+        """Status errors/warnings raised since the start (sent, or muted by the client's
+        ``set_level``)."""
         self.rejected_handshakes = 0
         """Connections refused before or at the handshake (Origin, too many clients)."""
         self.port: int = 0
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.params = ParamServer(self.options.max_param_bytes)
+        """The parameter server behind ``/rosapi/get_param`` etc. (read and set it
+        in-process too)."""
+        if self.options.rosapi:
+            install_rosapi(self)
 
     @property
     def url(self) -> str:
@@ -362,6 +470,7 @@ class RosBridgeServer:
         """Declare an in-process publisher of ``topic``."""
         self._types[topic] = message_type
         self._inprocess.add(topic)
+        self._inprocess_pub.add(topic)
 
     def publish(self, topic: str, msg: dict[str, Any]) -> int:
         """Send ``msg`` to every client subscribed to ``topic`` and to in-process handlers.
@@ -379,9 +488,13 @@ class RosBridgeServer:
         self._inprocess.add(topic)
         self._handlers[topic].append(handler)
 
-    def add_service(self, name: str, handler: ServiceHandler) -> None:
-        """Serve ``call_service`` requests for ``name``: ``handler(args) -> values``."""
+    def add_service(self, name: str, handler: ServiceHandler, service_type: str = "") -> None:
+        """Serve ``call_service`` requests for ``name``: ``handler(args) -> values``
+        (``service_type``, e.g. ``"std_srvs/Trigger"``, is what ``/rosapi/service_type``
+        reports). An exception in ``handler`` answers the caller with ``result: false`` and
+        its message."""
         self._services[name] = handler
+        self._service_types[name] = service_type
 
     def pause_reading(self, paused: bool) -> None:
         """Stop (True) or resume (False) reading messages from clients."""
@@ -405,6 +518,36 @@ class RosBridgeServer:
         """Topic types the server currently keeps (bounded by ``max_topics``)."""
         return len(self._types)
 
+    # -- the graph, as rosapi reports it ------------------------------------------------
+    def topic_types(self) -> dict[str, str]:
+        """Every topic with a publisher or a subscriber (in-process or a client) and its type
+        (``""`` while unknown: subscribed before anyone advertised it)."""
+        out = dict(self._types)
+        for c in self._clients:
+            for topic in c.subs:
+                out.setdefault(topic, "")
+        return out
+
+    def service_types(self) -> dict[str, str]:
+        """Every service (in-process, rosapi and client-offered) and its type."""
+        out = dict(self._service_types)
+        out.update({name: ty for name, (_, ty, _) in self._client_services.items()})
+        return out
+
+    def published_topics(self) -> set[str]:
+        """Topics that an in-process endpoint or a client advertised."""
+        out = set(self._inprocess_pub)
+        for c in self._clients:
+            out |= c.advertised
+        return out
+
+    def subscribed_topics(self) -> set[str]:
+        """Topics that an in-process handler or a client subscribed to."""
+        out = {t for t, hs in self._handlers.items() if hs}
+        for c in self._clients:
+            out |= c.subs.keys()
+        return out
+
     # -- protocol -----------------------------------------------------------------------
     def _route(self, topic: str, msg: dict[str, Any], t: float,
                sender: _Client | None = None, op_id: Any = None) -> int:
@@ -421,16 +564,19 @@ class RosBridgeServer:
                 if sender is not None:
                     self._status(sender, "error", f"publish {topic}: handler failed: "
                                  f"{type(e).__name__}", op_id)
-        n = 0
-        text = None
         if topic in self._latch_topics:
-            text = encode({"op": "publish", "topic": topic, "msg": msg})
-            self._latched[topic] = text
+            self._latched[topic] = msg
+        n = 0
+        texts: dict[str, str] = {}  # one encoding per spelling of the topic
         for c in self._clients:
-            if c.authenticated and c.subs.get(topic):
+            names = c.subs.get(topic)
+            if not c.authenticated or not names:
+                continue
+            for name in names:
+                text = texts.get(name)
                 if text is None:
-                    text = encode({"op": "publish", "topic": topic, "msg": msg})
-                d = c.delivery.get(topic)
+                    text = texts[name] = encode({"op": "publish", "topic": name, "msg": msg})
+                d = c.delivery.get(name)
                 if d is None:
                     c.enqueue(text)
                 else:
@@ -439,19 +585,25 @@ class RosBridgeServer:
         return n
 
     def _status(self, c: _Client, level: str, msg: str, op_id: Any = None) -> None:
-        self.errors.append(msg)
-        self.status_count += 1
-        c.statuses += 1
-        if c.statuses <= 10 or c.statuses % 100 == 0:  # a flood is logged sparsely
-            LOGGER.warning("client %s (status #%d): %s", c.peer, c.statuses, msg)
+        """Answer ``c`` with a ``status`` op if its ``set_level`` lets ``level`` through;
+        errors and warnings are counted and logged whether sent or not."""
+        if level != "info":
+            self.errors.append(msg)
+            self.status_count += 1
+            c.statuses += 1
+            if c.statuses <= 10 or c.statuses % 100 == 0:  # a flood is logged sparsely
+                LOGGER.warning("client %s (status #%d): %s", c.peer, c.statuses, msg)
+        if _LEVEL_RANK[level] > _LEVEL_RANK[c.level]:
+            return
         out: dict[str, Any] = {"op": "status", "level": level, "msg": msg}
         if op_id is not None:
             out["id"] = op_id
         c.reply(encode(out))
 
     def _topic(self, c: _Client, m: dict[str, Any], op: str, op_id: Any,
-               key: str = "topic") -> str | None:
-        """The request's valid, absolute topic name, or None (status sent)."""
+               key: str = "topic") -> tuple[str, str] | None:
+        """The request's valid name as given and resolved (``chatter`` → ``/chatter``), or
+        None (status sent)."""
         topic = m.get(key)
         if not isinstance(topic, str) or not topic:
             self._status(c, "error", f"{op}: missing or non-string {key!r}", op_id)
@@ -463,7 +615,7 @@ class RosBridgeServer:
         if not _TOPIC_RE.match(topic) or "//" in topic:
             self._status(c, "error", f"{op}: invalid {key} name {topic[:80]!r}", op_id)
             return None
-        return topic if topic.startswith("/") else "/" + topic  # relative: root namespace
+        return topic, resolve_name(topic)
 
     def _register_type(self, c: _Client, topic: str, mtype: Any, op: str, op_id: Any) -> bool:
         """Check ``mtype`` against the topic's known type, remembering it; status if not."""
@@ -507,7 +659,8 @@ class RosBridgeServer:
             self._status(c, "error", f"internal error handling the message: "
                          f"{type(e).__name__}: {e}"[:200])
 
-    def _dispatch_unsafe(self, c: _Client, text: str | bytes) -> None:
+    def _dispatch_unsafe(self, c: _Client, text: str | bytes, reassembled: bool = False
+                         ) -> None:
         o = self.options
         if len(text) > o.max_message_bytes:
             self._status(c, "error", f"message of {len(text)} bytes refused (limit "
@@ -533,24 +686,34 @@ class RosBridgeServer:
         if not c.authenticated:
             if op == "auth":
                 self._authenticate(c, m, op_id)
+            elif op == "fragment" and not reassembled:
+                self._status(c, "error", "fragment: not authenticated (send the 'auth' op "
+                             "first, unfragmented)", op_id)
             else:
                 self._status(c, "error", f"{op}: not authenticated (send the 'auth' op "
                              "first)", op_id)
             return
+        if "fragment_size" in m:  # rosbridge reads it from any message
+            fs = m["fragment_size"]
+            if fs is not None and (isinstance(fs, bool) or not isinstance(fs, int)
+                                   or not o.min_fragment_size <= fs <= o.max_message_bytes):
+                self._status(c, "error", f"{op}: 'fragment_size' must be null or an integer in "
+                             f"[{o.min_fragment_size}, {o.max_message_bytes}]", op_id)
+                return
+            c.fragment_size = fs
         if op == "auth":
             self._status(c, "warning", "auth: " + ("already authenticated" if self.auth_required
                                                    else "authentication is not enabled on "
                                                    "this server; ignored"), op_id)
         elif op in ("advertise", "subscribe"):
-            topic = self._topic(c, m, op, op_id)
-            if topic is None:
+            names = self._topic(c, m, op, op_id)
+            if names is None:
                 return
+            spelled, topic = names
             new = topic not in c.subs and topic not in c.advertised
             if new and c.n_topics() >= o.max_topics_per_client:
                 self._status(c, "error", f"{op} {topic}: this client already holds "
                              f"{o.max_topics_per_client} topics", op_id)
-                return
-            if not self._register_type(c, topic, m.get("type"), op, op_id):
                 return
             if op == "advertise":
                 latch = m.get("latch", False)
@@ -558,58 +721,42 @@ class RosBridgeServer:
                     self._status(c, "error", f"advertise {topic}: 'latch' must be a boolean",
                                  op_id)
                     return
+                if not self._register_type(c, topic, m.get("type"), op, op_id):
+                    return
                 c.advertised.add(topic)
                 if latch:
                     self._latch_topics.add(topic)
+                self._status(c, "info", f"advertised {topic}", op_id)
             else:
-                qos = {}
-                for key in ("throttle_rate", "queue_length"):
-                    v = m.get(key, 0)
-                    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 3_600_000:
-                        self._status(c, "error", f"subscribe {topic}: {key!r} must be an "
-                                     "integer >= 0", op_id)
-                        return
-                    qos[key] = v
-                if qos["queue_length"] > 1000:
-                    self._status(c, "error", f"subscribe {topic}: queue_length above 1000",
-                                 op_id)
-                    return
-                if topic not in self._types:
-                    self._status(c, "warning", f"subscribe {topic}: unknown topic without a "
-                                 "type; waiting for it to be advertised", op_id)
-                ids = c.subs.setdefault(topic, {})
-                key = op_id if op_id is not None else topic
-                if key not in ids and len(ids) >= o.max_topics_per_client:
-                    self._status(c, "error", f"subscribe {topic}: too many subscriptions",
-                                 op_id)
-                    return
-                ids[key] = (qos["throttle_rate"], qos["queue_length"])
-                self._configure_delivery(c, topic)
-                latched = self._latched.get(topic)
-                if latched is not None and new:
-                    c.enqueue(latched)
+                self._subscribe(c, m, spelled, topic, op_id)
         elif op == "unadvertise":
-            topic = self._topic(c, m, op, op_id)
-            if topic is not None:
-                c.advertised.discard(topic)
-                self._release(topic)
+            names = self._topic(c, m, op, op_id)
+            if names is not None:
+                c.advertised.discard(names[1])
+                self._release(names[1])
+                self._status(c, "info", f"unadvertised {names[1]}", op_id)
         elif op == "unsubscribe":
-            topic = self._topic(c, m, op, op_id)
-            if topic is None:
+            names = self._topic(c, m, op, op_id)
+            if names is None:
                 return
-            ids = c.subs.get(topic, {})
-            ids.pop(op_id if op_id is not None else topic, None)
+            spelled, topic = names
+            spellings = c.subs.get(topic, {})
+            ids = spellings.get(spelled, {})
+            ids.pop(op_id if op_id is not None else spelled, None)
             if not ids or op_id is None:
+                spellings.pop(spelled, None)
+            self._configure_delivery(c, spelled, ids if spelled in spellings else None)
+            if not spellings:
                 c.subs.pop(topic, None)
-                self._configure_delivery(c, topic)
                 self._release(topic)
-            else:
-                self._configure_delivery(c, topic)
+            self._status(c, "info", f"unsubscribed from {spelled}", op_id)
         elif op == "publish":
-            topic = self._topic(c, m, op, op_id)
-            if topic is None:
+            names = self._topic(c, m, op, op_id)
+            if names is None:
                 return
-            if not isinstance(m.get("msg"), dict):
+            topic = names[1]
+            msg = m.get("msg", {})  # rosbridge publishes a default message without 'msg'
+            if not isinstance(msg, dict):
                 self._status(c, "error", f"publish {topic}: 'msg' must be an object", op_id)
                 return
             if topic not in self._types:
@@ -618,28 +765,150 @@ class RosBridgeServer:
                 return
             if m.get("latch") is True:  # rosbridge: the publish op may latch its publisher
                 self._latch_topics.add(topic)
-            self._route(topic, m["msg"], time.monotonic(), c, op_id)
+            self._route(topic, msg, time.monotonic(), c, op_id)
         elif op == "call_service":
             self._call_service(c, m, op_id)
+        elif op == "advertise_service":
+            self._advertise_service(c, m, op_id)
+        elif op == "unadvertise_service":
+            names = self._topic(c, m, op, op_id, key="service")
+            if names is None:
+                return
+            if names[1] not in c.services:
+                self._status(c, "error", f"unadvertise_service {names[1]}: this client does "
+                             "not offer it", op_id)
+                return
+            self._drop_service(names[1])
+            self._status(c, "info", f"unadvertised service {names[1]}", op_id)
+        elif op == "service_response":
+            self._service_response(c, m, op_id)
+        elif op == "fragment":
+            if reassembled:
+                self._status(c, "error", "fragment: a reassembled message cannot itself be a "
+                             "fragment", op_id)
+            else:
+                self._fragment(c, m, op_id)
         elif op == "set_level":
-            if m.get("level") not in _LEVELS:
+            level = m.get("level")
+            if level not in _LEVEL_RANK:
                 self._status(c, "error", f"set_level: level must be one of {list(_LEVELS)}",
                              op_id)
+            else:
+                c.level = level
         else:
             self._status(c, "error", f"unsupported op {op[:40]!r}", op_id)
 
+    def _subscribe(self, c: _Client, m: dict[str, Any], spelled: str, topic: str,
+                   op_id: Any) -> None:
+        o = self.options
+        qos = {}
+        for key in ("throttle_rate", "queue_length"):
+            v = m.get(key, 0)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 3_600_000:
+                self._status(c, "error", f"subscribe {topic}: {key!r} must be an "
+                             "integer >= 0", op_id)
+                return
+            qos[key] = v
+        if qos["queue_length"] > 1000:
+            self._status(c, "error", f"subscribe {topic}: queue_length above 1000", op_id)
+            return
+        compression = m.get("compression", "none")
+        if not isinstance(compression, str):
+            self._status(c, "error", f"subscribe {topic}: 'compression' must be a string",
+                         op_id)
+            return
+        if not self._register_type(c, topic, m.get("type"), "subscribe", op_id):
+            return
+        spellings = c.subs.setdefault(topic, {})
+        new_name = spelled not in spellings
+        ids = spellings.setdefault(spelled, {})
+        key = op_id if op_id is not None else spelled
+        if key not in ids and len(ids) >= o.max_topics_per_client:
+            self._status(c, "error", f"subscribe {topic}: too many subscriptions", op_id)
+            if not ids:
+                spellings.pop(spelled)
+            return
+        ids[key] = (qos["throttle_rate"], qos["queue_length"])
+        self._configure_delivery(c, spelled, ids)
+        latched = self._latched.get(topic)
+        if latched is not None and new_name:
+            c.enqueue(encode({"op": "publish", "topic": spelled, "msg": latched}))
+        if topic not in self._types:
+            self._status(c, "warning", f"subscribe {topic}: unknown topic without a type; "
+                         "waiting for it to be advertised", op_id)
+        elif compression not in ("none", ""):
+            self._status(c, "warning", f"subscribe {topic}: compression {compression[:20]!r} "
+                         "is not supported; sending JSON", op_id)
+        else:
+            self._status(c, "info", f"subscribed to {spelled}", op_id)
+
     @staticmethod
-    def _configure_delivery(c: _Client, topic: str) -> None:
-        subs = c.subs.get(topic)
-        d = c.delivery.get(topic)
-        if not subs or all(t == 0 for t, _ in subs.values()):
+    def _configure_delivery(c: _Client, name: str,
+                            ids: dict[Any, tuple[int, int]] | None) -> None:
+        d = c.delivery.get(name)
+        if not ids or all(t == 0 for t, _ in ids.values()):
             if d is not None:
                 d.cancel(c)
-                del c.delivery[topic]
+                del c.delivery[name]
             return
         if d is None:
-            d = c.delivery[topic] = _Delivery()
-        d.configure(subs)
+            d = c.delivery[name] = _Delivery()
+        d.configure(ids)
+
+    def _fragment(self, c: _Client, m: dict[str, Any], op_id: Any) -> None:
+        """One ``fragment`` op: store its data; dispatch the message once all arrived."""
+        o = self.options
+        num, total, data = m.get("num"), m.get("total"), m.get("data")
+        if (op_id is None or not isinstance(data, str)
+                or any(isinstance(v, bool) or not isinstance(v, int) for v in (num, total))):
+            self._status(c, "error", "fragment: needs an 'id', integer 'num' and 'total' and "
+                         "string 'data'", op_id)
+            return
+        if not 1 <= total <= o.max_message_bytes or not 0 <= num < total:
+            self._status(c, "error", f"fragment: num {num} of total {total} is out of range",
+                         op_id)
+            return
+        now = time.monotonic()
+        for pid in [k for k, p in c.partial.items() if now - p.t_last > o.fragment_timeout]:
+            self._drop_partial(c, pid)
+            self._status(c, "warning", f"fragment: message {str(pid)[:40]} timed out after "
+                         f"{o.fragment_timeout} s; dropped", pid)
+        p = c.partial.get(op_id)
+        if p is None:
+            if len(c.partial) >= o.max_fragmented_messages:
+                self._status(c, "error", f"fragment: this client already has "
+                             f"{o.max_fragmented_messages} fragmented messages in "
+                             "reassembly", op_id)
+                return
+            p = c.partial[op_id] = _Partial(total, now)
+        if total != p.total or num in p.parts:
+            why = (f"total {total} differs from the first fragment's {p.total}"
+                   if total != p.total else f"fragment {num} was already received")
+            self._status(c, "error", f"fragment: {why}", op_id)
+            return
+        cost = len(data) + 64  # a dict entry costs about this much beyond its data
+        if (p.nbytes + len(data) > o.max_message_bytes
+                or c.partial_bytes + cost > o.max_client_buffer_bytes):
+            self._drop_partial(c, op_id)
+            self._status(c, "error", f"fragment: message {str(op_id)[:40]} exceeds "
+                         f"{o.max_message_bytes} bytes (or this client's reassembly "
+                         "buffer); dropped", op_id)
+            return
+        p.parts[num] = data
+        p.nbytes += len(data)
+        p.cost += cost
+        p.t_last = now
+        c.partial_bytes += cost
+        if len(p.parts) == p.total:
+            self._drop_partial(c, op_id)
+            self._dispatch_unsafe(c, "".join(p.parts[i] for i in range(p.total)),
+                                  reassembled=True)
+
+    @staticmethod
+    def _drop_partial(c: _Client, pid: Any) -> None:
+        p = c.partial.pop(pid, None)
+        if p is not None:
+            c.partial_bytes -= p.cost
 
     def _authenticate(self, c: _Client, m: dict[str, Any], op_id: Any) -> None:
         assert self._secret is not None
@@ -664,26 +933,157 @@ class RosBridgeServer:
         LOGGER.info("client %s authenticated (client %r, level %r)", c.peer, m["client"],
                     m["level"])
 
+    # -- services -----------------------------------------------------------------------
     def _call_service(self, c: _Client, m: dict[str, Any], op_id: Any) -> None:
-        name = self._topic(c, m, "call_service", op_id, key="service")
-        if name is None:
+        service = m.get("service")
+        if op_id is None and isinstance(service, str) and "#" in service:
+            service, op_id = service.split("#", 1)  # rosbridge: "name#id" names the call
+            m = {**m, "service": service}
+        names = self._topic(c, m, "call_service", op_id, key="service")
+        if names is None:
             return
+        spelled, name = names
         args = m.get("args")
         if args is not None and not isinstance(args, (dict, list)):
             self._status(c, "error", f"call_service {name}: 'args' must be an object", op_id)
             return
-        reply: dict[str, Any] = {"op": "service_response", "service": name}
+        timeout = m.get("timeout")
+        if timeout is not None and (isinstance(timeout, bool)
+                                    or not isinstance(timeout, (int, float))
+                                    or not math.isfinite(timeout)):
+            self._status(c, "error", f"call_service {name}: 'timeout' must be a number of "
+                         "seconds", op_id)
+            return
+        reply: dict[str, Any] = {"op": "service_response", "service": spelled}
         if op_id is not None:
             reply["id"] = op_id
         handler = self._services.get(name)
-        if handler is None:
-            reply.update(result=False, values=f"service {name!r} does not exist")
-        else:
+        provided = self._client_services.get(name)
+        if handler is not None:
             try:
-                reply.update(result=True, values=handler(args or {}))
+                reply.update(values=handler(args or {}), result=True)
             except Exception as e:
-                reply.update(result=False, values=f"{type(e).__name__}: {e}")
+                reply.update(values=f"{type(e).__name__}: {e}", result=False)
+        elif provided is not None:
+            if c.pending_calls >= self.options.max_pending_calls:
+                reply.update(values=f"this client already has {self.options.max_pending_calls}"
+                             " service calls waiting", result=False)
+            else:
+                self._forward_call(c, op_id, spelled, name, args, timeout)
+                return
+        else:
+            reply.update(values=f"service {name!r} does not exist", result=False)
         c.reply(encode(reply))
+
+    def _forward_call(self, c: _Client, op_id: Any, spelled: str, name: str, args: Any,
+                      timeout: float | None) -> None:
+        provider, _, provider_name = self._client_services[name]
+        self._call_seq += 1
+        request_id = f"service_request:{name}:{self._call_seq}"
+        call = _Call(c, op_id, spelled, name, provider)
+        self._calls[request_id] = call
+        c.pending_calls += 1
+        wait = self.options.service_timeout if timeout is None or timeout <= 0 else timeout
+        if self.loop is not None:
+            call.timer = self.loop.call_later(min(wait, 3600.0), self._end_call, request_id,
+                                              False, f"service {name!r} did not answer "
+                                              f"within {wait:g} s")
+        provider.reply(encode({"op": "call_service", "id": request_id,
+                               "service": provider_name, "args": args or {}}))
+
+    def _end_call(self, request_id: str, result: bool, values: Any) -> None:
+        """Answer the caller of a forwarded call (if still connected) and forget the call."""
+        call = self._calls.pop(request_id, None)
+        if call is None:
+            return
+        if call.timer is not None:
+            call.timer.cancel()
+        call.caller.pending_calls -= 1
+        if call.caller.closing or (call.caller.ws is not None
+                                   and call.caller not in self._clients):
+            return
+        reply: dict[str, Any] = {"op": "service_response", "service": call.spelled,
+                                 "values": values, "result": result}
+        if call.caller_id is not None:
+            reply["id"] = call.caller_id
+        call.caller.reply(encode(reply))
+
+    def _advertise_service(self, c: _Client, m: dict[str, Any], op_id: Any) -> None:
+        names = self._topic(c, m, "advertise_service", op_id, key="service")
+        if names is None:
+            return
+        spelled, name = names
+        stype = m.get("type")
+        if not isinstance(stype, str) or len(stype) > 256 or not _TYPE_RE.match(stype):
+            self._status(c, "error", f"advertise_service {name}: missing or invalid 'type' "
+                         f"{str(stype)[:80]!r}", op_id)
+            return
+        if name in self._services:
+            self._status(c, "error", f"advertise_service {name}: served by the server itself; "
+                         "cannot be replaced", op_id)
+            return
+        if name not in c.services and c.n_topics() >= self.options.max_topics_per_client:
+            self._status(c, "error", f"advertise_service {name}: this client already holds "
+                         f"{self.options.max_topics_per_client} topics and services", op_id)
+            return
+        old = self._client_services.get(name)
+        if old is not None and old[0] is not c:  # rosbridge: the newer advertiser wins
+            self._drop_service(name)
+            self._status(c, "warning", f"advertise_service {name}: another client offered "
+                         "it; replaced", op_id)
+        else:
+            self._status(c, "info", f"advertised service {name}", op_id)
+        self._client_services[name] = (c, stype, spelled)
+        c.services.add(name)
+
+    def _drop_service(self, name: str) -> None:
+        """Withdraw a client-offered service; its waiting callers get ``result: false``."""
+        entry = self._client_services.pop(name, None)
+        if entry is None:
+            return
+        entry[0].services.discard(name)
+        for rid in [r for r, call in self._calls.items() if call.service == name]:
+            self._end_call(rid, False, f"service {name!r} was withdrawn by its provider")
+
+    def _service_response(self, c: _Client, m: dict[str, Any], op_id: Any) -> None:
+        names = self._topic(c, m, "service_response", op_id, key="service")
+        if names is None:
+            return
+        name = names[1]
+        call = self._calls.get(op_id) if isinstance(op_id, str) else None
+        if call is None or call.provider is not c or call.service != name:
+            self._status(c, "error", f"service_response {name}: no call with id "
+                         f"{str(op_id)[:80]!r} is waiting for this client", op_id)
+            return
+        result = m.get("result")
+        values = m.get("values")
+        if not isinstance(result, bool):
+            self._status(c, "error", f"service_response {name}: 'result' must be a boolean",
+                         op_id)
+            return
+        if result and values is None:
+            values = {}
+        if result and not isinstance(values, dict):
+            self._status(c, "error", f"service_response {name}: 'values' must be an object",
+                         op_id)
+            return
+        if not result and values is None:
+            values = f"service {name!r} failed"
+        self._end_call(op_id, result, values)
+
+    def _forget_client(self, c: _Client) -> None:
+        """Release everything a departing client held (topics, services, calls)."""
+        for d in c.delivery.values():
+            d.cancel()
+        for name in list(c.services):
+            self._drop_service(name)
+        for rid in [r for r, call in self._calls.items() if call.caller is c]:
+            call = self._calls.pop(rid)
+            if call.timer is not None:
+                call.timer.cancel()
+        c.partial.clear()
+        for topic in set(c.subs) | c.advertised:
+            self._release(topic)
 
     async def _writer(self, c: _Client) -> None:
         try:
@@ -694,7 +1094,8 @@ class RosBridgeServer:
                     text = c.take()
                     if len(c.replies) < self.options.reply_queue_size:
                         c.drained.set()
-                    await c.ws.send(text)
+                    for part in c.fragments(text):
+                        await c.ws.send(part)
                     c.sent += 1
         except Exception:  # connection closed: the reader ends the handler
             c.drained.set()
@@ -727,11 +1128,8 @@ class RosBridgeServer:
                 await ws.close(1008, "authentication failed")
         finally:
             writer.cancel()
-            for d in c.delivery.values():
-                d.cancel()
             self._clients.discard(c)
-            for topic in set(c.subs) | c.advertised:
-                self._release(topic)
+            self._forget_client(c)
             LOGGER.info("client %s disconnected", c.peer)
 
 
