@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench docs wheel wheel-check clean
+.PHONY: demo test test-slow js-deps bench docs wheel wheel-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,7 +23,20 @@ CHROMIUM_INSTALL = command -v chromium >/dev/null 2>&1 || \
 	    $(SUDO) apt-get install -y chromium; }; } >/dev/null 2>&1 \
 	  || echo "note: chromium could not be installed; the meshcat screenshot test will skip"; }
 
-test: $(STAMP)
+# roslibjs (npm `roslib`, pinned by package-lock.json) for the rosbridge conformance test
+# (tests/test_rosbridge_conformance.py), installed into tools/rosbridge_conformance/node_modules
+# (ignored by git). Without Node/npm, or offline, that test skips and says why.
+JS_DIR   := tools/rosbridge_conformance
+JS_STAMP := $(JS_DIR)/node_modules/.c3mpc-installed
+$(JS_STAMP): $(JS_DIR)/package.json $(JS_DIR)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm ci --prefix $(JS_DIR) --no-audit --no-fund --silent && touch $@ \
+	  || echo "note: npm ci failed; the roslibjs conformance test will skip"; \
+	else echo "note: npm not found; the roslibjs conformance test will skip"; fi
+
+js-deps: $(JS_STAMP)
+
+test: $(STAMP) $(JS_STAMP)
 	@$(CHROMIUM_INSTALL)
 	$(PY) -m pytest -q
 
@@ -61,4 +74,4 @@ wheel-check: wheel
 	cd "$$(mktemp -d)" && $(WHEEL_VENV)/bin/python $(CURDIR)/tools/wheel_smoke.py $(WHEEL_VENV)/bin/c3mpc
 
 clean:
-	rm -rf $(VENV) build dist docs/_build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist docs/_build *.egg-info .pytest_cache $(JS_DIR)/node_modules
