@@ -395,7 +395,7 @@ class RosBridgeServer:
         self._types: dict[str, str] = {}
         self._inprocess: set[str] = set()  # topics advertised or handled in-process
         self._latch_topics: set[str] = set()  # advertised with latch: true
-        self._latched: dict[str, dict[str, Any]] = {}  # topic -> last message, latched topics
+        self._latched: dict[str, str] = {}  # topic -> last message (JSON), latched topics
         self._handlers: dict[str, list[PublishHandler]] = collections.defaultdict(list)
         self._services: dict[str, ServiceHandler] = {}
         self._service_types: dict[str, str] = {}
@@ -565,7 +565,7 @@ class RosBridgeServer:
                     self._status(sender, "error", f"publish {topic}: handler failed: "
                                  f"{type(e).__name__}", op_id)
         if topic in self._latch_topics:
-            self._latched[topic] = msg
+            self._latched[topic] = encode(msg)
         n = 0
         texts: dict[str, str] = {}  # one encoding per spelling of the topic
         for c in self._clients:
@@ -832,7 +832,7 @@ class RosBridgeServer:
         self._configure_delivery(c, spelled, ids)
         latched = self._latched.get(topic)
         if latched is not None and new_name:
-            c.enqueue(encode({"op": "publish", "topic": spelled, "msg": latched}))
+            c.enqueue(f'{{"op": "publish", "topic": {json.dumps(spelled)}, "msg": {latched}}}')
         if topic not in self._types:
             self._status(c, "warning", f"subscribe {topic}: unknown topic without a type; "
                          "waiting for it to be advertised", op_id)
@@ -988,8 +988,10 @@ class RosBridgeServer:
             call.timer = self.loop.call_later(min(wait, 3600.0), self._end_call, request_id,
                                               False, f"service {name!r} did not answer "
                                               f"within {wait:g} s")
-        provider.reply(encode({"op": "call_service", "id": request_id,
-                               "service": provider_name, "args": args or {}}))
+        # as data, not a reply: bounded by the provider's byte budget (a dropped request
+        # times out for its caller) however many clients call it
+        provider.enqueue(encode({"op": "call_service", "id": request_id,
+                                 "service": provider_name, "args": args or {}}))
 
     def _end_call(self, request_id: str, result: bool, values: Any) -> None:
         """Answer the caller of a forwarded call (if still connected) and forget the call."""
