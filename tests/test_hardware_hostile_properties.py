@@ -185,7 +185,8 @@ _json = st.recursive(
                                                                         children, max_size=4),
     max_leaves=12)
 _ops = st.sampled_from(["advertise", "unadvertise", "publish", "subscribe", "unsubscribe",
-                        "call_service", "set_level", "auth", "fragment", "status", ""])
+                        "call_service", "set_level", "auth", "fragment", "status", "",
+                        "advertise_service", "unadvertise_service", "service_response"])
 _topics = st.one_of(st.sampled_from(["/known", "/x", "known", "/a b", "", "//x", "/~x"]),
                     _json)
 _request = st.fixed_dictionaries(
@@ -193,7 +194,13 @@ _request = st.fixed_dictionaries(
     optional={"topic": _topics, "type": st.one_of(st.just("std_msgs/String"), _json),
               "msg": _json, "id": _json, "throttle_rate": _json, "queue_length": _json,
               "latch": _json, "service": _topics, "args": _json, "level": _json,
-              "mac": _json, "t": _json, "end": _json})
+              "mac": _json, "t": _json, "end": _json,
+              "num": st.one_of(st.integers(-1, 3), _json),
+              "total": st.one_of(st.integers(0, 3), _json),
+              "data": st.one_of(st.sampled_from(['{"op": "set_level", "level": "info"}',
+                                                 '{"op": "pub', 'lish"}', "{}"]), _json),
+              "fragment_size": st.one_of(st.integers(-1, 200), _json),
+              "compression": _json, "timeout": _json, "values": _json, "result": _json})
 
 
 @settings(max_examples=100, deadline=None)
@@ -224,5 +231,6 @@ def test_the_server_answers_any_json_without_an_internal_error(requests, auth):
         assert server.n_topics <= 4 and c.n_topics() <= 3
         if auth:
             assert not c.subs and not c.advertised and len(c.queue) == 0
+            assert not c.services and not c.partial and c.fragment_size is None
     finally:
         loop.close()

@@ -790,7 +790,7 @@ class RosBridgeServer:
                 self._fragment(c, m, op_id)
         elif op == "set_level":
             level = m.get("level")
-            if level not in _LEVEL_RANK:
+            if not isinstance(level, str) or level not in _LEVEL_RANK:
                 self._status(c, "error", f"set_level: level must be one of {list(_LEVELS)}",
                              op_id)
             else:
