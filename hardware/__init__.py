@@ -1,8 +1,9 @@
 """Deployment on a Franka through a ROS bridge, and a simulated robot to rehearse it.
 
 - :mod:`hardware.rosbridge`: roslibpy transport (reconnect, back-pressure, rosauth
-  authentication) and a rosbridge v2 server for rehearsals (auth, Origin allow-list, bounded
-  resources, a status for every refused request).
+  authentication) and a rosbridge v2 server for rehearsals (as rosbridge_suite for roslibjs
+  and roslibpy: fragments, rosapi and parameters, client services, QoS, latch; auth, Origin
+  allow-list, bounded resources, a status for every refused request).
 - :mod:`hardware.franka`: franka_ros adapter (robot state in, equilibrium pose and desired
   wrench out); :mod:`hardware.camera`: ball detections in.
 - :mod:`hardware.impedance`: configurable gains of the impedance law of seed 003 eq. (36)
