@@ -248,6 +248,23 @@ class Simulator:
         self._limit_lower = np.asarray(getattr(scene, "limit_lower", np.zeros(0)), dtype=float)
         self._limit_upper = np.asarray(getattr(scene, "limit_upper", np.zeros(0)), dtype=float)
         self._dof_tree = np.repeat(np.arange(self._tree_starts.size - 1), np.diff(self._tree_starts))
+        # constraints beyond contact: bilateral (weld, ball, distance), couplers, PD actuators,
+        # joint damping (implicit in A) and dry friction (docs/sap.md "Constraints beyond contact")
+        self._constraints = tuple(getattr(scene, "constraints", ()))
+        self._couplers = tuple(getattr(scene, "couplers", ()))
+        self._actuators = tuple(getattr(scene, "actuators", ()))
+        self._pd_dof = np.array([a.dof for a in self._actuators], dtype=np.int64)
+        self._pd_q = np.array([a.q_index for a in self._actuators], dtype=np.int64)
+        self._pd_kp = np.array([a.kp for a in self._actuators], dtype=float)
+        self._pd_kd = np.array([a.kd for a in self._actuators], dtype=float)
+        self._pd_effort = np.array([a.effort_limit for a in self._actuators], dtype=float)
+        self.actuator_targets = np.array([a.target for a in self._actuators], dtype=float)
+        self.actuator_target_velocities = np.zeros(len(self._actuators))
+        damping = np.asarray(getattr(scene, "joint_damping", np.zeros(nv)), dtype=float)
+        self._joint_damping = damping if (damping > 0).any() else None
+        friction = np.asarray(getattr(scene, "joint_friction", np.zeros(nv)), dtype=float)
+        self._friction_dof = np.flatnonzero(friction > 0)
+        self._friction = friction[self._friction_dof]
         effort = np.asarray(getattr(scene, "effort_limit", np.full(nv, np.inf)), dtype=float)
         self._effort = effort if np.isfinite(effort).any() else None
         self._geom_size = body_sizes(scene.geometries)  # (n_geoms,) [m], for the penetration check
@@ -311,16 +328,28 @@ class Simulator:
         return tau
 
     def free_motion(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(v*, A) of stage 1 (eqs. 13 and 15)."""
+        """(v*, A) of stage 1 (eqs. 13 and 15).
+
+        Joint damping d (``Scene.joint_damping``) is implicit whatever the scheme (as Drake):
+        M (v − v₀) = δt (k − d v), so A = M + δt diag(d) and v* = v₀ + δt A⁻¹ (k₀ − d v₀).
+        """
         dt, th, tvq = self.dt, self.theta, self.theta_vq
         M0 = self._mass(q0)
         k0 = self._forces(q0, v0, tau)
-        v = v0 + dt * cholesky_solve(cholesky(M0), k0)
+        Dj = self._joint_damping
         self._fm_iterations = 0
-        self._mass_q, self._mass_diagonal = q0, np.zeros(self.model.nv)  # A = M(mass_q) + diag(·)
+        if Dj is None:
+            v = v0 + dt * cholesky_solve(cholesky(M0), k0)
+            self._mass_q, self._mass_diagonal = q0, np.zeros(self.model.nv)  # A = M(mass_q) + diag(·)
+        else:
+            M0 = M0 + np.diag(dt * Dj)
+            v = v0 + dt * cholesky_solve(cholesky(M0), k0 - Dj * v0)
+            self._mass_q, self._mass_diagonal = q0, dt * Dj
         if th == 0.0:
             return v, M0
         Kd = dt * dt * th * tvq * self.scene.K + dt * th * self.scene.D
+        if Dj is not None:
+            Kd = Kd + dt * Dj
         pin = self._pin
         for it in range(1, self.free_motion_max_iterations + 1):
             vq = tvq * v + (1.0 - tvq) * v0
@@ -328,6 +357,8 @@ class Simulator:
             v_th = th * v + (1.0 - th) * v0
             M = self._mass(q_th)
             k = self._forces(q_th, v_th, tau)
+            if Dj is not None:
+                k = k - Dj * v
             m = M @ (v - v0) - dt * k
             A = M + np.diag(Kd)
             self._mass_q, self._mass_diagonal = q_th, Kd
@@ -391,6 +422,7 @@ class Simulator:
         )
         phi0 = c.phi.copy()
         n_limits = 0
+        gamma_lower = gamma_upper = None
         if self._limit_dof.size:
             rows, gap, dof = self._limit_rows(q0, v0, v_star)
             n_limits = gap.size
@@ -405,11 +437,145 @@ class Simulator:
                 lim_trees = np.full((n_limits, 2), -1, dtype=np.int64)
                 lim_trees[:, 0] = self._dof_tree[dof]
                 trees = np.concatenate([trees, lim_trees])
+        if self._constraints or self._couplers or self._actuators or self._friction_dof.size:
+            rows, gap, kc, tc, lo, hi, ctrees = self._joint_space_rows(q0, A)
+            m = gap.size
+            cJ = np.zeros((3 * m, model.nv))
+            cJ[2::3] = rows
+            J = np.concatenate([J, cJ])
+            phi0 = np.concatenate([phi0, gap])
+            mu = np.concatenate([mu, np.zeros(m)])
+            k = np.concatenate([k, kc])
+            tau_d = np.concatenate([tau_d, tc])
+            trees = np.concatenate([trees, ctrees])
+            gamma_lower = np.concatenate([np.zeros(n_limits), lo])
+            gamma_upper = np.concatenate([np.full(n_limits, np.inf), hi])
+            n_limits += m
         problem = ContactProblem.trusted(
             A=A, v_star=v_star, J=J, phi0=phi0, mu=mu, stiffness=k, dissipation=tau_d, dt=self.dt,
             tree_starts=self._tree_starts, contact_trees=trees, v0=v0.copy(), bodies=bodies, n_limits=n_limits,
+            gamma_lower=gamma_lower, gamma_upper=gamma_upper,
         )
         return problem, {"contacts": c, "tau": tau, "poses": (Rg, pg)}
+
+    def set_actuator_targets(self, q: Any, v: Any = None) -> None:
+        """Targets of the scene's PD actuators (``Scene.actuators`` order): positions ``q`` (n_a,)
+        [rad or m] and optionally velocities ``v`` (n_a,) (default zero), used from the next step."""
+        n = len(self._actuators)
+        self.actuator_targets = vector("q", q, n).copy()
+        self.actuator_target_velocities = np.zeros(n) if v is None else vector("v", v, n).copy()
+
+    def _joint_space_rows(self, q0: np.ndarray, A: np.ndarray):
+        """The step's bilateral, coupler, PD-actuator and dry-friction rows (after the limits).
+
+        Returns rows (m, n_v), gap φ₀ (m,), stiffness (m,), dissipation τ_d (m,), impulse bounds
+        lo, hi (m,) [N·s] and trees (m, 2). ``data`` must hold the joint placements and the
+        world-frame joint Jacobians at ``q0`` (``computeJointJacobians``). Per row: the gap g and
+        ġ = row · v (docs/sap.md, "Constraints beyond contact"):
+
+        * ball: g = p_b − p_a (3 world axes), row = J_{p_b} − J_{p_a} (point Jacobians);
+        * weld: ball rows at the weld point, and g = R_a log(R_aᵀ R_b) (the orientation error in
+          world coordinates), row = J_{ω_b} − J_{ω_a};
+        * distance: g = ‖p_b − p_a‖ − d, row = n̂ᵀ (J_{p_b} − J_{p_a});
+        * coupler: g = q₁ − (m q₀ + c), row = e₁ − m e₀;
+        * PD actuator: g = q − q_d − (k_d/k_p) v_d, row = e_k, k = k_p, τ_d = k_d/k_p, so the law
+          γ = −δt (k_p (g + δt v) + k_d v) is the PD force at the end of the step, bounded ±δt e;
+        * dry friction: g = 0, row = e_k, rigid, bounded ±δt f.
+
+        Near-rigid rows (no compliance given) get k = 4π²/(δt² w), w = row A⁻¹ rowᵀ, as the
+        joint limits (:meth:`_limit_stiffness`; ``limit_stiffness="rigid"``: k = inf).
+        """
+        pin, model, data = self._pin, self.model, self.data
+        nv = model.nv
+        rows, gap, stiff, damp, lo, hi, trees = [], [], [], [], [], [], []
+        support = self.scene.joint_support
+        tree_of_joint = self.scene.tree_of_joint
+        Jw = np.reshape(data.J, (6, nv))
+
+        def point_jacobian(j: int, p: np.ndarray) -> np.ndarray:  # (3, n_v): v_o + ω × p
+            if j == 0:
+                return np.zeros((3, nv))
+            px = np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+            return (Jw[:3] - px @ Jw[3:]) * support[j]
+
+        def pair_trees(ja: int, jb: int) -> list[int]:
+            ta, tb = (int(tree_of_joint[j]) if j else -1 for j in (ja, jb))
+            return [tb, -1] if ta in (tb, -1) else [ta, tb]  # a tree once (W_ii sums per tree)
+
+        def add(r, g, k, d, bound_lo, bound_hi, t):
+            rows.append(r)
+            gap.append(g)
+            stiff.append(k)
+            damp.append(d)
+            lo.append(bound_lo)
+            hi.append(bound_hi)
+            trees.append(t)
+
+        for con in self._constraints:  # a handful per scene: a loop over constraints
+            ja, jb = con.joint_a, con.joint_b
+            Ma = data.oMi[ja] if ja else None
+            Mb = data.oMi[jb]
+            pa = Ma.act(con.point_a) if ja else con.point_a
+            pb = Mb.act(con.point_b)
+            Jd = point_jacobian(jb, pb) - point_jacobian(ja, pa)
+            t = pair_trees(ja, jb)
+            k, d = con.stiffness, con.damping
+            kk = np.nan if k is None else k  # NaN: near-rigid, filled below
+            tau = 0.0 if k is None or not np.isfinite(k) else d / k
+            if con.kind == "distance":
+                diff = pb - pa
+                length = float(np.linalg.norm(diff))
+                n = diff / length
+                add(n @ Jd, length - con.distance, kk, tau, -np.inf, np.inf, t)
+                continue
+            for axis in range(3):
+                add(Jd[axis], pb[axis] - pa[axis], kk, tau, -np.inf, np.inf, t)
+            if con.kind == "weld":
+                Ra = (Ma.rotation if ja else np.eye(3)) @ con.rotation_a
+                Rb = Mb.rotation @ con.rotation_b
+                err = Ra @ pin.log3(Ra.T @ Rb)
+                Jang = Jw[3:] * support[jb] - (Jw[3:] * support[ja] if ja else 0.0)
+                for axis in range(3):
+                    add(Jang[axis], err[axis], kk, tau, -np.inf, np.inf, t)
+        for c in self._couplers:
+            r = np.zeros(nv)
+            r[c.dof1] += 1.0
+            r[c.dof0] -= c.multiplier
+            k, d = c.stiffness, c.damping
+            add(r, q0[c.q1] - (c.multiplier * q0[c.q0] + c.offset), np.nan if k is None else k,
+                0.0 if k is None or not np.isfinite(k) else d / k, -np.inf, np.inf, [int(self._dof_tree[c.dof1]), -1])
+        for i in range(self._pd_dof.size):
+            r = np.zeros(nv)
+            r[self._pd_dof[i]] = 1.0
+            kp, kd, e = self._pd_kp[i], self._pd_kd[i], self._pd_effort[i]
+            g = q0[self._pd_q[i]] - self.actuator_targets[i] - kd / kp * self.actuator_target_velocities[i]
+            add(r, g, kp, kd / kp, -self.dt * e, self.dt * e, [int(self._dof_tree[self._pd_dof[i]]), -1])
+        for dof, f in zip(self._friction_dof.tolist(), self._friction.tolist()):
+            r = np.zeros(nv)
+            r[dof] = 1.0
+            add(r, 0.0, np.inf, 0.0, -self.dt * f, self.dt * f, [int(self._dof_tree[dof]), -1])
+        rows_ = np.array(rows, dtype=float).reshape(-1, nv)
+        stiff_ = np.array(stiff, dtype=float)
+        rigid = np.isnan(stiff_)
+        if rigid.any():
+            stiff_[rigid] = self._row_stiffness(A, rows_[rigid], np.array(trees, dtype=np.int64)[rigid])
+        return (rows_, np.array(gap, dtype=float), stiff_, np.array(damp, dtype=float), np.array(lo, dtype=float),
+                np.array(hi, dtype=float), np.array(trees, dtype=np.int64).reshape(-1, 2))
+
+    def _row_stiffness(self, A: np.ndarray, rows: np.ndarray, trees: np.ndarray) -> np.ndarray:
+        """Near-rigid stiffness 4π²/(δt² w) of general rows, w = row A⁻¹ rowᵀ (per tree block)."""
+        import math
+
+        if self.limit_stiffness == "rigid":
+            return np.full(rows.shape[0], np.inf)
+        w = np.zeros(rows.shape[0])
+        ts = self._tree_starts
+        for t in np.unique(trees[trees >= 0]):  # one tree-block solve per touched tree
+            sl = slice(int(ts[t]), int(ts[t + 1]))
+            R = rows[:, sl]
+            X = cholesky_solve(cholesky(A[sl, sl]), R.T)  # (s, m)
+            w += np.einsum("ij,ji->i", R, X)
+        return 4.0 * math.pi**2 / (self.dt**2 * w)
 
     def _limit_stiffness(self, A: np.ndarray, dof: np.ndarray) -> np.ndarray:
         """Near-rigid stiffness of joint-limit constraints on ``dof``: k = 4π²/(β² δt² w), β = 1.
@@ -620,7 +786,7 @@ class Simulator:
         if n == 0:
             return summary
         po = self.plausibility
-        if po is not None and po.check_energy and self.controller is None:
+        if po is not None and po.check_energy and self.controller is None and not self._actuators:
             # every energy_every-th sample and the last (a blow-up grows over many steps)
             at = np.unique(np.r_[np.arange(0, n + 1, po.energy_every), n])
             E = self.energy(Trajectory(t=t[at], q=q[at], v=v[at]))
