@@ -37,6 +37,7 @@ from .geometry import Box, ContactParams, HalfSpace, Sphere  # noqa: E402
 from .scene import JointLimit, JointSpring, Scene, SceneBuilder  # noqa: E402
 from .scenes import available_scenes, load_scene, register_scene  # noqa: E402
 from .diagnostics import (  # noqa: E402
+    ConstraintFallbackWarning,
     NonConvergenceWarning,
     PlausibilityFlag,
     PlausibilityOptions,
@@ -61,6 +62,7 @@ __all__ += [
     "Simulator",
     "Trajectory",
     "NonConvergenceWarning",
+    "ConstraintFallbackWarning",
     "PlausibilityFlag",
     "PlausibilityOptions",
     "PlausibilityWarning",

@@ -722,6 +722,10 @@ class ContactSolver:
 
     name: str = ""
     options_type: type | None = None
+    bounded_constraints: bool = False
+    """True when the solver takes joint-space rows with finite impulse bounds (PD actuators with an
+    effort limit, joint dry friction); the others get :class:`BoundedConstraintError`, and the
+    simulator falls back (``plants.sim.stepper.Simulator``)."""
 
     def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None) -> ContactSolverResult:
         raise NotImplementedError

@@ -438,6 +438,7 @@ class SAPSolver(ContactSolver):
 
     name = "sap"
     options_type = SAPOptions
+    bounded_constraints = True  # interval projection of the joint-space rows (_box_project)
 
     def __init__(self, options: SAPOptions | str | None = None, **overrides):
         self.options = resolve_options(SAPOptions, options, overrides)

@@ -700,7 +700,10 @@ class SceneBuilder:
     def add_weld(self, body_a: str | None, body_b: str, *, position: Sequence[float] | None = None,
                  stiffness: float | None = None, damping: float = 0.0, name: str | None = None) -> None:
         """Weld body b to body a (None or ``"world"``: the world) at their relative pose in the
-        scene's initial state: 6 bilateral rows (position of the weld point, orientation).
+        scene's initial state: 6 bilateral rows (position of the weld point, orientation). The
+        geometries of the two bodies (of body b and the anchored geometry, for the world) no
+        longer collide with each other, as one rigid body's. Ball and distance constraints keep
+        their bodies' collisions: exclude those with collision groups where they overlap.
 
         Args:
             body_a, body_b: a free/planar body name, a robot link (frame) name or a joint name.
@@ -883,6 +886,10 @@ class SceneBuilder:
             Rb = Mb.rotation.T
             out.append(BilateralConstraint(kind, ja, jb, np.asarray(pa, float), np.asarray(pb, float), Ra, Rb, 0.0,
                                            stiffness, damping, label))
+            if kind == "weld":  # welded bodies are one rigid body: their geometries do not collide
+                on_a = [i for i, g in enumerate(self.geoms) if g.joint == ja]
+                on_b = [i for i, g in enumerate(self.geoms) if g.joint == jb]
+                self.excluded_pairs.update((min(i, k), max(i, k)) for i in on_a for k in on_b)
         return out
 
     def add_spring(self, spring: JointSpring) -> None:
@@ -895,13 +902,14 @@ class SceneBuilder:
         if not self.geoms:
             raise SceneError("the scene has no collision geometry")
         q0 = np.concatenate(self.q0)
+        constraints = self._resolve_constraints(q0)  # (before the pair filter: welds exclude pairs)
         actuators = [a if np.isfinite(a.target) else
                      PDActuator(a.dof, a.q_index, a.kp, a.kd, a.effort_limit, float(q0[a.q_index]), a.name)
                      for a in self.actuators]
         return Scene(self.model, self.geoms, q0, np.concatenate(self.v0), self.springs, self.margin,
                      self.excluded, limits=self.limits, effort_limits=self.effort_limits,
                      self_pairs=self.self_pairs, excluded_pairs=self.excluded_pairs,
-                     constraints=self._resolve_constraints(q0), couplers=self.couplers, actuators=actuators,
+                     constraints=constraints, couplers=self.couplers, actuators=actuators,
                      joint_damping=self.joint_damping, joint_friction=self.joint_friction)
 
 

@@ -44,6 +44,7 @@ from .diagnostics import (
     PlausibilityFlag,
     PlausibilityOptions,
     PlausibilityWarning,
+    ConstraintFallbackWarning,
     body_sizes,
     shape_size,
     suggest_dt,
@@ -265,6 +266,24 @@ class Simulator:
         friction = np.asarray(getattr(scene, "joint_friction", np.zeros(nv)), dtype=float)
         self._friction_dof = np.flatnonzero(friction > 0)
         self._friction = friction[self._friction_dof]
+        # solvers without bounded rows (all but SAP): no dry friction, explicit effort-limited PD
+        self._bounded_ok = bool(getattr(self.solver, "bounded_constraints", False))
+        self._pd_explicit = np.zeros(self._pd_dof.size, dtype=bool)
+        if not self._bounded_ok:
+            self._pd_explicit = np.isfinite(self._pd_effort)
+            joints = list(self.model.joints)  # one copy (each model.joints access copies the vector)
+            name_of_dof = {jm.idx_v: self.model.names[j] for j, jm in enumerate(joints) if j and jm.nv == 1}
+            left = [name_of_dof.get(int(d), str(d)) for d in self._friction_dof]
+            if self._friction_dof.size or self._pd_explicit.any():
+                warnings.warn(
+                    f"contact solver {getattr(self.solver, 'name', '') or type(self.solver).__name__} cannot take "
+                    f"bounded joint-space constraints (solver 'sap' can): "
+                    + (f"the dry friction of joints {left} is left out; " if left else "")
+                    + (f"{int(self._pd_explicit.sum())} effort-limited PD actuators are evaluated explicitly "
+                       f"(clamped at the step's start; stable while δt·√(kp/m) < 2)" if self._pd_explicit.any() else "")
+                    + ". Pass add_urdf(joint_dynamics=False) to drop the file's friction silently.",
+                    ConstraintFallbackWarning, stacklevel=3)
+            self._friction_dof, self._friction = self._friction_dof[:0], self._friction[:0]
         effort = np.asarray(getattr(scene, "effort_limit", np.full(nv, np.inf)), dtype=float)
         self._effort = effort if np.isfinite(effort).any() else None
         self._geom_size = body_sizes(scene.geometries)  # (n_geoms,) [m], for the penetration check
@@ -327,6 +346,19 @@ class Simulator:
             tau = np.clip(tau, -self._effort, self._effort)
         return tau
 
+    def _explicit_pd(self, q: np.ndarray, v: np.ndarray) -> np.ndarray | None:
+        """(n_v,) clamped PD torques at the step's start of the actuators the solver cannot take
+        implicitly (effort-limited, solvers without bounded rows); None when there are none."""
+        sel = self._pd_explicit
+        if not sel.any():
+            return None
+        tau = np.zeros(self.model.nv)
+        kp, kd = self._pd_kp[sel], self._pd_kd[sel]
+        u = (-kp * (q[self._pd_q[sel]] - self.actuator_targets[sel])
+             - kd * (v[self._pd_dof[sel]] - self.actuator_target_velocities[sel]))
+        np.add.at(tau, self._pd_dof[sel], np.clip(u, -self._pd_effort[sel], self._pd_effort[sel]))
+        return tau
+
     def free_motion(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(v*, A) of stage 1 (eqs. 13 and 15).
 
@@ -373,7 +405,8 @@ class Simulator:
         pin = self._pin
         q0, v0 = self.q, self.v
         tau = self._actuation(self.t, q0, v0)
-        v_star, A = self.free_motion(q0, v0, tau)
+        pd = self._explicit_pd(q0, v0)
+        v_star, A = self.free_motion(q0, v0, tau if pd is None else tau + pd)
         model, data, scene = self.model, self.data, self.scene
         pin.computeJointJacobians(model, data, q0)  # also forward kinematics at q0
         Rg, pg = scene.geometry_poses(data, self._geom_joints, self._geom_slot)
@@ -544,7 +577,7 @@ class Simulator:
             k, d = c.stiffness, c.damping
             add(r, q0[c.q1] - (c.multiplier * q0[c.q0] + c.offset), np.nan if k is None else k,
                 0.0 if k is None or not np.isfinite(k) else d / k, -np.inf, np.inf, [int(self._dof_tree[c.dof1]), -1])
-        for i in range(self._pd_dof.size):
+        for i in np.flatnonzero(~self._pd_explicit):
             r = np.zeros(nv)
             r[self._pd_dof[i]] = 1.0
             kp, kd, e = self._pd_kp[i], self._pd_kd[i], self._pd_effort[i]
