@@ -284,6 +284,7 @@ class Simulator:
                     + ". Pass add_urdf(joint_dynamics=False) to drop the file's friction silently.",
                     ConstraintFallbackWarning, stacklevel=3)
             self._friction_dof, self._friction = self._friction_dof[:0], self._friction[:0]
+        self._fixed = self._fixed_rows()
         effort = np.asarray(getattr(scene, "effort_limit", np.full(nv, np.inf)), dtype=float)
         self._effort = effort if np.isfinite(effort).any() else None
         self._geom_size = body_sizes(scene.geometries)  # (n_geoms,) [m], for the penetration check
@@ -570,30 +571,58 @@ class Simulator:
                 Jang = Jw[3:] * support[jb] - (Jw[3:] * support[ja] if ja else 0.0)
                 for axis in range(3):
                     add(Jang[axis], err[axis], kk, tau, -np.inf, np.inf, t)
-        for c in self._couplers:
-            r = np.zeros(nv)
-            r[c.dof1] += 1.0
-            r[c.dof0] -= c.multiplier
-            k, d = c.stiffness, c.damping
-            add(r, q0[c.q1] - (c.multiplier * q0[c.q0] + c.offset), np.nan if k is None else k,
-                0.0 if k is None or not np.isfinite(k) else d / k, -np.inf, np.inf, [int(self._dof_tree[c.dof1]), -1])
-        for i in np.flatnonzero(~self._pd_explicit):
-            r = np.zeros(nv)
-            r[self._pd_dof[i]] = 1.0
-            kp, kd, e = self._pd_kp[i], self._pd_kd[i], self._pd_effort[i]
-            g = q0[self._pd_q[i]] - self.actuator_targets[i] - kd / kp * self.actuator_target_velocities[i]
-            add(r, g, kp, kd / kp, -self.dt * e, self.dt * e, [int(self._dof_tree[self._pd_dof[i]]), -1])
-        for dof, f in zip(self._friction_dof.tolist(), self._friction.tolist()):
-            r = np.zeros(nv)
-            r[dof] = 1.0
-            add(r, 0.0, np.inf, 0.0, -self.dt * f, self.dt * f, [int(self._dof_tree[dof]), -1])
-        rows_ = np.array(rows, dtype=float).reshape(-1, nv)
-        stiff_ = np.array(stiff, dtype=float)
+        fx = self._fixed  # couplers, PD actuators, dry friction: constant rows, gaps from q₀
+        gap_fixed = np.zeros(0)
+        if fx["n"]:
+            gap_fixed = (q0[fx["q1"]] - fx["mult"] * q0[fx["q0"]] - fx["offset"]) * fx["is_coupler"]
+            pd = fx["pd_rows"]
+            gap_fixed[pd] = (q0[self._pd_q[fx["pd_act"]]] - self.actuator_targets[fx["pd_act"]]
+                             - self._pd_kd[fx["pd_act"]] / self._pd_kp[fx["pd_act"]]
+                             * self.actuator_target_velocities[fx["pd_act"]])
+        rows_ = np.concatenate([np.array(rows, dtype=float).reshape(-1, nv), fx["rows"]])
+        stiff_ = np.concatenate([np.array(stiff, dtype=float), fx["k"]])
+        trees_ = np.concatenate([np.array(trees, dtype=np.int64).reshape(-1, 2), fx["trees"]])
         rigid = np.isnan(stiff_)
         if rigid.any():
-            stiff_[rigid] = self._row_stiffness(A, rows_[rigid], np.array(trees, dtype=np.int64)[rigid])
-        return (rows_, np.array(gap, dtype=float), stiff_, np.array(damp, dtype=float), np.array(lo, dtype=float),
-                np.array(hi, dtype=float), np.array(trees, dtype=np.int64).reshape(-1, 2))
+            stiff_[rigid] = self._row_stiffness(A, rows_[rigid], trees_[rigid])
+        return (rows_, np.concatenate([np.array(gap, dtype=float), gap_fixed]), stiff_,
+                np.concatenate([np.array(damp, dtype=float), fx["tau"]]),
+                np.concatenate([np.array(lo, dtype=float), fx["lo"]]), np.concatenate([np.array(hi, dtype=float), fx["hi"]]),
+                trees_)
+
+    def _fixed_rows(self) -> dict[str, Any]:
+        """The constant joint-space rows (couplers, implicit PD actuators, dry friction), in that
+        order, with their laws and bounds; their gaps are computed per step from q₀."""
+        nv, dt = self.model.nv, self.dt
+        cp, pd_act, fr = self._couplers, np.flatnonzero(~self._pd_explicit), self._friction_dof
+        n_c, n_p, n_f = len(cp), pd_act.size, fr.size
+        n = n_c + n_p + n_f
+        rows = np.zeros((n, nv))
+        k, tau = np.empty(n), np.zeros(n)
+        lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
+        dofs = np.empty(n, dtype=np.int64)
+        q0_, q1_ = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        mult, offset = np.zeros(n), np.zeros(n)
+        for i, c in enumerate(cp):  # a few per scene: a loop over couplers, once
+            rows[i, c.dof1] += 1.0
+            rows[i, c.dof0] -= c.multiplier
+            k[i] = np.nan if c.stiffness is None else c.stiffness  # NaN: near-rigid, per step
+            tau[i] = 0.0 if c.stiffness is None or not np.isfinite(c.stiffness) else c.damping / c.stiffness
+            dofs[i], q0_[i], q1_[i], mult[i], offset[i] = c.dof1, c.q0, c.q1, c.multiplier, c.offset
+        sl = slice(n_c, n_c + n_p)
+        rows[np.arange(n_c, n_c + n_p), self._pd_dof[pd_act]] = 1.0
+        k[sl], tau[sl] = self._pd_kp[pd_act], self._pd_kd[pd_act] / self._pd_kp[pd_act]
+        lo[sl], hi[sl] = -dt * self._pd_effort[pd_act], dt * self._pd_effort[pd_act]
+        dofs[sl] = self._pd_dof[pd_act]
+        sl = slice(n_c + n_p, n)
+        rows[np.arange(n_c + n_p, n), fr] = 1.0
+        k[sl], lo[sl], hi[sl], dofs[sl] = np.inf, -dt * self._friction, dt * self._friction, fr
+        trees = np.full((n, 2), -1, dtype=np.int64)
+        trees[:, 0] = self._dof_tree[dofs]
+        return {"n": n, "rows": rows, "k": k, "tau": tau, "lo": lo, "hi": hi, "trees": trees,
+                "q0": q0_, "q1": q1_, "mult": mult, "offset": offset,
+                "is_coupler": (np.arange(n) < n_c).astype(float),
+                "pd_rows": np.arange(n_c, n_c + n_p), "pd_act": pd_act}
 
     def _row_stiffness(self, A: np.ndarray, rows: np.ndarray, trees: np.ndarray) -> np.ndarray:
         """Near-rigid stiffness 4π²/(δt² w) of general rows, w = row A⁻¹ rowᵀ (per tree block)."""
