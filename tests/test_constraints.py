@@ -397,17 +397,27 @@ def test_sap_gradient_of_the_interval_constraints_matches_finite_differences():
 
 
 def test_bilateral_rows_split_into_opposed_unilateral_pairs_exactly():
-    """unilateral_form: SAP on the split problem (opposed unilateral pairs) gives the velocities
-    and net impulses of SAP on the bilateral problem (to solver tolerance); finite bounds raise."""
+    """unilateral_form: SAP on the split problem (opposed unilateral pairs; what SAP.solve does)
+    gives the velocities and net impulses of SAP's interval projection on the bilateral rows (to
+    solver tolerance); finite bounds raise unless kept."""
     p = bilateral_problem([-np.inf, -np.inf], [np.inf, np.inf])
     split, back = unilateral_form(p, "test")
     assert split.n_c == 5 and split.n_limits == 4 and not split.bounded.any()
-    r1 = SAPSolver(rel_tol=1e-12).solve(p)
+    r1 = SAPSolver(rel_tol=1e-12)._solve(p, None)  # the interval path (_box_project) on both rows
     r2 = back(SAPSolver(rel_tol=1e-12).solve(split))
+    assert r1.ok and r2.ok
     np.testing.assert_allclose(r2.v, r1.v, atol=1e-9)
     np.testing.assert_allclose(r2.gamma, r1.gamma, atol=1e-9)
+    bounded = bilateral_problem([-np.inf, -0.01], [np.inf, 0.01])
     with pytest.raises(BoundedConstraintError, match="canal"):
-        unilateral_form(bilateral_problem([0.0, -0.1], [np.inf, 0.1]), "canal")
+        unilateral_form(bounded, "canal")
+    kept, back = unilateral_form(bounded, "sap", keep_bounded=True)  # row 1 split, row 2 kept
+    np.testing.assert_array_equal(kept.gamma_lower, [0.0, -0.01, 0.0])
+    r1 = SAPSolver(rel_tol=1e-12)._solve(bounded, None)
+    r2 = back(SAPSolver(rel_tol=1e-12)._solve(kept, None))
+    assert abs(r1.gamma[-1]) == pytest.approx(0.01)  # saturated
+    np.testing.assert_allclose(r2.v, r1.v, atol=1e-9)
+    np.testing.assert_allclose(r2.gamma, r1.gamma, atol=1e-9)
 
 
 def test_impulse_bounds_are_validated_and_saved(tmp_path):

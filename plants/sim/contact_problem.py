@@ -143,6 +143,10 @@ class ContactBodies:
         return contact, joint, rows
 
 
+_NO_BOUNDS = np.zeros(0)
+_NO_BOUNDS.flags.writeable = False
+
+
 @dataclass(frozen=True)
 class ContactProblem:
     """Data of one contact step (seed 001 eq. 18 plus the contact laws).
@@ -364,8 +368,12 @@ class ContactProblem:
         set_(self, "dt", float(dt))
         set_(self, "bodies", bodies)
         set_(self, "n_limits", int(n_limits))
-        set_(self, "gamma_lower", np.zeros(n_limits) if gamma_lower is None else gamma_lower)
-        set_(self, "gamma_upper", np.full(n_limits, np.inf) if gamma_upper is None else gamma_upper)
+        if gamma_lower is None:
+            gamma_lower = _NO_BOUNDS if n_limits == 0 else np.zeros(n_limits)
+        if gamma_upper is None:
+            gamma_upper = _NO_BOUNDS if n_limits == 0 else np.full(n_limits, np.inf)
+        set_(self, "gamma_lower", gamma_lower)
+        set_(self, "gamma_upper", gamma_upper)
         return self
 
     @staticmethod
@@ -669,7 +677,8 @@ class BoundedConstraintError(ValueError):
             f"effort_limit=None)")
 
 
-def unilateral_form(problem: ContactProblem, solver: str = "") -> tuple[ContactProblem, Callable[[ContactSolverResult], ContactSolverResult]]:
+def unilateral_form(problem: ContactProblem, solver: str = "", keep_bounded: bool = False,
+                    ) -> tuple[ContactProblem, Callable[[ContactSolverResult], ContactSolverResult]]:
     """``problem`` with every bilateral joint-space constraint (impulse interval (−∞, ∞)) written as
     two opposed unilateral ones, for solvers whose only joint-space constraint is a frictionless
     unilateral contact; and the map of a result of that problem back to ``problem``'s impulses.
@@ -677,6 +686,10 @@ def unilateral_form(problem: ContactProblem, solver: str = "") -> tuple[ContactP
     A bilateral row ``g`` (gap φ₀, row r) becomes ``g ≥ 0`` (φ₀, r) and ``−g ≥ 0`` (−φ₀, −r),
     appended after the joint-space constraints; its impulse is γ₊ − γ₋. For the linear compliant
     law of the contacts this is exact: γ₊ = max(0, y), γ₋ = max(0, −y), γ₊ − γ₋ = y (``docs/sap.md``).
+
+    ``keep_bounded=True`` (SAP: its compiled cone kernels then take the bilateral rows, and only
+    the rows with a finite interval go through its interval projection) keeps the rows with finite
+    bounds as they are, with their bounds, instead of raising.
 
     Raises:
         BoundedConstraintError: some rows have finite bounds (PD with effort limit, dry friction).
@@ -687,8 +700,10 @@ def unilateral_form(problem: ContactProblem, solver: str = "") -> tuple[ContactP
     bilateral = (lo == -np.inf) & (hi == np.inf)
     unilateral = (lo == 0) & (hi == np.inf)
     bad = np.flatnonzero(~(bilateral | unilateral))
-    if bad.size:
+    if bad.size and not keep_bounded:
         raise BoundedConstraintError(solver, bad)
+    if not bilateral.any():
+        return problem, lambda result: result
     n_c, n_v, n_geo = problem.n_c, problem.n_v, problem.n_geometric
     mirror = n_geo + np.flatnonzero(bilateral)  # contact indices of the bilateral rows
     Jc = problem.J.reshape(n_c, 3, n_v)
@@ -700,6 +715,8 @@ def unilateral_form(problem: ContactProblem, solver: str = "") -> tuple[ContactP
         dissipation=cat([problem.dissipation, problem.dissipation[mirror]]), dt=problem.dt,
         tree_starts=problem.tree_starts, contact_trees=cat([problem.contact_trees, problem.contact_trees[mirror]]),
         v0=problem.v0, M_diag=problem.M_diag, bodies=problem.bodies, n_limits=problem.n_limits + mirror.size,
+        gamma_lower=cat([np.where(bilateral, 0.0, lo), np.zeros(mirror.size)]),
+        gamma_upper=cat([hi, np.full(mirror.size, np.inf)]),
     )
 
     def back(result: ContactSolverResult) -> ContactSolverResult:

@@ -40,6 +40,7 @@ from .contact_problem import (
     inert_contacts,
     register_contact_solver,
     resolve_options,
+    unilateral_form,
     without_contacts,
 )
 
@@ -216,6 +217,7 @@ def _project(y, R, mu, mu_hat, mu_tilde2, want_hessian):
 
 
 _NO_G = np.empty((0, 3, 3))
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 def _project_numpy(y, R, mu, mu_hat, mu_tilde2, want_hessian):
@@ -342,9 +344,9 @@ class _Workspace:
         self.y_shift = self.par.v_hat * self.Rinv
         # joint-space constraints whose impulse interval is not [0, inf) (bilateral, PD with an
         # effort limit, dry friction): γ_n = clip(y_n, lo, hi) instead of the cone projection
-        bounded = problem.bounded if problem.n_limits else np.zeros(0, dtype=bool)
-        self.box = problem.n_geometric + np.flatnonzero(bounded)
+        self.box = _NO_ROWS if not problem.n_limits else problem.n_geometric + np.flatnonzero(problem.bounded)
         if self.box.size:
+            bounded = problem.bounded
             self.box_lo = problem.gamma_lower[bounded]
             self.box_hi = problem.gamma_upper[bounded]
             self.box_Rn = self.par.R[self.box, 2]
@@ -482,6 +484,12 @@ class SAPSolver(ContactSolver):
         """
         if not isinstance(problem, ContactProblem):
             raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
+        if problem.n_limits and problem.bounded.any():
+            # bilateral rows as opposed unilateral pairs, exact for SAP's linear law (docs/sap.md
+            # §11): the compiled cone kernels take them; finite intervals keep _box_project
+            split, back = unilateral_form(problem, self.name, keep_bounded=True)
+            if split is not problem:
+                return back(self.solve(split, v_guess))
         drop = inert_contacts(problem)
         with blas_threads(self.options.blas_threads):
             if not drop.any():
@@ -591,20 +599,19 @@ class SAPSolver(ContactSolver):
             v_hat_c, R_c, mu_c, mu_hat_c, mu_tilde2_c = par.v_hat, par.R, p.mu, par.mu_hat, par.mu_tilde2
 
         def at(alpha: float, hess: bool):
-            if box:
-                dg, dGd, gRg = _box_line_terms(ws, alpha, vc0_box, dvc_box, hess)
-                dg1, dGd1, gRg1 = cone_terms(alpha, hess)
-                dg, dGd, gRg = dg + dg1, dGd + dGd1, gRg + gRg1
+            if HAVE_NUMBA:
+                dg, dGd, gRg = line_search_terms(alpha, vc0, dvc, v_hat_c, R_c, mu_c, mu_hat_c, mu_tilde2_c, hess)
             else:
                 dg, dGd, gRg = cone_terms(alpha, hess)
+            if box:
+                dg1, dGd1, gRg1 = _box_line_terms(ws, alpha, vc0_box, dvc_box, hess)
+                dg, dGd, gRg = dg + dg1, dGd + dGd1, gRg + gRg1
             d1 = dpe + alpha * dvdp - dg
             if not hess:
                 return 0.5 * eAe + alpha * dpe + 0.5 * alpha**2 * dvdp + 0.5 * gRg, d1
             return d1, dvdp + dGd
 
-        def cone_terms(alpha: float, hess: bool):
-            if HAVE_NUMBA:
-                return line_search_terms(alpha, vc0, dvc, v_hat_c, R_c, mu_c, mu_hat_c, mu_tilde2_c, hess)
+        def cone_terms(alpha: float, hess: bool):  # the numpy reference of line_search_terms
             y = -(vc0 + alpha * dvc - v_hat_c) / R_c
             gam, G = _project_numpy(y, R_c, mu_c, mu_hat_c, mu_tilde2_c, hess)
             dg = float(np.einsum("ci,ci->", dvc, gam))

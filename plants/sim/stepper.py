@@ -285,6 +285,8 @@ class Simulator:
                     ConstraintFallbackWarning, stacklevel=3)
             self._friction_dof, self._friction = self._friction_dof[:0], self._friction[:0]
         self._fixed = self._fixed_rows()
+        self._any_explicit_pd = bool(self._pd_explicit.any())
+        self._inverses: list = [None, {}]  # (A of the step, {tree: inverse of its block})
         effort = np.asarray(getattr(scene, "effort_limit", np.full(nv, np.inf)), dtype=float)
         self._effort = effort if np.isfinite(effort).any() else None
         self._geom_size = body_sizes(scene.geometries)  # (n_geoms,) [m], for the penetration check
@@ -347,12 +349,10 @@ class Simulator:
             tau = np.clip(tau, -self._effort, self._effort)
         return tau
 
-    def _explicit_pd(self, q: np.ndarray, v: np.ndarray) -> np.ndarray | None:
+    def _explicit_pd(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """(n_v,) clamped PD torques at the step's start of the actuators the solver cannot take
-        implicitly (effort-limited, solvers without bounded rows); None when there are none."""
+        implicitly (effort-limited, solvers without bounded rows)."""
         sel = self._pd_explicit
-        if not sel.any():
-            return None
         tau = np.zeros(self.model.nv)
         kp, kd = self._pd_kp[sel], self._pd_kd[sel]
         u = (-kp * (q[self._pd_q[sel]] - self.actuator_targets[sel])
@@ -406,8 +406,9 @@ class Simulator:
         pin = self._pin
         q0, v0 = self.q, self.v
         tau = self._actuation(self.t, q0, v0)
-        pd = self._explicit_pd(q0, v0)
-        v_star, A = self.free_motion(q0, v0, tau if pd is None else tau + pd)
+        if self._any_explicit_pd:
+            tau = tau + self._explicit_pd(q0, v0)
+        v_star, A = self.free_motion(q0, v0, tau)
         model, data, scene = self.model, self.data, self.scene
         pin.computeJointJacobians(model, data, q0)  # also forward kinematics at q0
         Rg, pg = scene.geometry_poses(data, self._geom_joints, self._geom_slot)
@@ -521,6 +522,15 @@ class Simulator:
         """
         pin, model, data = self._pin, self.model, self.data
         nv = model.nv
+        fx = self._fixed
+        if not self._constraints:  # only the constant rows (the Panda's coupler): no lists
+            gap = self._fixed_gaps(q0)
+            k = fx["k"]
+            rigid = np.isnan(k)
+            if rigid.any():
+                k = k.copy()
+                k[rigid] = self._row_stiffness(A, fx["rows"][rigid], fx["trees"][rigid])
+            return fx["rows"], gap, k, fx["tau"], fx["lo"], fx["hi"], fx["trees"]
         rows, gap, stiff, damp, lo, hi, trees = [], [], [], [], [], [], []
         support = self.scene.joint_support
         tree_of_joint = self.scene.tree_of_joint
@@ -571,14 +581,7 @@ class Simulator:
                 Jang = Jw[3:] * support[jb] - (Jw[3:] * support[ja] if ja else 0.0)
                 for axis in range(3):
                     add(Jang[axis], err[axis], kk, tau, -np.inf, np.inf, t)
-        fx = self._fixed  # couplers, PD actuators, dry friction: constant rows, gaps from q₀
-        gap_fixed = np.zeros(0)
-        if fx["n"]:
-            gap_fixed = (q0[fx["q1"]] - fx["mult"] * q0[fx["q0"]] - fx["offset"]) * fx["is_coupler"]
-            pd = fx["pd_rows"]
-            gap_fixed[pd] = (q0[self._pd_q[fx["pd_act"]]] - self.actuator_targets[fx["pd_act"]]
-                             - self._pd_kd[fx["pd_act"]] / self._pd_kp[fx["pd_act"]]
-                             * self.actuator_target_velocities[fx["pd_act"]])
+        gap_fixed = self._fixed_gaps(q0)  # couplers, PD actuators, dry friction: constant rows
         rows_ = np.concatenate([np.array(rows, dtype=float).reshape(-1, nv), fx["rows"]])
         stiff_ = np.concatenate([np.array(stiff, dtype=float), fx["k"]])
         trees_ = np.concatenate([np.array(trees, dtype=np.int64).reshape(-1, 2), fx["trees"]])
@@ -589,6 +592,18 @@ class Simulator:
                 np.concatenate([np.array(damp, dtype=float), fx["tau"]]),
                 np.concatenate([np.array(lo, dtype=float), fx["lo"]]), np.concatenate([np.array(hi, dtype=float), fx["hi"]]),
                 trees_)
+
+    def _fixed_gaps(self, q0: np.ndarray) -> np.ndarray:
+        """(n_fixed,) gaps φ₀ of the constant rows at q₀ (coupler error, PD error, 0 for friction)."""
+        fx = self._fixed
+        if not fx["n"]:
+            return np.zeros(0)
+        gap = (q0[fx["q1"]] - fx["mult"] * q0[fx["q0"]] - fx["offset"]) * fx["is_coupler"]
+        a = fx["pd_act"]
+        if a.size:
+            gap[fx["pd_rows"]] = (q0[self._pd_q[a]] - self.actuator_targets[a]
+                                  - self._pd_kd[a] / self._pd_kp[a] * self.actuator_target_velocities[a])
+        return gap
 
     def _fixed_rows(self) -> dict[str, Any]:
         """The constant joint-space rows (couplers, implicit PD actuators, dry friction), in that
@@ -624,6 +639,17 @@ class Simulator:
                 "is_coupler": (np.arange(n) < n_c).astype(float),
                 "pd_rows": np.arange(n_c, n_c + n_p), "pd_act": pd_act}
 
+    def _tree_inverse(self, A: np.ndarray, t: int) -> np.ndarray:
+        """Inverse of tree t's block of this step's A (computed once per step and tree)."""
+        cache = self._inverses
+        if cache[0] is not A:
+            cache[:] = [A, {}]
+        if t not in cache[1]:
+            ts = self._tree_starts
+            sl = slice(int(ts[t]), int(ts[t + 1]))
+            cache[1][t] = np.linalg.inv(A[sl, sl])
+        return cache[1][t]
+
     def _row_stiffness(self, A: np.ndarray, rows: np.ndarray, trees: np.ndarray) -> np.ndarray:
         """Near-rigid stiffness 4π²/(δt² w) of general rows, w = row A⁻¹ rowᵀ (per tree block)."""
         import math
@@ -632,11 +658,10 @@ class Simulator:
             return np.full(rows.shape[0], np.inf)
         w = np.zeros(rows.shape[0])
         ts = self._tree_starts
-        for t in np.unique(trees[trees >= 0]):  # one tree-block solve per touched tree
+        for t in np.unique(trees[trees >= 0]):  # one tree-block inverse per touched tree
             sl = slice(int(ts[t]), int(ts[t + 1]))
             R = rows[:, sl]
-            X = cholesky_solve(cholesky(A[sl, sl]), R.T)  # (s, m)
-            w += np.einsum("ij,ji->i", R, X)
+            w += np.einsum("ij,jk,ik->i", R, self._tree_inverse(A, int(t)), R)
         return 4.0 * math.pi**2 / (self.dt**2 * w)
 
     def _limit_stiffness(self, A: np.ndarray, dof: np.ndarray) -> np.ndarray:
@@ -654,8 +679,7 @@ class Simulator:
         w = np.empty(dof.size)
         ts = self._tree_starts
         for t in np.unique(self._dof_tree[dof]):  # one tree block inverse per tree with limits
-            sl = slice(int(ts[t]), int(ts[t + 1]))
-            Ainv = np.linalg.inv(A[sl, sl])
+            Ainv = self._tree_inverse(A, int(t))
             sel = self._dof_tree[dof] == t
             w[sel] = Ainv[dof[sel] - ts[t], dof[sel] - ts[t]]
         return 4.0 * math.pi**2 / (self.dt**2 * w)
