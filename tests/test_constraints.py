@@ -451,3 +451,17 @@ def test_bad_constraint_input_is_rejected():
         b.add_ball_constraint(None, "p", damping=1.0)
     with pytest.raises(TypeError, match="body_a must be"):
         b.add_weld(3, "p")
+
+
+def test_mimic_elements_that_name_no_joint_are_skipped_with_a_warning():
+    """Robots we did not write: Talos' gripper has <mimic> on fixed joints (nothing to couple:
+    skipped silently); alex_psyonic_hands' <mimic> name joints without the file's Left_/Right_
+    prefix (a broken file: a ModelImportWarning names them, the scene still builds)."""
+    b = SceneBuilder()
+    b.add_urdf(example_robot_data_path("robots/talos_data/robots/talos_left_arm.urdf"), P, self_collision=False)
+    assert b.build().couplers == ()
+    b = SceneBuilder()
+    with pytest.warns(ModelImportWarning, match="index_q2 -> index_q1"):
+        b.add_urdf(example_robot_data_path("robots/alex_description/urdf/alex_psyonic_hands.urdf"), P,
+                   self_collision=False)
+    assert b.build().couplers == ()

@@ -95,12 +95,13 @@ def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[s
 
 
 def urdf_mimic_joints(path: str | Path) -> list[tuple[str, str, float, float]]:
-    """The ``<mimic>`` elements of a URDF: (joint, leading joint, multiplier, offset) each, meaning
-    ``q[joint] = multiplier · q[leading joint] + offset`` (URDF defaults 1 and 0)."""
+    """The ``<mimic>`` elements of a URDF's movable joints: (joint, leading joint, multiplier,
+    offset) each, meaning ``q[joint] = multiplier · q[leading joint] + offset`` (URDF defaults 1
+    and 0). A ``<mimic>`` on a fixed joint (Talos' gripper links) has nothing to couple: skipped."""
     out = []
     for joint in ET.parse(path).getroot().findall("joint"):
         mimic = joint.find("mimic")
-        if mimic is not None:
+        if mimic is not None and joint.get("type") != "fixed":
             out.append((joint.get("name", ""), mimic.get("joint", ""), float(mimic.get("multiplier", "1") or 1),
                         float(mimic.get("offset", "0") or 0)))
     return out

@@ -549,8 +549,19 @@ class SceneBuilder:
         if mimic and not mjcf:
             from ..multibody.urdf import urdf_mimic_joints
 
+            missing = []
             for follower, leader, multiplier, offset in urdf_mimic_joints(path):
+                if not (self.model.existJointName(prefix + leader) and self.model.existJointName(prefix + follower)):
+                    missing.append(f"{follower} -> {leader}")  # a file whose mimic names no joint
+                    continue
                 self.add_coupler(prefix + leader, prefix + follower, multiplier, offset)
+            if missing:
+                import warnings
+
+                from ..multibody.errors import ModelImportWarning
+
+                warnings.warn(f"{path.name}: <mimic> elements naming joints the model does not have are ignored: "
+                              f"{', '.join(missing)}", ModelImportWarning, stacklevel=2)
         return first_joint
 
     @staticmethod
