@@ -25,7 +25,8 @@ DT = 1e-3
 H = (0.05, 0.05, 0.05)
 PANDA = "robots/panda_description/urdf/panda.urdf"
 ALLEGRO = "robots/allegro_hand_description/urdf/allegro_right_hand.urdf"
-SOLVERS = ["sap", "canal", "nsn", "pgs", "subadmm"]
+SLOW = pytest.mark.slow  # NSN: 14 s per run on the shared machine
+SOLVERS = ["sap", "canal", pytest.param("nsn", marks=SLOW), "pgs", "subadmm"]
 
 
 @pytest.fixture(autouse=True)
@@ -110,7 +111,7 @@ def test_weld_holds_two_tumbling_bodies_together():
 
 
 # ---------------------------------------------------------------------------- ball, distance
-@pytest.mark.parametrize("solver", ["sap", "canal"])
+@pytest.mark.parametrize("solver", ["sap", pytest.param("canal", marks=SLOW)])
 def test_pendulum_hung_by_a_ball_constraint_has_the_analytic_period(solver):
     """A sphere hung from a world point by a ball constraint (a compound pendulum, L = 0.5 m,
     θ₀ = 0.1 rad): period 2π√(I_p/(m g L))·(1 + θ₀²/16 + 11θ₀⁴/3072) = 1.42223 s; measured
@@ -194,7 +195,7 @@ def test_distance_constraint_keeps_its_length():
 
 
 # ---------------------------------------------------------------------------- couplers
-@pytest.mark.parametrize("solver", ["sap", "canal", "nsn", "pgs"])
+@pytest.mark.parametrize("solver", ["sap", "canal", pytest.param("nsn", marks=SLOW), "pgs", "pin-admm"])
 def test_coupler_with_multiplier_2_holds_q1_equals_2_q0_plus_offset(solver):
     """z = 2 x + 0.1 on a planar body of mass m under gravity, with a force F on x. Lagrange:
     5 m ẍ = F − 2 m g, so x(t) follows the symplectic-Euler parabola of a = (F − 2mg)/(5m):
@@ -270,8 +271,8 @@ def test_pd_actuator_tracks_the_analytic_closed_loop_response():
     assert np.abs(traj.q[:, 0] - exact).max() < 3e-3
     # a new target takes effect from the next step
     sim.set_actuator_targets([0.0])
-    traj = sim.run(3.0)  # 0.3 e^{−ζ ω_n t} = 1.7e-4 m at t = 3 s
-    assert abs(traj.q[-1, 0]) < 1e-3
+    traj = sim.run(2.0)  # 0.3 e^{−ζ ω_n t} = 2.0e-3 m at t = 2 s
+    assert abs(traj.q[-1, 0]) < 3e-3
 
 
 @pytest.mark.parametrize("dt", [1e-3, 1e-2])
