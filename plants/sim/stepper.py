@@ -8,7 +8,9 @@ Per step (Algorithm 1), from (q₀, v₀) at time t:
 2. contact: detect contacts at q₀ (coal + closed forms), build the solver-neutral
    :class:`ContactProblem` (A, v*, J(q₀), φ₀, k, τ_d, μ, trees) and solve it (SAP by default).
    The scene's joint position limits near their bound are appended as rigid frictionless
-   unilateral constraints (``ContactProblem.n_limits``; seed 001 §VII);
+   unilateral constraints (``ContactProblem.n_limits``; seed 001 §VII), followed by its
+   bilateral constraints (weld, ball, distance), couplers, implicit PD actuators and joint dry
+   friction, one scalar row each with an impulse interval (``docs/sap.md`` §11);
 3. positions: q = q₀ ⊕ δt v^{θ_vq}, v^{θ_vq} = θ_vq v + (1 − θ_vq) v₀ (eq. 12; ⊕ is
    ``pinocchio.integrate``, exact on the free-flyer Lie group).
 
@@ -124,7 +126,9 @@ class Simulator:
         controller: optional ``controller(t, q, v) -> tau`` returning generalized forces (n_v,)
             applied during the step (zero on unactuated dofs). Each entry is clamped to the
             scene's effort limit of its dof (``Scene.effort_limit``: the robot file's effort
-            limits; opt out with ``SceneBuilder.add_urdf(effort_limits=False)``).
+            limits; opt out with ``SceneBuilder.add_urdf(effort_limits=False)``). The scene's PD
+            actuators (``Scene.actuators``) act besides it, implicitly in the contact solve; their
+            targets: :meth:`set_actuator_targets`.
         solver_options: options of the solver when ``solver`` is a name: keyword options (a dict),
             a preset name (``"default"``, ``"realtime"``: the fixed iteration budgets of the seeds,
             see each solver's ``Options.realtime``) or an options object.
@@ -142,7 +146,8 @@ class Simulator:
             (None: no check). A solver can report convergence on a step whose velocities are
             finite but absurd (a badly conditioned impact); without this bound such a run went
             on with bodies 1e14 m away.
-        limit_stiffness: how the scene's joint-limit constraints enter the contact problem:
+        limit_stiffness: how the scene's joint-limit constraints (and its bilateral constraints
+            and couplers without a given compliance) enter the contact problem:
             ``"near_rigid"`` (default: a stiffness whose period is one step on the dof's effective
             inertia, SAP's own regularization of a rigid constraint, seed 001 eq. 29; the other
             solvers converge much better with it) or ``"rigid"`` (k = inf).
