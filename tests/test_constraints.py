@@ -302,23 +302,27 @@ def test_pd_actuator_effort_limit_defaults_to_the_file_and_falls_back_explicitly
 
 
 # ---------------------------------------------------------------------------- damping and friction
-def test_joint_dry_friction_holds_below_and_slides_above():
-    """Dry friction f = 5 N on a 2 kg slider pushed by a constant τ. τ = 3 N < f: it holds, up to
-    the creep of SAP's near-rigid regularization, v = δt a R/W = δt a/(12π²) with a = τ/m
-    (R = β² w/(4π²), w = W/3 for a one-row constraint; seed 001 eq. 29): 1.27e-5 m/s. τ = 8 N > f:
-    it accelerates at exactly (τ − f)/m = 1.5 m/s², the friction impulse is δt f."""
-    for tau, m in ((3.0, 2.0), (8.0, 2.0)):
-        b = planar(mass=m)
-        b.add_joint_friction("p_x", 5.0)
-        sim = Simulator(b.build(), dt=DT, controller=lambda t, q, v, tau=tau: np.array([tau, 0, 0]))
+@pytest.mark.parametrize("joint, dof, inertia, f", [("p_x", 0, 2.0, 5.0), ("p_angle", 2, 0.01, 0.05)])
+def test_joint_dry_friction_holds_below_and_slides_above(joint, dof, inertia, f):
+    """Dry friction f on a slider (2 kg, f = 5 N) or a hinge (I = 0.01 kg·m², f = 0.05 N·m) under a
+    constant τ. τ = 0.6 f: it holds, up to the creep of SAP's near-rigid regularization,
+    v = δt a R/W = δt a/(12π²) with a = τ/I (R = β² w/(4π²), w = W/3 for a one-row constraint;
+    seed 001 eq. 29): 1.27e-5 m/s on the slider. τ = 1.6 f: it accelerates at exactly
+    (τ − f)/I, and the friction impulse is −δt f."""
+    for tau in (0.6 * f, 1.6 * f):
+        b = planar(mass=2.0)
+        b.add_joint_friction(joint, f)
+        u = np.zeros(3)
+        u[dof] = tau
+        sim = Simulator(b.build(), dt=DT, controller=lambda t, q, v, u=u: u)
         traj = sim.run(0.5)
-        if tau < 5.0:
-            creep = DT * (tau / m) / (12 * math.pi**2)
-            assert traj.v[-1, 0] == pytest.approx(creep, rel=1e-3)
-            assert abs(traj.q[-1, 0]) < 0.5 * creep * 1.01
+        if tau < f:
+            creep = DT * (tau / inertia) / (12 * math.pi**2)
+            assert traj.v[-1, dof] == pytest.approx(creep, rel=1e-3)
+            assert abs(traj.q[-1, dof] - traj.q[0, dof]) < 0.5 * creep * 1.01
         else:
-            np.testing.assert_allclose(traj.v[:, 0], (tau - 5.0) / m * traj.t, atol=1e-12)
-            assert sim.last_result.gamma[-1] == pytest.approx(-5.0 * DT, rel=1e-12)
+            np.testing.assert_allclose(traj.v[:, dof], (tau - f) / inertia * traj.t, rtol=1e-12, atol=1e-12)
+            assert sim.last_result.gamma[-1] == pytest.approx(-f * DT, rel=1e-12)
 
 
 def test_joint_damping_is_implicit():
