@@ -525,20 +525,27 @@ class Simulator:
         Near-rigid rows (no compliance given) get k = 4π²/(δt² w), w = row A⁻¹ rowᵀ, as the
         joint limits (:meth:`_limit_stiffness`; ``limit_stiffness="rigid"``: k = inf).
         """
-        pin, model, data = self._pin, self.model, self.data
-        nv = model.nv
-        fx = self._fixed
-        if not self._constraints:  # only the constant rows (the Panda's coupler): no lists
-            gap = self._fixed_gaps(q0)
-            k = fx["k"]
-            rigid = np.isnan(k)
-            if rigid.any():
-                k = k.copy()
-                k[rigid] = self._row_stiffness(A, fx["rows"][rigid], fx["trees"][rigid])
-            return fx["rows"], gap, k, fx["tau"], fx["lo"], fx["hi"], fx["trees"]
-        rows, gap, stiff, damp, lo, hi, trees = [], [], [], [], [], [], []
-        support = self.scene.joint_support
-        tree_of_joint = self.scene.tree_of_joint
+        fx = self._fixed  # couplers, PD actuators, dry friction: constant rows, gaps from q₀
+        rows, gap, k, tau, trees = fx["rows"], self._fixed_gaps(q0), fx["k"], fx["tau"], fx["trees"]
+        lo, hi = fx["lo"], fx["hi"]
+        if self._constraints:  # weld, ball, distance: rows from this step's kinematics, first
+            b_rows, b_gap, b_k, b_tau, b_trees = self._bilateral_rows()
+            m = b_gap.size
+            rows, gap, k = np.concatenate([b_rows, rows]), np.concatenate([b_gap, gap]), np.concatenate([b_k, k])
+            tau, trees = np.concatenate([b_tau, tau]), np.concatenate([b_trees, trees])
+            lo, hi = np.concatenate([np.full(m, -np.inf), lo]), np.concatenate([np.full(m, np.inf), hi])
+        rigid = np.isnan(k)  # near-rigid rows: k from this step's A
+        if rigid.any():
+            k = k.copy()
+            k[rigid] = self._row_stiffness(A, rows[rigid], trees[rigid])
+        return rows, gap, k, tau, lo, hi, trees
+
+    def _bilateral_rows(self) -> tuple[np.ndarray, ...]:
+        """(rows (m, n_v), gaps (m,), stiffness (m,) (NaN: near-rigid), τ_d (m,), trees (m, 2)) of
+        the scene's weld, ball and distance constraints, from ``self.data`` at q₀ (joint placements
+        and world-frame joint Jacobians, ``computeJointJacobians``)."""
+        pin, data, nv = self._pin, self.data, self.model.nv
+        support, tree_of_joint = self.scene.joint_support, self.scene.tree_of_joint
         Jw = np.reshape(data.J, (6, nv))
 
         def point_jacobian(j: int, p: np.ndarray) -> np.ndarray:  # (3, n_v): v_o + ω × p
@@ -547,56 +554,34 @@ class Simulator:
             px = np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
             return (Jw[:3] - px @ Jw[3:]) * support[j]
 
-        def pair_trees(ja: int, jb: int) -> list[int]:
-            ta, tb = (int(tree_of_joint[j]) if j else -1 for j in (ja, jb))
-            return [tb, -1] if ta in (tb, -1) else [ta, tb]  # a tree once (W_ii sums per tree)
-
-        def add(r, g, k, d, bound_lo, bound_hi, t):
-            rows.append(r)
-            gap.append(g)
-            stiff.append(k)
-            damp.append(d)
-            lo.append(bound_lo)
-            hi.append(bound_hi)
-            trees.append(t)
-
+        rows, gaps, k, tau, trees = [], [], [], [], []
         for con in self._constraints:  # a handful per scene: a loop over constraints
             ja, jb = con.joint_a, con.joint_b
-            Ma = data.oMi[ja] if ja else None
             Mb = data.oMi[jb]
-            pa = Ma.act(con.point_a) if ja else con.point_a
+            pa = data.oMi[ja].act(con.point_a) if ja else con.point_a
             pb = Mb.act(con.point_b)
             Jd = point_jacobian(jb, pb) - point_jacobian(ja, pa)
-            t = pair_trees(ja, jb)
-            k, d = con.stiffness, con.damping
-            kk = np.nan if k is None else k  # NaN: near-rigid, filled below
-            tau = 0.0 if k is None or not np.isfinite(k) else d / k
             if con.kind == "distance":
                 diff = pb - pa
                 length = float(np.linalg.norm(diff))
-                n = diff / length
-                add(n @ Jd, length - con.distance, kk, tau, -np.inf, np.inf, t)
-                continue
-            for axis in range(3):
-                add(Jd[axis], pb[axis] - pa[axis], kk, tau, -np.inf, np.inf, t)
-            if con.kind == "weld":
-                Ra = (Ma.rotation if ja else np.eye(3)) @ con.rotation_a
-                Rb = Mb.rotation @ con.rotation_b
-                err = Ra @ pin.log3(Ra.T @ Rb)
-                Jang = Jw[3:] * support[jb] - (Jw[3:] * support[ja] if ja else 0.0)
-                for axis in range(3):
-                    add(Jang[axis], err[axis], kk, tau, -np.inf, np.inf, t)
-        gap_fixed = self._fixed_gaps(q0)  # couplers, PD actuators, dry friction: constant rows
-        rows_ = np.concatenate([np.array(rows, dtype=float).reshape(-1, nv), fx["rows"]])
-        stiff_ = np.concatenate([np.array(stiff, dtype=float), fx["k"]])
-        trees_ = np.concatenate([np.array(trees, dtype=np.int64).reshape(-1, 2), fx["trees"]])
-        rigid = np.isnan(stiff_)
-        if rigid.any():
-            stiff_[rigid] = self._row_stiffness(A, rows_[rigid], trees_[rigid])
-        return (rows_, np.concatenate([np.array(gap, dtype=float), gap_fixed]), stiff_,
-                np.concatenate([np.array(damp, dtype=float), fx["tau"]]),
-                np.concatenate([np.array(lo, dtype=float), fx["lo"]]), np.concatenate([np.array(hi, dtype=float), fx["hi"]]),
-                trees_)
+                r, g = (diff / length @ Jd)[None], np.array([length - con.distance])
+            else:  # ball: the three world axes of p_b − p_a
+                r, g = Jd, pb - pa
+                if con.kind == "weld":  # and the orientation error R_a log(R_aᵀ R_b), world axes
+                    Ra = (data.oMi[ja].rotation if ja else np.eye(3)) @ con.rotation_a
+                    Rb = Mb.rotation @ con.rotation_b
+                    Jang = Jw[3:] * support[jb] - (Jw[3:] * support[ja] if ja else 0.0)
+                    r, g = np.concatenate([r, Jang]), np.concatenate([g, Ra @ pin.log3(Ra.T @ Rb)])
+            n = g.size
+            rows.append(r)
+            gaps.append(g)
+            stiff = con.stiffness
+            k.append(np.full(n, np.nan if stiff is None else stiff))
+            tau.append(np.full(n, 0.0 if stiff is None or not np.isfinite(stiff) else con.damping / stiff))
+            ta, tb = (int(tree_of_joint[j]) if j else -1 for j in (ja, jb))
+            trees.append(np.tile([tb, -1] if ta in (tb, -1) else [ta, tb], (n, 1)))  # a tree once
+        return (np.concatenate(rows), np.concatenate(gaps), np.concatenate(k), np.concatenate(tau),
+                np.concatenate(trees).astype(np.int64))
 
     def _fixed_gaps(self, q0: np.ndarray) -> np.ndarray:
         """(n_fixed,) gaps φ₀ of the constant rows at q₀ (coupler error, PD error, 0 for friction)."""
