@@ -470,3 +470,21 @@ def test_mimic_elements_that_name_no_joint_are_skipped_with_a_warning():
         b.add_urdf(example_robot_data_path("robots/alex_description/urdf/alex_psyonic_hands.urdf"), P,
                    self_collision=False)
     assert b.build().couplers == ()
+
+
+@pytest.mark.parametrize("line_search", ["exact", "armijo"])
+def test_sap_interval_rows_numpy_path_and_line_searches_agree(monkeypatch, line_search):
+    """A problem with a saturating and a bilateral row: the compiled and numpy paths of SAP (and
+    both line searches) give the same solution; the saturated row's impulse is its bound."""
+    p = bilateral_problem([-np.inf, -0.002], [np.inf, 0.002])
+    fast = SAPSolver(line_search=line_search, rel_tol=1e-10).solve(p)
+    import plants.sim.sap as sap_mod
+
+    monkeypatch.setattr(sap_mod, "HAVE_NUMBA", False)
+    ref = SAPSolver(line_search=line_search, rel_tol=1e-10).solve(p)
+    exact = SAPSolver(rel_tol=1e-12).solve(p)
+    assert fast.ok and ref.ok
+    for r in (fast, ref):
+        np.testing.assert_allclose(r.v, exact.v, rtol=1e-8, atol=1e-9)
+        np.testing.assert_allclose(r.gamma, exact.gamma, atol=1e-9)
+    assert abs(exact.gamma[-1]) == pytest.approx(0.002, rel=1e-12)
