@@ -488,3 +488,23 @@ def test_sap_interval_rows_numpy_path_and_line_searches_agree(monkeypatch, line_
         np.testing.assert_allclose(r.v, exact.v, rtol=1e-8, atol=1e-9)
         np.testing.assert_allclose(r.gamma, exact.gamma, atol=1e-9)
     assert abs(exact.gamma[-1]) == pytest.approx(0.002, rel=1e-12)
+
+
+@pytest.mark.parametrize("solver", ["sap", "canal"])
+def test_compliant_ball_constraint_is_the_implicit_spring_damper(solver):
+    """A 1 kg sphere hung at its centre by a compliant ball constraint (k = 1000 N/m, d = 10 N·s/m;
+    seed 000 eq. 4): vertically m (v' − v) = −δt m g − δt (k (z − z₀ + δt v') + d v'), the
+    implicit spring-damper, to 1e-10 m; it settles at the static sag m g/k = 9.81 mm."""
+    m, k, d = 1.0, 1000.0, 10.0
+    b = SceneBuilder()
+    b.add_free_body("s", m, sphere_inertia(m, 0.05), [("s", Sphere(0.05), P)], position=(0, 0, 1.0))
+    b.add_ball_constraint(None, "s", stiffness=k, damping=d)
+    traj = Simulator(b.build(), solver=solver, dt=DT).run(2.0)
+    z, v, ref = 1.0, 0.0, [1.0]
+    for _ in range(traj.n_steps):
+        v = (m * v - DT * m * G - DT * k * (z - 1.0)) / (m + DT * (DT * k + d))
+        z += DT * v
+        ref.append(z)
+    np.testing.assert_allclose(traj.q[:, 2], ref, atol=1e-10)
+    assert traj.q[-1, 2] == pytest.approx(1.0 - m * G / k, abs=1e-6)  # the transient: e^(−ζωt) = 5e-5
+    np.testing.assert_allclose(traj.q[:, :2], 0.0, atol=1e-12)

@@ -787,6 +787,8 @@ class SceneBuilder:
         001 §VII; as Drake's SAP): τ = clamp(−kp (q − q_d) − kd (v − v_d), ±effort_limit) with
         the end-of-step q, v, so stiff gains are stable at any δt and the torque saturates at
         exactly the limit. Targets change at run time: :meth:`Simulator.set_actuator_targets`.
+        A controller's torque on the same joint (``Simulator(controller=...)``) adds to it, clamped
+        to the joint's effort limit on its own.
 
         Args:
             joint: joint name (a scalar joint).
