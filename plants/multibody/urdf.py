@@ -6,8 +6,9 @@ file: a ``<collision name="...">`` keeps its name; an unnamed one keeps ``<link>
 used twice in the file (some exporters call every element ``"collision"``) becomes
 ``<link>/<name>`` for all its uses, so names stay unique and still say where they come from.
 
-Joint ``<dynamics damping friction>`` and ``<mimic>`` are not represented: a warning names the
-joints. Mesh collision geometry is replaced by its convex hull wherever it is used (the simulator's
+Joint ``<dynamics damping friction>`` and ``<mimic>`` are not represented in the model: a warning
+names the joints (the simulator's ``SceneBuilder.add_urdf`` honours them as joint damping, dry
+friction and couplers, and turns the warning off). Mesh collision geometry is replaced by its convex hull wherever it is used (the simulator's
 GJK/EPA, the LCS factory's coal distance queries); :func:`load_urdf` warns once per file
 (:class:`~plants.multibody.errors.ModelImportWarning`), naming them. A ``<collision>`` whose shape
 Pinocchio does not load (so it would be dropped) is an error naming the link.
@@ -23,7 +24,7 @@ from typing import Any, Sequence
 
 from .errors import ModelImportWarning, MultibodyValueError
 
-__all__ = ["load_urdf", "urdf_collision_names", "warn_convex_hulls"]
+__all__ = ["load_urdf", "urdf_collision_names", "urdf_mimic_joints", "warn_convex_hulls"]
 
 
 def urdf_collision_names(path: str | Path) -> dict[str, str]:
@@ -47,7 +48,8 @@ def urdf_collision_names(path: str | Path) -> dict[str, str]:
 
 
 def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[str] | None = None,
-              root_joint_name: str = "root_joint", warn_meshes: bool = True) -> tuple[Any, Any]:
+              root_joint_name: str = "root_joint", warn_meshes: bool = True, warn_dynamics: bool = True,
+              warn_mimic: bool = True) -> tuple[Any, Any]:
     """(``pin.Model``, collision ``pin.GeometryModel``) of a URDF file, geometry named after the file.
 
     Args:
@@ -57,6 +59,9 @@ def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[s
         root_joint_name: the name of that joint.
         warn_meshes: warn about the mesh geometries replaced by their convex hulls (callers that
             keep only some geometries warn about those themselves: :func:`warn_convex_hulls`).
+        warn_dynamics, warn_mimic: warn that ``<dynamics damping friction>`` / ``<mimic>`` are
+            not represented (callers that honour them, as the simulator's
+            ``SceneBuilder.add_urdf``, turn the warning off).
 
     Raises:
         FileNotFoundError: no such file. ValueError: a collision element that was not loaded.
@@ -85,11 +90,24 @@ def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[s
             gm.geometryObjects[i] = go
     if warn_meshes:
         warn_convex_hulls(path, gm.geometryObjects, stacklevel=3)
-    _warn_unrepresented(path)
+    _warn_unrepresented(path, warn_dynamics, warn_mimic)
     return model, gm
 
 
-def _warn_unrepresented(path: Path) -> None:
+def urdf_mimic_joints(path: str | Path) -> list[tuple[str, str, float, float]]:
+    """The ``<mimic>`` elements of a URDF's movable joints: (joint, leading joint, multiplier,
+    offset) each, meaning ``q[joint] = multiplier · q[leading joint] + offset`` (URDF defaults 1
+    and 0). A ``<mimic>`` on a fixed joint (Talos' gripper links) has nothing to couple: skipped."""
+    out = []
+    for joint in ET.parse(path).getroot().findall("joint"):
+        mimic = joint.find("mimic")
+        if mimic is not None and joint.get("type") != "fixed":
+            out.append((joint.get("name", ""), mimic.get("joint", ""), float(mimic.get("multiplier", "1") or 1),
+                        float(mimic.get("offset", "0") or 0)))
+    return out
+
+
+def _warn_unrepresented(path: Path, warn_dynamics: bool = True, warn_mimic: bool = True) -> None:
     """Warn (one warning per kind, naming the joints) about joint elements the model ignores."""
     root = ET.parse(path).getroot()
     dynamics, mimic = [], []
@@ -100,11 +118,11 @@ def _warn_unrepresented(path: Path) -> None:
             dynamics.append(f"{name} (damping={dyn.get('damping', '0')}, friction={dyn.get('friction', '0')})")
         if joint.find("mimic") is not None:
             mimic.append(name)
-    if dynamics:
+    if dynamics and warn_dynamics:
         warnings.warn(f"{path.name}: joint <dynamics> damping/friction are not represented and are ignored: "
                       f"{', '.join(dynamics)} (add a plants.sim.JointSpring for a damper)",
                       ModelImportWarning, stacklevel=4)
-    if mimic:
+    if mimic and warn_mimic:
         warnings.warn(f"{path.name}: <mimic> joints are simulated as independent joints: {', '.join(mimic)}",
                       ModelImportWarning, stacklevel=4)
 

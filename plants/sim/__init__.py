@@ -34,9 +34,10 @@ __all__ = [
 ]
 
 from .geometry import Box, ContactParams, HalfSpace, Sphere  # noqa: E402
-from .scene import JointLimit, JointSpring, Scene, SceneBuilder  # noqa: E402
+from .scene import BilateralConstraint, JointCoupler, JointLimit, JointSpring, PDActuator, Scene, SceneBuilder  # noqa: E402
 from .scenes import available_scenes, load_scene, register_scene  # noqa: E402
 from .diagnostics import (  # noqa: E402
+    ConstraintFallbackWarning,
     NonConvergenceWarning,
     PlausibilityFlag,
     PlausibilityOptions,
@@ -52,6 +53,9 @@ __all__ += [
     "Sphere",
     "JointLimit",
     "JointSpring",
+    "BilateralConstraint",
+    "JointCoupler",
+    "PDActuator",
     "Scene",
     "SceneBuilder",
     "available_scenes",
@@ -61,6 +65,7 @@ __all__ += [
     "Simulator",
     "Trajectory",
     "NonConvergenceWarning",
+    "ConstraintFallbackWarning",
     "PlausibilityFlag",
     "PlausibilityOptions",
     "PlausibilityWarning",

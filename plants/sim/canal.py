@@ -38,6 +38,7 @@ from .contact_problem import (
     SolverPresets,
     expand_impulses,
     inert_contacts,
+    unilateral_form,
     register_contact_solver,
     resolve_options,
     without_contacts,
@@ -334,10 +335,18 @@ class WarmStartedSolver(ContactSolver):
         impulses warm-start (defaults: ``problem.v0`` and the previous step's impulses).
 
         Contacts with a zero Jacobian (:func:`~plants.sim.contact_problem.inert_contacts`) are
-        removed first (their Delassus block is zero) and get zero impulses.
+        removed first (their Delassus block is zero) and get zero impulses. Bilateral joint-space
+        constraints are solved as opposed unilateral pairs (:func:`~plants.sim.contact_problem.unilateral_form`);
+        rows with finite impulse bounds raise :class:`~plants.sim.contact_problem.BoundedConstraintError`.
         """
         if not isinstance(problem, ContactProblem):
             raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
+        if problem.n_limits and problem.bounded.any():
+            # bilateral joint-space rows as opposed unilateral pairs (finite bounds: an error)
+            split, back = unilateral_form(problem, self.name)
+            if lambda_guess is not None:
+                lambda_guess = None  # a guess for the original rows does not fit the split problem
+            return back(self.solve(split, v_guess))
         drop = inert_contacts(problem)
         with blas_threads(self.options.blas_threads):
             if not drop.any():

@@ -14,9 +14,11 @@ eq. 2) and the compressed dynamics ``Â v̂ = b̂ + Jᵀλ`` (eq. 8):
 * The strict operator ``T`` (eq. 16-17) and the proximal cone projection ``Π`` (eq. 21, 23) in the
   metric that the compliance induces (``diag(1, 1, 1 + βc)``), both closed form and vectorized.
 
-The problem carries no joint limits or bilateral soft constraints (``ContactProblem`` has none),
-so only contact rows exist here; the scalar hard/soft operators (eq. 14/15) are provided for
-completeness and tested, ready for rows the problem may carry later.
+Joint-space constraints reach these solvers as frictionless contacts: joint limits (eq. 3, the
+hard constraint with the compliance c) and bilateral rows (welds, ball and distance constraints,
+couplers: eq. 4 with a finite stiffness, or near-rigid) as two opposed frictionless rows each
+(:func:`plants.sim.contact_problem.unilateral_form`, exact for this linear law). The scalar
+hard/soft operators (eq. 14/15) are provided and tested as the per-row references.
 """
 
 from __future__ import annotations

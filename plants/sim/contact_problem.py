@@ -46,6 +46,8 @@ __all__ = [
     "SolverPresets",
     "inert_contacts",
     "without_contacts",
+    "unilateral_form",
+    "BoundedConstraintError",
 ]
 
 
@@ -141,6 +143,10 @@ class ContactBodies:
         return contact, joint, rows
 
 
+_NO_BOUNDS = np.zeros(0)
+_NO_BOUNDS.flags.writeable = False
+
+
 @dataclass(frozen=True)
 class ContactProblem:
     """Data of one contact step (seed 001 eq. 18 plus the contact laws).
@@ -169,7 +175,19 @@ class ContactProblem:
             limits as constraints of the same convex problem): frictionless (μ = 0), tangent rows
             zero, normal row ``±e_k`` (k the limited dof: + for a lower limit, − for an upper
             one), φ₀ the distance to the limit in the joint's unit ([rad] or [m]), rigid (k = inf,
-            τ_d = 0). Every solver sees them as frictionless rigid contacts.
+            τ_d = 0). Every solver sees them as frictionless rigid contacts. More generally the
+            last ``n_limits`` are the *joint-space constraints* of the step (``docs/sap.md``,
+            "Constraints beyond contact"): one scalar row each (the normal row; tangent rows
+            zero, μ = 0) with the compliant law of the contacts, ``γ = −δt (k (φ₀ + δt ġ) + k τ_d ġ)``
+            (ġ the row times v), projected onto the impulse interval
+            ``[gamma_lower, gamma_upper]``: joint limits ``[0, ∞)`` (unilateral), bilateral
+            constraints (weld, ball, distance, coupler rows; an actuator without effort limit)
+            ``(−∞, ∞)``, PD actuators with effort limit e ``[−δt e, δt e]``, joint dry friction f
+            ``[−δt f, δt f]`` (with φ₀ = 0, rigid).
+        gamma_lower, gamma_upper: (n_limits,) impulse bounds [N·s or N·m·s] of those constraints
+            (``gamma_lower ≤ 0 ≤ gamma_upper``); ``None``: ``0`` and ``inf`` (unilateral, as joint
+            limits). SAP takes any bounds; the other solvers take unilateral and bilateral rows
+            (:func:`unilateral_form`) and raise :class:`BoundedConstraintError` on finite bounds.
     """
 
     A: np.ndarray
@@ -186,6 +204,8 @@ class ContactProblem:
     M_diag: np.ndarray | None = None
     bodies: ContactBodies | None = None
     n_limits: int = 0
+    gamma_lower: np.ndarray | None = None
+    gamma_upper: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -278,6 +298,18 @@ class ContactProblem:
         if n_limits and (vecs["mu"][n_c - n_limits:] != 0).any():
             raise ValueError("joint-limit constraints (the last n_limits) must have mu = 0")
         set_(self, "n_limits", int(n_limits))
+        lo = np.zeros(n_limits) if self.gamma_lower is None else np.array(self.gamma_lower, dtype=float).reshape(-1)
+        hi = np.full(n_limits, np.inf) if self.gamma_upper is None else np.array(self.gamma_upper, dtype=float).reshape(-1)
+        for name, arr in (("gamma_lower", lo), ("gamma_upper", hi)):
+            if arr.shape != (n_limits,) or np.isnan(arr).any():
+                raise ValueError(f"{name} must have shape ({n_limits},) (one per joint-space constraint) without "
+                                 f"NaN, got shape {arr.shape}")
+        if (lo > 0).any() or (hi < 0).any():
+            raise ValueError("impulse bounds must satisfy gamma_lower <= 0 <= gamma_upper")
+        lo.setflags(write=False)
+        hi.setflags(write=False)
+        set_(self, "gamma_lower", lo)
+        set_(self, "gamma_upper", hi)
         if self.bodies is not None:
             if not isinstance(self.bodies, ContactBodies):
                 raise TypeError(f"bodies must be ContactBodies or None, got {type(self.bodies).__name__}")
@@ -313,6 +345,8 @@ class ContactProblem:
         M_diag: np.ndarray | None = None,
         bodies: ContactBodies | None = None,
         n_limits: int = 0,
+        gamma_lower: np.ndarray | None = None,
+        gamma_upper: np.ndarray | None = None,
     ) -> "ContactProblem":
         """A problem from arrays already in canonical form, **without validation**.
 
@@ -334,6 +368,12 @@ class ContactProblem:
         set_(self, "dt", float(dt))
         set_(self, "bodies", bodies)
         set_(self, "n_limits", int(n_limits))
+        if gamma_lower is None:
+            gamma_lower = _NO_BOUNDS if n_limits == 0 else np.zeros(n_limits)
+        if gamma_upper is None:
+            gamma_upper = _NO_BOUNDS if n_limits == 0 else np.full(n_limits, np.inf)
+        set_(self, "gamma_lower", gamma_lower)
+        set_(self, "gamma_upper", gamma_upper)
         return self
 
     @staticmethod
@@ -369,6 +409,11 @@ class ContactProblem:
     def n_geometric(self) -> int:
         """Number of geometric contacts (the constraints before the joint limits)."""
         return self.n_c - self.n_limits
+
+    @property
+    def bounded(self) -> np.ndarray:
+        """(n_limits,) bool: joint-space constraints whose impulse interval is not ``[0, ∞)``."""
+        return (self.gamma_lower != 0) | (self.gamma_upper != np.inf)
 
     @property
     def n_trees(self) -> int:
@@ -435,6 +480,8 @@ class ContactProblem:
             v0=self.v0,
             M_diag=self.M_diag,
             n_limits=np.array(self.n_limits),
+            gamma_lower=self.gamma_lower,
+            gamma_upper=self.gamma_upper,
         )
         return path
 
@@ -577,21 +624,27 @@ def inert_contacts(problem: ContactProblem) -> np.ndarray:
 
 
 def without_contacts(problem: ContactProblem, drop: np.ndarray) -> ContactProblem:
-    """``problem`` without the contacts where ``drop`` (n_c,) is True (its ``bodies`` too)."""
+    """``problem`` without the contacts where ``drop`` (n_c,) is True (its ``bodies``, joint-space
+    constraints and their impulse bounds too)."""
     from dataclasses import replace
 
     keep = ~np.asarray(drop, dtype=bool)
     n_v = problem.n_v
+    n_geo = problem.n_geometric
+    keep_joint = keep[n_geo:]
     J = problem.J.reshape(problem.n_c, 3, n_v)[keep].reshape(-1, n_v)
     bodies = problem.bodies
     if bodies is not None:
-        bodies = replace(bodies, joints=bodies.joints[keep], points=bodies.points[keep], frames=bodies.frames[keep],
-                         local_points=bodies.local_points[keep])
+        kg = keep[:n_geo]  # bodies describe the geometric contacts only
+        bodies = replace(bodies, joints=bodies.joints[kg], points=bodies.points[kg], frames=bodies.frames[kg],
+                         local_points=bodies.local_points[kg])
     return ContactProblem.trusted(
         A=problem.A, v_star=problem.v_star, J=np.ascontiguousarray(J), phi0=problem.phi0[keep].copy(),
         mu=problem.mu[keep].copy(), stiffness=problem.stiffness[keep].copy(),
         dissipation=problem.dissipation[keep].copy(), dt=problem.dt, tree_starts=problem.tree_starts,
         contact_trees=problem.contact_trees[keep].copy(), v0=problem.v0, M_diag=problem.M_diag, bodies=bodies,
+        n_limits=int(keep_joint.sum()), gamma_lower=problem.gamma_lower[keep_joint].copy(),
+        gamma_upper=problem.gamma_upper[keep_joint].copy(),
     )
 
 
@@ -605,6 +658,78 @@ def expand_impulses(result: ContactSolverResult, drop: np.ndarray) -> ContactSol
     return replace(result, gamma=gamma.reshape(-1))
 
 
+class BoundedConstraintError(ValueError):
+    """A solver that takes only unilateral and bilateral joint-space constraints was given rows with
+    finite impulse bounds (a PD actuator with an effort limit, joint dry friction).
+
+    Attributes:
+        solver: the solver's name.
+        rows: indices (into the joint-space constraints) of the bounded rows.
+    """
+
+    def __init__(self, solver: str, rows: np.ndarray):
+        self.solver = solver
+        self.rows = np.asarray(rows)
+        super().__init__(
+            f"contact solver {solver!r} cannot take joint-space constraints with finite impulse bounds "
+            f"({self.rows.size} rows: PD actuators with an effort limit or joint dry friction); use "
+            f"solver='sap' (seed 001 §VII), or remove them (SceneBuilder.add_urdf(joint_dynamics=False), "
+            f"effort_limit=None)")
+
+
+def unilateral_form(problem: ContactProblem, solver: str = "", keep_bounded: bool = False,
+                    ) -> tuple[ContactProblem, Callable[[ContactSolverResult], ContactSolverResult]]:
+    """``problem`` with every bilateral joint-space constraint (impulse interval (−∞, ∞)) written as
+    two opposed unilateral ones, for solvers whose only joint-space constraint is a frictionless
+    unilateral contact; and the map of a result of that problem back to ``problem``'s impulses.
+
+    A bilateral row ``g`` (gap φ₀, row r) becomes ``g ≥ 0`` (φ₀, r) and ``−g ≥ 0`` (−φ₀, −r),
+    appended after the joint-space constraints; its impulse is γ₊ − γ₋. For the linear compliant
+    law of the contacts this is exact: γ₊ = max(0, y), γ₋ = max(0, −y), γ₊ − γ₋ = y (``docs/sap.md``).
+
+    ``keep_bounded=True`` (SAP: its compiled cone kernels then take the bilateral rows, and only
+    the rows with a finite interval go through its interval projection) keeps the rows with finite
+    bounds as they are, with their bounds, instead of raising.
+
+    Raises:
+        BoundedConstraintError: some rows have finite bounds (PD with effort limit, dry friction).
+    """
+    if problem.n_limits == 0 or not problem.bounded.any():
+        return problem, lambda result: result
+    lo, hi = problem.gamma_lower, problem.gamma_upper
+    bilateral = (lo == -np.inf) & (hi == np.inf)
+    unilateral = (lo == 0) & (hi == np.inf)
+    bad = np.flatnonzero(~(bilateral | unilateral))
+    if bad.size and not keep_bounded:
+        raise BoundedConstraintError(solver, bad)
+    if not bilateral.any():
+        return problem, lambda result: result
+    n_c, n_v, n_geo = problem.n_c, problem.n_v, problem.n_geometric
+    mirror = n_geo + np.flatnonzero(bilateral)  # contact indices of the bilateral rows
+    Jc = problem.J.reshape(n_c, 3, n_v)
+    J = np.concatenate([Jc, -Jc[mirror]]).reshape(-1, n_v)
+    cat = np.concatenate
+    reduced = ContactProblem.trusted(
+        A=problem.A, v_star=problem.v_star, J=np.ascontiguousarray(J), phi0=cat([problem.phi0, -problem.phi0[mirror]]),
+        mu=cat([problem.mu, problem.mu[mirror]]), stiffness=cat([problem.stiffness, problem.stiffness[mirror]]),
+        dissipation=cat([problem.dissipation, problem.dissipation[mirror]]), dt=problem.dt,
+        tree_starts=problem.tree_starts, contact_trees=cat([problem.contact_trees, problem.contact_trees[mirror]]),
+        v0=problem.v0, M_diag=problem.M_diag, bodies=problem.bodies, n_limits=problem.n_limits + mirror.size,
+        gamma_lower=cat([np.where(bilateral, 0.0, lo), np.zeros(mirror.size)]),
+        gamma_upper=cat([hi, np.full(mirror.size, np.inf)]),
+    )
+
+    def back(result: ContactSolverResult) -> ContactSolverResult:
+        from dataclasses import replace
+
+        gamma = np.asarray(result.gamma).reshape(-1, 3)
+        out = gamma[:n_c].copy()
+        out[mirror] -= gamma[n_c:]
+        return replace(result, gamma=out.reshape(-1))
+
+    return reduced, back
+
+
 class ContactSolver:
     """Interface of a contact solver: ``solve(problem, v_guess=None) -> ContactSolverResult``.
 
@@ -614,6 +739,10 @@ class ContactSolver:
 
     name: str = ""
     options_type: type | None = None
+    bounded_constraints: bool = False
+    """True when the solver takes joint-space rows with finite impulse bounds (PD actuators with an
+    effort limit, joint dry friction); the others get :class:`BoundedConstraintError`, and the
+    simulator falls back (``plants.sim.stepper.Simulator``)."""
 
     def solve(self, problem: ContactProblem, v_guess: np.ndarray | None = None) -> ContactSolverResult:
         raise NotImplementedError

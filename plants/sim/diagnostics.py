@@ -37,6 +37,7 @@ __all__ = [
     "PlausibilityWarning",
     "PlausibilityFlag",
     "PlausibilityOptions",
+    "ConstraintFallbackWarning",
     "body_sizes",
     "shape_size",
     "suggest_dt",
@@ -54,6 +55,11 @@ class NonConvergenceWarning(SimulationWarning):
 
 class PlausibilityWarning(SimulationWarning):
     """A run produced a physically implausible state (deep penetration, energy growth)."""
+
+
+class ConstraintFallbackWarning(SimulationWarning):
+    """The solver cannot take bounded joint-space constraints (only SAP can): the scene's joint dry
+    friction is left out and its effort-limited PD actuators are evaluated explicitly."""
 
 
 class PlausibilityFlag(IntFlag):

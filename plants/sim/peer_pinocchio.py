@@ -54,6 +54,7 @@ from .contact_problem import (
     ContactSolverResult,
     ContactSolverStatus,
     register_contact_solver,
+    unilateral_form,
 )
 
 __all__ = [
@@ -196,9 +197,13 @@ class _PinocchioSolver(ContactSolver):
     def solve(
         self, problem: ContactProblem, v_guess: np.ndarray | None = None
     ) -> ContactSolverResult:
-        """Solve the step (``v_guess`` is ignored: Pinocchio's solvers iterate on impulses)."""
+        """Solve the step (``v_guess`` is ignored: Pinocchio's solvers iterate on impulses).
+        Bilateral joint-space rows are solved as opposed unilateral pairs (``unilateral_form``)."""
         if not isinstance(problem, ContactProblem):
             raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
+        if problem.n_limits and problem.bounded.any():
+            split, back = unilateral_form(problem, self.name)
+            return back(self.solve(split, v_guess))
         t0 = time.perf_counter()
         p, o = problem, self.options
         n_c = p.n_c

@@ -40,6 +40,7 @@ from .contact_problem import (
     inert_contacts,
     register_contact_solver,
     resolve_options,
+    unilateral_form,
     without_contacts,
 )
 
@@ -216,6 +217,7 @@ def _project(y, R, mu, mu_hat, mu_tilde2, want_hessian):
 
 
 _NO_G = np.empty((0, 3, 3))
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 def _project_numpy(y, R, mu, mu_hat, mu_tilde2, want_hessian):
@@ -260,6 +262,36 @@ def _project_numpy(y, R, mu, mu_hat, mu_tilde2, want_hessian):
             Gs[:, 2, 2] = fs / Rn
             G[slide] = Gs
     return gamma, G
+
+
+def _box_project(ws: "_Workspace", y_n: np.ndarray, gamma: np.ndarray, G: np.ndarray | None) -> float:
+    """Interval projection of the joint-space constraints ``ws.box`` (in place in ``gamma``, ``G``).
+
+    γ_n = clip(y_n, lo, hi), tangent impulses zero; G_nn = 1/R_n strictly inside the interval, 0
+    where it saturates. Returns the correction of the cost: the regularized term of a constraint is
+    ℓ_i = ½R y² − ½R (y − γ)² = R (y γ − ½ γ²) (the conjugate form of seed 001 eq. 24, which
+    reduces to ½ γ R γ inside the interval and for cones by Moreau's decomposition); the caller adds
+    ½ γ R γ for every constraint, so the correction is R (y γ − γ²).
+    """
+    g = np.clip(y_n, ws.box_lo, ws.box_hi)
+    gamma[ws.box] = 0.0
+    gamma[ws.box, 2] = g
+    if G is not None:
+        G[ws.box] = 0.0
+        inside = (y_n > ws.box_lo) & (y_n < ws.box_hi)
+        G[ws.box, 2, 2] = np.where(inside, 1.0 / ws.box_Rn, 0.0)
+    return float(np.sum(ws.box_Rn * (y_n * g - g * g)))
+
+
+def _box_line_terms(ws: "_Workspace", alpha: float, vc0: np.ndarray, dvc: np.ndarray, hess: bool):
+    """Line-search terms (Σ ġ γ, Σ ġ G ġ, 2 Σ ℓ_i) of the interval constraints at v + α Δv."""
+    Rn = ws.box_Rn
+    y = -(vc0 + alpha * dvc - ws.par.v_hat[ws.box, 2]) / Rn
+    g = np.clip(y, ws.box_lo, ws.box_hi)
+    dg = float(dvc @ g)
+    dGd = float(np.sum(np.where((y > ws.box_lo) & (y < ws.box_hi), dvc * dvc / Rn, 0.0))) if hess else 0.0
+    two_ell = float(np.sum(Rn * (2.0 * y * g - g * g)))  # the caller halves it
+    return dg, dGd, two_ell
 
 
 def _island_partition(tree_starts: np.ndarray, ct: np.ndarray, islands: bool) -> list[tuple]:
@@ -310,6 +342,17 @@ class _Workspace:
         self.Av_star = problem.A @ problem.v_star
         self.Rinv = 1.0 / self.par.R
         self.y_shift = self.par.v_hat * self.Rinv
+        # joint-space constraints whose impulse interval is not [0, inf) (bilateral, PD with an
+        # effort limit, dry friction): γ_n = clip(y_n, lo, hi) instead of the cone projection
+        self.box = _NO_ROWS if not problem.n_limits else problem.n_geometric + np.flatnonzero(problem.bounded)
+        if self.box.size:
+            bounded = problem.bounded
+            self.box_lo = problem.gamma_lower[bounded]
+            self.box_hi = problem.gamma_upper[bounded]
+            self.box_Rn = self.par.R[self.box, 2]
+            self.cone = np.setdiff1d(np.arange(problem.n_c), self.box)  # the rest: cone projection
+            self.cone_args = tuple(np.ascontiguousarray(a[self.cone]) for a in
+                                   (self.par.v_hat, self.par.R, problem.mu, self.par.mu_hat, self.par.mu_tilde2))
         # islands: trees coupled through contacts (graph: trees = nodes, contacts = edges); the
         # partition depends only on (tree_starts, contact_trees), which repeat from step to step
         ct = problem.contact_trees
@@ -397,6 +440,7 @@ class SAPSolver(ContactSolver):
 
     name = "sap"
     options_type = SAPOptions
+    bounded_constraints = True  # interval projection of the joint-space rows (_box_project)
 
     def __init__(self, options: SAPOptions | str | None = None, **overrides):
         self.options = resolve_options(SAPOptions, options, overrides)
@@ -423,8 +467,12 @@ class SAPSolver(ContactSolver):
         y = ws.y_shift - (ws.J @ v).reshape(-1, 3) * ws.Rinv  # −R⁻¹(J v − v̂)
         gamma, G = _project(y, par.R, p.mu, par.mu_hat, par.mu_tilde2, want_hessian)
         g = gamma.reshape(-1)
+        extra = 0.0
+        if ws.box.size:
+            extra = _box_project(ws, y[ws.box, 2], gamma, G)
+            g = gamma.reshape(-1)
         jc = ws.JT @ g
-        cost = 0.5 * float(e @ Ae) + 0.5 * float(g @ (par.R.reshape(-1) * g))
+        cost = 0.5 * float(e @ Ae) + 0.5 * float(g @ (par.R.reshape(-1) * g)) + extra
         return cost, Ae - jc, gamma, G, jc, Av
 
     # ---------------------------------------------------------------- solve
@@ -436,6 +484,12 @@ class SAPSolver(ContactSolver):
         """
         if not isinstance(problem, ContactProblem):
             raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
+        if problem.n_limits and problem.bounded.any():
+            # bilateral rows as opposed unilateral pairs, exact for SAP's linear law (docs/sap.md
+            # §11): the compiled cone kernels take them; finite intervals keep _box_project
+            split, back = unilateral_form(problem, self.name, keep_bounded=True)
+            if split is not problem:
+                return back(self.solve(split, v_guess))
         drop = inert_contacts(problem)
         with blas_threads(self.options.blas_threads):
             if not drop.any():
@@ -536,20 +590,34 @@ class SAPSolver(ContactSolver):
         if not d0 < 0:
             return 0.0, 0, False
 
+        box = ws.box.size > 0
+        if box:  # the cone terms over the other constraints, the interval terms below
+            vc0_box, dvc_box = vc0[ws.box, 2], dvc[ws.box, 2]
+            vc0, dvc = np.ascontiguousarray(vc0[ws.cone]), np.ascontiguousarray(dvc[ws.cone])
+            v_hat_c, R_c, mu_c, mu_hat_c, mu_tilde2_c = ws.cone_args
+        else:
+            v_hat_c, R_c, mu_c, mu_hat_c, mu_tilde2_c = par.v_hat, par.R, p.mu, par.mu_hat, par.mu_tilde2
+
         def at(alpha: float, hess: bool):
             if HAVE_NUMBA:
-                dg, dGd, gRg = line_search_terms(alpha, vc0, dvc, par.v_hat, par.R, p.mu, par.mu_hat,
-                                                 par.mu_tilde2, hess)
+                dg, dGd, gRg = line_search_terms(alpha, vc0, dvc, v_hat_c, R_c, mu_c, mu_hat_c, mu_tilde2_c, hess)
             else:
-                y = -(vc0 + alpha * dvc - par.v_hat) / par.R
-                gam, G = _project_numpy(y, par.R, p.mu, par.mu_hat, par.mu_tilde2, hess)
-                dg = float(np.einsum("ci,ci->", dvc, gam))
-                gRg = float(np.einsum("ci,ci,ci->", gam, par.R, gam))
-                dGd = float(np.einsum("ci,cij,cj->", dvc, G, dvc)) if hess else 0.0
+                dg, dGd, gRg = cone_terms(alpha, hess)
+            if box:
+                dg1, dGd1, gRg1 = _box_line_terms(ws, alpha, vc0_box, dvc_box, hess)
+                dg, dGd, gRg = dg + dg1, dGd + dGd1, gRg + gRg1
             d1 = dpe + alpha * dvdp - dg
             if not hess:
                 return 0.5 * eAe + alpha * dpe + 0.5 * alpha**2 * dvdp + 0.5 * gRg, d1
             return d1, dvdp + dGd
+
+        def cone_terms(alpha: float, hess: bool):  # the numpy reference of line_search_terms
+            y = -(vc0 + alpha * dvc - v_hat_c) / R_c
+            gam, G = _project_numpy(y, R_c, mu_c, mu_hat_c, mu_tilde2_c, hess)
+            dg = float(np.einsum("ci,ci->", dvc, gam))
+            gRg = float(np.einsum("ci,ci,ci->", gam, R_c, gam))
+            dGd = float(np.einsum("ci,cij,cj->", dvc, G, dvc)) if hess else 0.0
+            return dg, dGd, gRg
 
         if opts.line_search == "armijo":
             alpha = opts.alpha_max

@@ -20,7 +20,8 @@ from ..multibody.placement import base_placement, place_fixed_base
 from ..multibody.resources import default_package_dirs, example_robot_data_dir  # one locator for all of plants
 from .geometry import Box, CoalShape, ContactDetector, ContactParams, Geometry, HalfSpace, Sphere
 
-__all__ = ["SceneBuilder", "Scene", "JointSpring", "JointLimit", "example_robot_data_dir"]
+__all__ = ["SceneBuilder", "Scene", "JointSpring", "JointLimit", "BilateralConstraint", "JointCoupler",
+           "PDActuator", "example_robot_data_dir"]
 
 
 def _pin():
@@ -59,6 +60,100 @@ class JointLimit:
     lower: float
     upper: float
     name: str = ""
+
+
+def _compliance(stiffness: float | None, damping: float, what: str) -> tuple[float | None, float]:
+    """Checked (stiffness, damping) of a constraint: None = near-rigid; else k > 0, d ≥ 0."""
+    if stiffness is not None:
+        stiffness = float(stiffness)
+        if not (stiffness > 0):  # inf allowed: rigid
+            raise ValueError(f"{what}: stiffness must be > 0 (or None: near-rigid), got {stiffness}")
+    damping = float(damping)
+    if not (np.isfinite(damping) and damping >= 0):
+        raise ValueError(f"{what}: damping must be finite and >= 0, got {damping}")
+    if damping > 0 and stiffness is None:
+        raise ValueError(f"{what}: damping needs a finite stiffness (a near-rigid constraint has none)")
+    return stiffness, damping
+
+
+@dataclass(frozen=True)
+class BilateralConstraint:
+    """A bilateral constraint between two bodies (Pinocchio joints; 0 = the world).
+
+    Kinds (``docs/sap.md``, "Constraints beyond contact"):
+
+    * ``"ball"`` (3 rows): the point ``point_a`` of body a coincides with ``point_b`` of body b
+      (a spherical joint closing a loop);
+    * ``"weld"`` (6 rows): the frames ``(rotation_a, point_a)`` and ``(rotation_b, point_b)``
+      coincide (position and orientation);
+    * ``"distance"`` (1 row): ``‖p_b − p_a‖ = distance``.
+
+    Points and rotations are in the frame of each body's joint. ``stiffness`` None: near-rigid
+    (a stiffness whose period is one time step on the row's effective mass, SAP's regularization
+    of a rigid constraint, seed 001 eq. 29); else a spring ``k`` [N/m or N·m/rad] with damping
+    ``damping`` [N·s/m], the law of seed 000 eq. (4) / seed 001 eq. (17).
+    """
+
+    kind: str
+    joint_a: int
+    joint_b: int
+    point_a: np.ndarray
+    point_b: np.ndarray
+    rotation_a: np.ndarray
+    rotation_b: np.ndarray
+    distance: float = 0.0
+    stiffness: float | None = None
+    damping: float = 0.0
+    name: str = ""
+
+    @property
+    def n_rows(self) -> int:
+        return {"ball": 3, "weld": 6, "distance": 1}[self.kind]
+
+
+@dataclass(frozen=True)
+class JointCoupler:
+    """``q[q1] = multiplier · q[q0] + offset`` between two scalar joints (URDF ``<mimic>``).
+
+    ``dof0``/``q0`` are the velocity/configuration indices of the leading joint, ``dof1``/``q1``
+    those of the following one. Compliance as :class:`BilateralConstraint`.
+    """
+
+    dof0: int
+    q0: int
+    dof1: int
+    q1: int
+    multiplier: float = 1.0
+    offset: float = 0.0
+    stiffness: float | None = None
+    damping: float = 0.0
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class PDActuator:
+    """A PD-controlled actuator on a scalar joint, solved implicitly with the contacts (seed 001
+    §VII): ``τ = clamp(−kp (q − q_target) − kd (v − v_target), −effort_limit, effort_limit)``
+    with q, v those at the **end** of the step.
+
+    Attributes: dof, q_index (the joint's indices), kp [N/m or N·m/rad] > 0, kd [N·s/m] ≥ 0,
+    effort_limit [N or N·m] > 0 (inf: none), target: initial position target, name: joint name.
+    """
+
+    dof: int
+    q_index: int
+    kp: float
+    kd: float
+    effort_limit: float
+    target: float
+    name: str = ""
+
+
+def _vec3(name: str, value: Any) -> np.ndarray:
+    arr = np.asarray(value, dtype=float).reshape(-1)
+    if arr.shape != (3,) or not np.isfinite(arr).all():
+        raise ValueError(f"{name} must be 3 finite coordinates [m], got {value!r}")
+    return arr
 
 
 def _rot(rotation: Any) -> np.ndarray:
@@ -107,6 +202,11 @@ class SceneBuilder:
         self.bodies: dict[str, int] = {}  # name -> joint id of its root joint
         self.limits: list[JointLimit] = []  # joint position limits (add_urdf)
         self.effort_limits: dict[int, float] = {}  # dof -> effort limit [N or N·m] (add_urdf)
+        self.constraint_specs: list[tuple] = []  # bilateral constraints, resolved at build (need q0)
+        self.couplers: list[JointCoupler] = []
+        self.actuators: list[PDActuator] = []
+        self.joint_damping: dict[int, float] = {}  # dof -> viscous damping [N·s/m or N·m·s/rad]
+        self.joint_friction: dict[int, float] = {}  # dof -> dry (Coulomb) friction [N or N·m]
         self.self_pairs: set[tuple[int, int]] = set()  # same-tree geometry pairs that collide
         self.excluded_pairs: set[tuple[int, int]] = set()  # geometry pairs that never collide
 
@@ -236,6 +336,8 @@ class SceneBuilder:
         self_collision_include: Iterable[tuple[str, str]] = (),
         joint_limits: bool = True,
         effort_limits: bool = True,
+        mimic: bool = True,
+        joint_dynamics: bool = True,
     ) -> int:
         """A robot from URDF (or MJCF with a ``.xml`` suffix), with its collision geometry.
 
@@ -303,6 +405,10 @@ class SceneBuilder:
             self_collision_include: pairs that collide although the default filter excludes them.
             joint_limits: enforce the file's joint position limits in the simulator.
             effort_limits: clamp the simulator's actuation to the file's effort limits.
+            mimic: couple each URDF ``<mimic>`` joint to its leading joint (a
+                :class:`JointCoupler`, ``q = multiplier · q_lead + offset``); False: independent.
+            joint_dynamics: the URDF's ``<dynamics damping friction>`` as joint damping (implicit)
+                and dry friction (a bounded constraint, solver ``"sap"`` only); False: ignored.
 
         Returns:
             The scene-model index of the robot's first joint (the free root with a floating base).
@@ -320,7 +426,8 @@ class SceneBuilder:
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
         for flag, value in (("self_collision", self_collision), ("joint_limits", joint_limits),
-                            ("effort_limits", effort_limits), ("floating_base", floating_base)):
+                            ("effort_limits", effort_limits), ("floating_base", floating_base),
+                            ("mimic", mimic), ("joint_dynamics", joint_dynamics)):
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{flag} must be a bool, got {type(value).__name__}")
         min_bounding_radius = float(min_bounding_radius)
@@ -344,7 +451,8 @@ class SceneBuilder:
         else:
             from ..multibody.urdf import load_urdf
 
-            robot, gm = load_urdf(path, root, list(package_dirs), warn_meshes=False)
+            robot, gm = load_urdf(path, root, list(package_dirs), warn_meshes=False, warn_dynamics=not joint_dynamics,
+                                  warn_mimic=not mimic)
             q_default, file_excluded, file_springs = pin.neutral(robot), [], {}
         base = base_placement(base_position, base_quaternion)
         q_robot = self._initial_configuration(robot, path, q0, floating_base, base_position, base_quaternion,
@@ -432,6 +540,28 @@ class SceneBuilder:
                 self.limits.append(JointLimit(dof, iq, lo, hi, robot.names[j]))
             if effort_limits and np.isfinite(eff) and eff > 0:
                 self.effort_limits[dof] = eff
+            if joint_dynamics and not mjcf:  # URDF <dynamics damping friction> (MJCF: its springs above)
+                damping, friction = float(robot.damping[jm.idx_v]), float(robot.friction[jm.idx_v])
+                if damping > 0:
+                    self.joint_damping[dof] = damping
+                if friction > 0:
+                    self.joint_friction[dof] = friction
+        if mimic and not mjcf:
+            from ..multibody.urdf import urdf_mimic_joints
+
+            missing = []
+            for follower, leader, multiplier, offset in urdf_mimic_joints(path):
+                if not (self.model.existJointName(prefix + leader) and self.model.existJointName(prefix + follower)):
+                    missing.append(f"{follower} -> {leader}")  # a file whose mimic names no joint
+                    continue
+                self.add_coupler(prefix + leader, prefix + follower, multiplier, offset)
+            if missing:
+                import warnings
+
+                from ..multibody.errors import ModelImportWarning
+
+                warnings.warn(f"{path.name}: <mimic> elements naming joints the model does not have are ignored: "
+                              f"{', '.join(missing)}", ModelImportWarning, stacklevel=2)
         return first_joint
 
     @staticmethod
@@ -577,6 +707,204 @@ class SceneBuilder:
         r = float(max(np.linalg.norm(bb.min_), np.linalg.norm(bb.max_)))
         return CoalShape(geom, r)
 
+    # ------------------------------------------------------------------ constraints beyond contact
+    def add_weld(self, body_a: str | None, body_b: str, *, position: Sequence[float] | None = None,
+                 stiffness: float | None = None, damping: float = 0.0, name: str | None = None) -> None:
+        """Weld body b to body a (None or ``"world"``: the world) at their relative pose in the
+        scene's initial state: 6 bilateral rows (position of the weld point, orientation). The
+        geometries of the two bodies (of body b and the anchored geometry, for the world) no
+        longer collide with each other, as one rigid body's. Ball and distance constraints keep
+        their bodies' collisions: exclude those with collision groups where they overlap.
+
+        Args:
+            body_a, body_b: a free/planar body name, a robot link (frame) name or a joint name.
+            position: (3,) the weld point in the world at the initial state [m] (default: body b's
+                origin); its position error is what the position rows measure.
+            stiffness, damping: None (default): near-rigid; else a compliant weld (k [N/m] on the
+                position rows and [N·m/rad] on the orientation rows, damping [N·s/m]).
+            name: a label (default ``"weld:a-b"``).
+        """
+        self._add_constraint_spec("weld", body_a, body_b, position, stiffness, damping, name)
+
+    def add_ball_constraint(self, body_a: str | None, body_b: str, *, position: Sequence[float] | None = None,
+                            stiffness: float | None = None, damping: float = 0.0, name: str | None = None) -> None:
+        """A ball (spherical) joint as a constraint: the point at ``position`` (world, initial state;
+        default body b's origin) stays common to body a (None/``"world"``: the world) and body b.
+        3 bilateral rows; closes kinematic loops (a four-bar) or hangs a free body (a pendulum).
+        ``stiffness``/``damping`` as :meth:`add_weld`."""
+        self._add_constraint_spec("ball", body_a, body_b, position, stiffness, damping, name)
+
+    def add_distance_constraint(self, body_a: str | None, body_b: str, *, point_a: Sequence[float] = (0, 0, 0),
+                                point_b: Sequence[float] = (0, 0, 0), distance: float | None = None,
+                                stiffness: float | None = None, damping: float = 0.0,
+                                name: str | None = None) -> None:
+        """Keep ``‖p_b − p_a‖ = distance`` (1 bilateral row; a massless rod with ball ends).
+
+        Args:
+            point_a, point_b: (3,) the points in body a's / body b's frame [m] (world coordinates
+                for the world).
+            distance: [m] > 0 (default: the distance in the initial state).
+            stiffness, damping: as :meth:`add_weld` ([N/m], [N·s/m]).
+        """
+        pa, pb = (_vec3(f"{k}", v) for k, v in (("point_a", point_a), ("point_b", point_b)))
+        if distance is not None:
+            distance = float(distance)
+            if not (np.isfinite(distance) and distance > 0):
+                raise ValueError(f"distance must be a finite length > 0 [m], got {distance}")
+        self._add_constraint_spec("distance", body_a, body_b, None, stiffness, damping, name,
+                                  extra=(pa, pb, distance))
+
+    def _add_constraint_spec(self, kind, body_a, body_b, position, stiffness, damping, name, extra=()) -> None:
+        for arg, body in (("body_a", body_a), ("body_b", body_b)):
+            if body is not None and not isinstance(body, str):
+                raise TypeError(f"{arg} must be a body/link/joint name or None (the world), got {type(body).__name__}")
+        if body_b is None or body_b == "world":
+            raise ValueError(f"body_b must be a body, got {body_b!r} (pass the world as body_a)")
+        if position is not None:
+            position = _vec3("position", position)
+        label = name if name is not None else f"{kind}:{body_a or 'world'}-{body_b}"
+        stiffness, damping = _compliance(stiffness, damping, label)
+        self.constraint_specs.append((kind, label, body_a, body_b, position, stiffness, damping, extra))
+
+    def add_coupler(self, joint0: str, joint1: str, multiplier: float = 1.0, offset: float = 0.0, *,
+                    stiffness: float | None = None, damping: float = 0.0) -> None:
+        """Couple two scalar joints: ``q[joint1] = multiplier · q[joint0] + offset`` (1 bilateral
+        row; URDF ``<mimic>``, which :meth:`add_urdf` adds by default). Units: the joints' own
+        ([rad] or [m]); ``stiffness``/``damping`` as :meth:`add_weld`."""
+        dof0, iq0 = self._scalar_joint(joint0)
+        dof1, iq1 = self._scalar_joint(joint1)
+        if dof0 == dof1:
+            raise ValueError(f"a coupler needs two different joints, got {joint0!r} twice")
+        m, off = float(multiplier), float(offset)
+        if not (np.isfinite(m) and np.isfinite(off)):
+            raise ValueError(f"multiplier and offset must be finite, got {multiplier}, {offset}")
+        stiffness, damping = _compliance(stiffness, damping, f"coupler {joint0}->{joint1}")
+        self.couplers.append(JointCoupler(dof0, iq0, dof1, iq1, m, off, stiffness, damping, f"{joint0}->{joint1}"))
+
+    def add_pd_actuator(self, joint: str, kp: float, kd: float, *, effort_limit: float | None = None,
+                        target: float | None = None) -> None:
+        """A PD-controlled actuator on a scalar joint, solved implicitly by the contact solver (seed
+        001 §VII; as Drake's SAP): τ = clamp(−kp (q − q_d) − kd (v − v_d), ±effort_limit) with
+        the end-of-step q, v, so stiff gains are stable at any δt and the torque saturates at
+        exactly the limit. Targets change at run time: :meth:`Simulator.set_actuator_targets`.
+        A controller's torque on the same joint (``Simulator(controller=...)``) adds to it, clamped
+        to the joint's effort limit on its own.
+
+        Args:
+            joint: joint name (a scalar joint).
+            kp: [N/m or N·m/rad] > 0; kd: [N·s/m or N·m·s/rad] ≥ 0.
+            effort_limit: [N or N·m] > 0; None (default): the file's effort limit of the joint
+                (``add_urdf``), else none; ``inf``: none. A finite limit needs solver ``"sap"``.
+            target: initial position target q_d (default: the joint's initial position).
+        """
+        dof, iq = self._scalar_joint(joint)
+        kp, kd = float(kp), float(kd)
+        if not (np.isfinite(kp) and kp > 0):
+            raise ValueError(f"kp of {joint!r} must be finite and > 0, got {kp} (a pure damper: add_joint_damping)")
+        if not (np.isfinite(kd) and kd >= 0):
+            raise ValueError(f"kd of {joint!r} must be finite and >= 0, got {kd}")
+        if effort_limit is None:
+            effort_limit = self.effort_limits.get(dof, np.inf)
+        effort_limit = float(effort_limit)
+        if not (effort_limit > 0):
+            raise ValueError(f"effort_limit of {joint!r} must be > 0 (inf: none), got {effort_limit}")
+        if target is not None:
+            target = float(target)
+            if not np.isfinite(target):
+                raise ValueError(f"target of {joint!r} must be finite, got {target}")
+        if any(a.dof == dof for a in self.actuators):
+            raise ValueError(f"joint {joint!r} already has a PD actuator")
+        self.actuators.append(PDActuator(dof, iq, kp, kd, effort_limit, np.nan if target is None else target, joint))
+
+    def add_joint_damping(self, joint: str, damping: float) -> None:
+        """Viscous joint damping τ = −d v [N·s/m or N·m·s/rad] ≥ 0, implicit in the free motion
+        (A = M + δt D: stable at any δt). Replaces a previous value (URDF ``<dynamics damping>``)."""
+        dof, _ = self._scalar_joint(joint)
+        d = float(damping)
+        if not (np.isfinite(d) and d >= 0):
+            raise ValueError(f"damping of {joint!r} must be finite and >= 0, got {damping}")
+        self.joint_damping[dof] = d
+
+    def add_joint_friction(self, joint: str, friction: float) -> None:
+        """Dry (Coulomb) joint friction of magnitude f [N or N·m] ≥ 0: a rigid constraint ``v = 0``
+        whose impulse is bounded by ``δt f`` (seed 001 §VII), so the joint sticks while the other
+        forces stay below f and slides against f otherwise. Needs solver ``"sap"``. Replaces a
+        previous value (URDF ``<dynamics friction>``)."""
+        dof, _ = self._scalar_joint(joint)
+        f = float(friction)
+        if not (np.isfinite(f) and f >= 0):
+            raise ValueError(f"friction of {joint!r} must be finite and >= 0, got {friction}")
+        self.joint_friction[dof] = f
+
+    def _scalar_joint(self, name: str) -> tuple[int, int]:
+        """(dof, q index) of the scalar (1-dof) joint ``name``."""
+        if not isinstance(name, str):
+            raise TypeError(f"joint must be a joint name, got {type(name).__name__}")
+        if not self.model.existJointName(name):
+            raise ValueError(f"no joint named {name!r}; joints: {list(self.model.names[1:])}")
+        jm = self.model.joints[self.model.getJointId(name)]
+        if jm.nq != 1 or jm.nv != 1:
+            raise ValueError(f"joint {name!r} is not a scalar (1-dof) joint")
+        return int(jm.idx_v), int(jm.idx_q)
+
+    def _body_frame(self, name: str | None, data) -> tuple[int, Any]:
+        """(joint, world placement ``pin.SE3`` at q0) of a body/link/joint name (None: world)."""
+        pin = _pin()
+        if name is None or name == "world":
+            return 0, pin.SE3.Identity()
+        model = self.model
+        if name in self.bodies:  # a free or planar body: the joint that carries its geometry
+            j = next(g.joint for g in self.geoms if g.name.startswith(name + "/"))
+            return int(j), data.oMi[j]
+        if model.existFrame(name):
+            f = model.frames[model.getFrameId(name)]
+            return int(f.parentJoint), data.oMi[f.parentJoint] * f.placement
+        if model.existJointName(name):
+            j = model.getJointId(name)
+            return int(j), data.oMi[j]
+        raise ValueError(f"no body, link or joint named {name!r} (bodies: {sorted(self.bodies)})")
+
+    def _resolve_constraints(self, q0: np.ndarray) -> list[BilateralConstraint]:
+        """The bilateral constraints with their points/frames in the joints' frames (FK at q0)."""
+        pin = _pin()
+        if not self.constraint_specs:
+            return []
+        data = self.model.createData()
+        pin.forwardKinematics(self.model, data, q0)
+        out = []
+        for kind, label, body_a, body_b, position, stiffness, damping, extra in self.constraint_specs:
+            ja, Xa = self._body_frame(body_a, data)  # placements of the constraint frames in the world
+            jb, Xb = self._body_frame(body_b, data)
+            if ja == jb:
+                raise SceneError(f"constraint {label!r}: body_a and body_b are the same rigid body")
+            Ma, Mb = data.oMi[ja] if ja else pin.SE3.Identity(), data.oMi[jb]  # joint frames in the world
+            if kind == "distance":
+                pa_local, pb_local, dist = extra
+                # points given in the bodies' (link/frame) frames -> the joints' frames
+                pa = (Ma.actInv(Xa)).act(pa_local) if ja else np.asarray(pa_local, float)
+                pb = (Mb.actInv(Xb)).act(pb_local)
+                wa = Ma.act(pa) if ja else pa
+                wb = Mb.act(pb)
+                d_now = float(np.linalg.norm(wb - wa))
+                dist = d_now if dist is None else dist
+                if not dist > 0 or d_now == 0.0:
+                    raise SceneError(f"constraint {label!r}: the two points coincide (use add_ball_constraint)")
+                out.append(BilateralConstraint("distance", ja, jb, pa, pb, np.eye(3), np.eye(3), dist,
+                                               stiffness, damping, label))
+                continue
+            p = Xb.translation if position is None else position  # the world point
+            pa = Ma.actInv(p) if ja else np.asarray(p, float)
+            pb = Mb.actInv(p)
+            Ra = Ma.rotation.T if ja else np.eye(3)  # the world frame's axes, in each joint's frame
+            Rb = Mb.rotation.T
+            out.append(BilateralConstraint(kind, ja, jb, np.asarray(pa, float), np.asarray(pb, float), Ra, Rb, 0.0,
+                                           stiffness, damping, label))
+            if kind == "weld":  # welded bodies are one rigid body: their geometries do not collide
+                on_a = [i for i, g in enumerate(self.geoms) if g.joint == ja]
+                on_b = [i for i, g in enumerate(self.geoms) if g.joint == jb]
+                self.excluded_pairs.update((min(i, k), max(i, k)) for i in on_a for k in on_b)
+        return out
+
     def add_spring(self, spring: JointSpring) -> None:
         """A spring-damper on a scalar dof (enters K, D of eq. 15)."""
         self.springs.append(spring)
@@ -586,9 +914,16 @@ class SceneBuilder:
         """The finished scene (validates trees, geometry and springs)."""
         if not self.geoms:
             raise SceneError("the scene has no collision geometry")
-        return Scene(self.model, self.geoms, np.concatenate(self.q0), np.concatenate(self.v0), self.springs, self.margin,
+        q0 = np.concatenate(self.q0)
+        constraints = self._resolve_constraints(q0)  # (before the pair filter: welds exclude pairs)
+        actuators = [a if np.isfinite(a.target) else
+                     PDActuator(a.dof, a.q_index, a.kp, a.kd, a.effort_limit, float(q0[a.q_index]), a.name)
+                     for a in self.actuators]
+        return Scene(self.model, self.geoms, q0, np.concatenate(self.v0), self.springs, self.margin,
                      self.excluded, limits=self.limits, effort_limits=self.effort_limits,
-                     self_pairs=self.self_pairs, excluded_pairs=self.excluded_pairs)
+                     self_pairs=self.self_pairs, excluded_pairs=self.excluded_pairs,
+                     constraints=constraints, couplers=self.couplers, actuators=actuators,
+                     joint_damping=self.joint_damping, joint_friction=self.joint_friction)
 
 
 class Scene:
@@ -604,10 +939,16 @@ class Scene:
         effort_limit: (n_v,) largest |actuation| per dof the simulator applies (inf: none).
         tree_of_joint: (n_joints,) tree index of each joint (−1 for the world joint 0).
         K, D, q_rest: (n_v,) diagonal joint stiffness/damping and spring rest positions.
+        constraints: the :class:`BilateralConstraint` s (weld, ball, distance).
+        couplers: the :class:`JointCoupler` s (URDF ``<mimic>`` and :meth:`SceneBuilder.add_coupler`).
+        actuators: the :class:`PDActuator` s, in the order of ``Simulator.set_actuator_targets``.
+        joint_damping: (n_v,) viscous joint damping (implicit in the free motion).
+        joint_friction: (n_v,) dry joint friction magnitude [N or N·m] (0: none).
     """
 
     def __init__(self, model, geometries, q0, v0, springs, margin, excluded, *, limits=(), effort_limits=None,
-                 self_pairs=(), excluded_pairs=()):
+                 self_pairs=(), excluded_pairs=(), constraints=(), couplers=(), actuators=(), joint_damping=None,
+                 joint_friction=None):
         pin = _pin()
         self.model = model
         self._data = None  # created on first use: pinocchio.Data holds n_v³ tensors (~3.7 GB at n_v = 486)
@@ -704,6 +1045,16 @@ class Scene:
         self.effort_limit = np.full(model.nv, np.inf)
         for dof, value in (effort_limits or {}).items():
             self.effort_limit[dof] = value
+        # constraints beyond contact (seed 001 §VII; docs/sap.md "Constraints beyond contact")
+        self.constraints = tuple(constraints)
+        self.couplers = tuple(couplers)
+        self.actuators = tuple(actuators)
+        self.joint_damping = np.zeros(model.nv)
+        for dof, value in (joint_damping or {}).items():
+            self.joint_damping[dof] = value
+        self.joint_friction = np.zeros(model.nv)
+        for dof, value in (joint_friction or {}).items():
+            self.joint_friction[dof] = value
         _ = pin
 
     # ------------------------------------------------------------------ sizes

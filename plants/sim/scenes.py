@@ -274,18 +274,20 @@ PANDA_READY = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02]
 @register_scene("franka-push-ball")
 def _franka_push_ball(dt=None, ball_radius: float = 0.04, ball_mass: float = 0.1, mu: float = 0.5,
                       push_start: float = 0.25, push_end: float = 0.65, push_time: float = 2.0,
-                      hand_collision: bool = True) -> SceneSpec:
+                      hand_collision: bool = True, mimic: bool = True) -> SceneSpec:
     """The Panda (example-robot-data URDF, hand and finger collision geometry) pushes a ball along
     +x with a Cartesian PD + gravity-compensation controller (the actuation hook).
     ``hand_collision=False`` keeps only the finger boxes (the hand mesh is an STL, which Drake's
-    parser cannot use as collision geometry: the benchmark's like-for-like variant)."""
+    parser cannot use as collision geometry: the benchmark's like-for-like variant). The fingers
+    are coupled by the URDF's ``<mimic>`` (``mimic=False``: independent; a coupler is a joint-space
+    row, with which SubADMM runs its ``no_body`` variant)."""
     import pinocchio as pin
 
     urdf = example_robot_data_dir() / "robots/panda_description/urdf/panda.urdf"
     b = SceneBuilder(margin=0.02, excluded_groups=_EXCLUDED)
     robot_params = ContactParams(1e6, 1e-3, mu)
     links = ["panda_leftfinger", "panda_rightfinger"] + (["panda_hand"] if hand_collision else [])
-    b.add_urdf(urdf, robot_params, q0=PANDA_READY, collision_links=links)
+    b.add_urdf(urdf, robot_params, q0=PANDA_READY, collision_links=links, mimic=mimic)
     _ground(b, mu)
     ball = ContactParams(1e6, 1e-3, mu)
     b.add_free_body("ball", ball_mass, sphere_inertia(ball_mass, ball_radius),

@@ -8,7 +8,9 @@ Per step (Algorithm 1), from (q₀, v₀) at time t:
 2. contact: detect contacts at q₀ (coal + closed forms), build the solver-neutral
    :class:`ContactProblem` (A, v*, J(q₀), φ₀, k, τ_d, μ, trees) and solve it (SAP by default).
    The scene's joint position limits near their bound are appended as rigid frictionless
-   unilateral constraints (``ContactProblem.n_limits``; seed 001 §VII);
+   unilateral constraints (``ContactProblem.n_limits``; seed 001 §VII), followed by its
+   bilateral constraints (weld, ball, distance), couplers, implicit PD actuators and joint dry
+   friction, one scalar row each with an impulse interval (``docs/sap.md`` §11);
 3. positions: q = q₀ ⊕ δt v^{θ_vq}, v^{θ_vq} = θ_vq v + (1 − θ_vq) v₀ (eq. 12; ⊕ is
    ``pinocchio.integrate``, exact on the free-flyer Lie group).
 
@@ -44,6 +46,7 @@ from .diagnostics import (
     PlausibilityFlag,
     PlausibilityOptions,
     PlausibilityWarning,
+    ConstraintFallbackWarning,
     body_sizes,
     shape_size,
     suggest_dt,
@@ -123,7 +126,9 @@ class Simulator:
         controller: optional ``controller(t, q, v) -> tau`` returning generalized forces (n_v,)
             applied during the step (zero on unactuated dofs). Each entry is clamped to the
             scene's effort limit of its dof (``Scene.effort_limit``: the robot file's effort
-            limits; opt out with ``SceneBuilder.add_urdf(effort_limits=False)``).
+            limits; opt out with ``SceneBuilder.add_urdf(effort_limits=False)``). The scene's PD
+            actuators (``Scene.actuators``) act besides it, implicitly in the contact solve; their
+            targets: :meth:`set_actuator_targets`.
         solver_options: options of the solver when ``solver`` is a name: keyword options (a dict),
             a preset name (``"default"``, ``"realtime"``: the fixed iteration budgets of the seeds,
             see each solver's ``Options.realtime``) or an options object.
@@ -141,7 +146,8 @@ class Simulator:
             (None: no check). A solver can report convergence on a step whose velocities are
             finite but absurd (a badly conditioned impact); without this bound such a run went
             on with bodies 1e14 m away.
-        limit_stiffness: how the scene's joint-limit constraints enter the contact problem:
+        limit_stiffness: how the scene's joint-limit constraints (and its bilateral constraints
+            and couplers without a given compliance) enter the contact problem:
             ``"near_rigid"`` (default: a stiffness whose period is one step on the dof's effective
             inertia, SAP's own regularization of a rigid constraint, seed 001 eq. 29; the other
             solvers converge much better with it) or ``"rigid"`` (k = inf).
@@ -248,6 +254,44 @@ class Simulator:
         self._limit_lower = np.asarray(getattr(scene, "limit_lower", np.zeros(0)), dtype=float)
         self._limit_upper = np.asarray(getattr(scene, "limit_upper", np.zeros(0)), dtype=float)
         self._dof_tree = np.repeat(np.arange(self._tree_starts.size - 1), np.diff(self._tree_starts))
+        # constraints beyond contact: bilateral (weld, ball, distance), couplers, PD actuators,
+        # joint damping (implicit in A) and dry friction (docs/sap.md "Constraints beyond contact")
+        self._constraints = tuple(getattr(scene, "constraints", ()))
+        self._couplers = tuple(getattr(scene, "couplers", ()))
+        self._actuators = tuple(getattr(scene, "actuators", ()))
+        self._pd_dof = np.array([a.dof for a in self._actuators], dtype=np.int64)
+        self._pd_q = np.array([a.q_index for a in self._actuators], dtype=np.int64)
+        self._pd_kp = np.array([a.kp for a in self._actuators], dtype=float)
+        self._pd_kd = np.array([a.kd for a in self._actuators], dtype=float)
+        self._pd_effort = np.array([a.effort_limit for a in self._actuators], dtype=float)
+        self.actuator_targets = np.array([a.target for a in self._actuators], dtype=float)
+        self.actuator_target_velocities = np.zeros(len(self._actuators))
+        damping = np.asarray(getattr(scene, "joint_damping", np.zeros(nv)), dtype=float)
+        self._joint_damping = damping if (damping > 0).any() else None
+        friction = np.asarray(getattr(scene, "joint_friction", np.zeros(nv)), dtype=float)
+        self._friction_dof = np.flatnonzero(friction > 0)
+        self._friction = friction[self._friction_dof]
+        # solvers without bounded rows (all but SAP): no dry friction, explicit effort-limited PD
+        self._bounded_ok = bool(getattr(self.solver, "bounded_constraints", False))
+        self._pd_explicit = np.zeros(self._pd_dof.size, dtype=bool)
+        if not self._bounded_ok:
+            self._pd_explicit = np.isfinite(self._pd_effort)
+            joints = list(self.model.joints)  # one copy (each model.joints access copies the vector)
+            name_of_dof = {jm.idx_v: self.model.names[j] for j, jm in enumerate(joints) if j and jm.nv == 1}
+            left = [name_of_dof.get(int(d), str(d)) for d in self._friction_dof]
+            if self._friction_dof.size or self._pd_explicit.any():
+                warnings.warn(
+                    f"contact solver {getattr(self.solver, 'name', '') or type(self.solver).__name__} cannot take "
+                    f"bounded joint-space constraints (solver 'sap' can): "
+                    + (f"the dry friction of joints {left} is left out; " if left else "")
+                    + (f"{int(self._pd_explicit.sum())} effort-limited PD actuators are evaluated explicitly "
+                       f"(clamped at the step's start; stable while δt·√(kp/m) < 2)" if self._pd_explicit.any() else "")
+                    + ". Pass add_urdf(joint_dynamics=False) to drop the file's friction silently.",
+                    ConstraintFallbackWarning, stacklevel=3)
+            self._friction_dof, self._friction = self._friction_dof[:0], self._friction[:0]
+        self._fixed = self._fixed_rows()
+        self._any_explicit_pd = bool(self._pd_explicit.any())
+        self._inverses: list = [None, {}]  # (A of the step, {tree: inverse of its block})
         effort = np.asarray(getattr(scene, "effort_limit", np.full(nv, np.inf)), dtype=float)
         self._effort = effort if np.isfinite(effort).any() else None
         self._geom_size = body_sizes(scene.geometries)  # (n_geoms,) [m], for the penetration check
@@ -310,17 +354,40 @@ class Simulator:
             tau = np.clip(tau, -self._effort, self._effort)
         return tau
 
+    def _explicit_pd(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """(n_v,) clamped PD torques at the step's start of the actuators the solver cannot take
+        implicitly (effort-limited, solvers without bounded rows)."""
+        sel = self._pd_explicit
+        tau = np.zeros(self.model.nv)
+        kp, kd = self._pd_kp[sel], self._pd_kd[sel]
+        u = (-kp * (q[self._pd_q[sel]] - self.actuator_targets[sel])
+             - kd * (v[self._pd_dof[sel]] - self.actuator_target_velocities[sel]))
+        np.add.at(tau, self._pd_dof[sel], np.clip(u, -self._pd_effort[sel], self._pd_effort[sel]))
+        return tau
+
     def free_motion(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(v*, A) of stage 1 (eqs. 13 and 15)."""
+        """(v*, A) of stage 1 (eqs. 13 and 15).
+
+        Joint damping d (``Scene.joint_damping``) is implicit whatever the scheme (as Drake):
+        M (v − v₀) = δt (k − d v), so A = M + δt diag(d) and v* = v₀ + δt A⁻¹ (k₀ − d v₀).
+        """
         dt, th, tvq = self.dt, self.theta, self.theta_vq
         M0 = self._mass(q0)
         k0 = self._forces(q0, v0, tau)
-        v = v0 + dt * cholesky_solve(cholesky(M0), k0)
+        Dj = self._joint_damping
         self._fm_iterations = 0
-        self._mass_q, self._mass_diagonal = q0, np.zeros(self.model.nv)  # A = M(mass_q) + diag(·)
+        if Dj is None:
+            v = v0 + dt * cholesky_solve(cholesky(M0), k0)
+            self._mass_q, self._mass_diagonal = q0, np.zeros(self.model.nv)  # A = M(mass_q) + diag(·)
+        else:
+            M0 = M0 + np.diag(dt * Dj)
+            v = v0 + dt * cholesky_solve(cholesky(M0), k0 - Dj * v0)
+            self._mass_q, self._mass_diagonal = q0, dt * Dj
         if th == 0.0:
             return v, M0
         Kd = dt * dt * th * tvq * self.scene.K + dt * th * self.scene.D
+        if Dj is not None:
+            Kd = Kd + dt * Dj
         pin = self._pin
         for it in range(1, self.free_motion_max_iterations + 1):
             vq = tvq * v + (1.0 - tvq) * v0
@@ -328,6 +395,8 @@ class Simulator:
             v_th = th * v + (1.0 - th) * v0
             M = self._mass(q_th)
             k = self._forces(q_th, v_th, tau)
+            if Dj is not None:
+                k = k - Dj * v
             m = M @ (v - v0) - dt * k
             A = M + np.diag(Kd)
             self._mass_q, self._mass_diagonal = q_th, Kd
@@ -342,6 +411,8 @@ class Simulator:
         pin = self._pin
         q0, v0 = self.q, self.v
         tau = self._actuation(self.t, q0, v0)
+        if self._any_explicit_pd:
+            tau = tau + self._explicit_pd(q0, v0)
         v_star, A = self.free_motion(q0, v0, tau)
         model, data, scene = self.model, self.data, self.scene
         pin.computeJointJacobians(model, data, q0)  # also forward kinematics at q0
@@ -391,6 +462,7 @@ class Simulator:
         )
         phi0 = c.phi.copy()
         n_limits = 0
+        gamma_lower = gamma_upper = None
         if self._limit_dof.size:
             rows, gap, dof = self._limit_rows(q0, v0, v_star)
             n_limits = gap.size
@@ -405,11 +477,182 @@ class Simulator:
                 lim_trees = np.full((n_limits, 2), -1, dtype=np.int64)
                 lim_trees[:, 0] = self._dof_tree[dof]
                 trees = np.concatenate([trees, lim_trees])
+        if self._constraints or self._couplers or self._actuators or self._friction_dof.size:
+            rows, gap, kc, tc, lo, hi, ctrees = self._joint_space_rows(q0, A)
+            m = gap.size
+            cJ = np.zeros((3 * m, model.nv))
+            cJ[2::3] = rows
+            J = np.concatenate([J, cJ])
+            phi0 = np.concatenate([phi0, gap])
+            mu = np.concatenate([mu, np.zeros(m)])
+            k = np.concatenate([k, kc])
+            tau_d = np.concatenate([tau_d, tc])
+            trees = np.concatenate([trees, ctrees])
+            gamma_lower = np.concatenate([np.zeros(n_limits), lo])
+            gamma_upper = np.concatenate([np.full(n_limits, np.inf), hi])
+            n_limits += m
         problem = ContactProblem.trusted(
             A=A, v_star=v_star, J=J, phi0=phi0, mu=mu, stiffness=k, dissipation=tau_d, dt=self.dt,
             tree_starts=self._tree_starts, contact_trees=trees, v0=v0.copy(), bodies=bodies, n_limits=n_limits,
+            gamma_lower=gamma_lower, gamma_upper=gamma_upper,
         )
         return problem, {"contacts": c, "tau": tau, "poses": (Rg, pg)}
+
+    def set_actuator_targets(self, q: Any, v: Any = None) -> None:
+        """Targets of the scene's PD actuators (``Scene.actuators`` order): positions ``q`` (n_a,)
+        [rad or m] and optionally velocities ``v`` (n_a,) (default zero), used from the next step."""
+        n = len(self._actuators)
+        self.actuator_targets = vector("q", q, n).copy()
+        self.actuator_target_velocities = np.zeros(n) if v is None else vector("v", v, n).copy()
+
+    def _joint_space_rows(self, q0: np.ndarray, A: np.ndarray):
+        """The step's bilateral, coupler, PD-actuator and dry-friction rows (after the limits).
+
+        Returns rows (m, n_v), gap φ₀ (m,), stiffness (m,), dissipation τ_d (m,), impulse bounds
+        lo, hi (m,) [N·s] and trees (m, 2). ``data`` must hold the joint placements and the
+        world-frame joint Jacobians at ``q0`` (``computeJointJacobians``). Per row: the gap g and
+        ġ = row · v (docs/sap.md, "Constraints beyond contact"):
+
+        * ball: g = p_b − p_a (3 world axes), row = J_{p_b} − J_{p_a} (point Jacobians);
+        * weld: ball rows at the weld point, and g = R_a log(R_aᵀ R_b) (the orientation error in
+          world coordinates), row = J_{ω_b} − J_{ω_a};
+        * distance: g = ‖p_b − p_a‖ − d, row = n̂ᵀ (J_{p_b} − J_{p_a});
+        * coupler: g = q₁ − (m q₀ + c), row = e₁ − m e₀;
+        * PD actuator: g = q − q_d − (k_d/k_p) v_d, row = e_k, k = k_p, τ_d = k_d/k_p, so the law
+          γ = −δt (k_p (g + δt v) + k_d v) is the PD force at the end of the step, bounded ±δt e;
+        * dry friction: g = 0, row = e_k, rigid, bounded ±δt f.
+
+        Near-rigid rows (no compliance given) get k = 4π²/(δt² w), w = row A⁻¹ rowᵀ, as the
+        joint limits (:meth:`_limit_stiffness`; ``limit_stiffness="rigid"``: k = inf).
+        """
+        fx = self._fixed  # couplers, PD actuators, dry friction: constant rows, gaps from q₀
+        rows, gap, k, tau, trees = fx["rows"], self._fixed_gaps(q0), fx["k"], fx["tau"], fx["trees"]
+        lo, hi = fx["lo"], fx["hi"]
+        if self._constraints:  # weld, ball, distance: rows from this step's kinematics, first
+            b_rows, b_gap, b_k, b_tau, b_trees = self._bilateral_rows()
+            m = b_gap.size
+            rows, gap, k = np.concatenate([b_rows, rows]), np.concatenate([b_gap, gap]), np.concatenate([b_k, k])
+            tau, trees = np.concatenate([b_tau, tau]), np.concatenate([b_trees, trees])
+            lo, hi = np.concatenate([np.full(m, -np.inf), lo]), np.concatenate([np.full(m, np.inf), hi])
+        rigid = np.isnan(k)  # near-rigid rows: k from this step's A
+        if rigid.any():
+            k = k.copy()
+            k[rigid] = self._row_stiffness(A, rows[rigid], trees[rigid])
+        return rows, gap, k, tau, lo, hi, trees
+
+    def _bilateral_rows(self) -> tuple[np.ndarray, ...]:
+        """(rows (m, n_v), gaps (m,), stiffness (m,) (NaN: near-rigid), τ_d (m,), trees (m, 2)) of
+        the scene's weld, ball and distance constraints, from ``self.data`` at q₀ (joint placements
+        and world-frame joint Jacobians, ``computeJointJacobians``)."""
+        pin, data, nv = self._pin, self.data, self.model.nv
+        support, tree_of_joint = self.scene.joint_support, self.scene.tree_of_joint
+        Jw = np.reshape(data.J, (6, nv))
+
+        def point_jacobian(j: int, p: np.ndarray) -> np.ndarray:  # (3, n_v): v_o + ω × p
+            if j == 0:
+                return np.zeros((3, nv))
+            px = np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+            return (Jw[:3] - px @ Jw[3:]) * support[j]
+
+        rows, gaps, k, tau, trees = [], [], [], [], []
+        for con in self._constraints:  # a handful per scene: a loop over constraints
+            ja, jb = con.joint_a, con.joint_b
+            Mb = data.oMi[jb]
+            pa = data.oMi[ja].act(con.point_a) if ja else con.point_a
+            pb = Mb.act(con.point_b)
+            Jd = point_jacobian(jb, pb) - point_jacobian(ja, pa)
+            if con.kind == "distance":
+                diff = pb - pa
+                length = float(np.linalg.norm(diff))
+                r, g = (diff / length @ Jd)[None], np.array([length - con.distance])
+            else:  # ball: the three world axes of p_b − p_a
+                r, g = Jd, pb - pa
+                if con.kind == "weld":  # and the orientation error R_a log(R_aᵀ R_b), world axes
+                    Ra = (data.oMi[ja].rotation if ja else np.eye(3)) @ con.rotation_a
+                    Rb = Mb.rotation @ con.rotation_b
+                    Jang = Jw[3:] * support[jb] - (Jw[3:] * support[ja] if ja else 0.0)
+                    r, g = np.concatenate([r, Jang]), np.concatenate([g, Ra @ pin.log3(Ra.T @ Rb)])
+            n = g.size
+            rows.append(r)
+            gaps.append(g)
+            stiff = con.stiffness
+            k.append(np.full(n, np.nan if stiff is None else stiff))
+            tau.append(np.full(n, 0.0 if stiff is None or not np.isfinite(stiff) else con.damping / stiff))
+            ta, tb = (int(tree_of_joint[j]) if j else -1 for j in (ja, jb))
+            trees.append(np.tile([tb, -1] if ta in (tb, -1) else [ta, tb], (n, 1)))  # a tree once
+        return (np.concatenate(rows), np.concatenate(gaps), np.concatenate(k), np.concatenate(tau),
+                np.concatenate(trees).astype(np.int64))
+
+    def _fixed_gaps(self, q0: np.ndarray) -> np.ndarray:
+        """(n_fixed,) gaps φ₀ of the constant rows at q₀ (coupler error, PD error, 0 for friction)."""
+        fx = self._fixed
+        if not fx["n"]:
+            return np.zeros(0)
+        gap = (q0[fx["q1"]] - fx["mult"] * q0[fx["q0"]] - fx["offset"]) * fx["is_coupler"]
+        a = fx["pd_act"]
+        if a.size:
+            gap[fx["pd_rows"]] = (q0[self._pd_q[a]] - self.actuator_targets[a]
+                                  - self._pd_kd[a] / self._pd_kp[a] * self.actuator_target_velocities[a])
+        return gap
+
+    def _fixed_rows(self) -> dict[str, Any]:
+        """The constant joint-space rows (couplers, implicit PD actuators, dry friction), in that
+        order, with their laws and bounds; their gaps are computed per step from q₀."""
+        nv, dt = self.model.nv, self.dt
+        cp, pd_act, fr = self._couplers, np.flatnonzero(~self._pd_explicit), self._friction_dof
+        n_c, n_p, n_f = len(cp), pd_act.size, fr.size
+        n = n_c + n_p + n_f
+        rows = np.zeros((n, nv))
+        k, tau = np.empty(n), np.zeros(n)
+        lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
+        dofs = np.empty(n, dtype=np.int64)
+        q0_, q1_ = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        mult, offset = np.zeros(n), np.zeros(n)
+        for i, c in enumerate(cp):  # a few per scene: a loop over couplers, once
+            rows[i, c.dof1] += 1.0
+            rows[i, c.dof0] -= c.multiplier
+            k[i] = np.nan if c.stiffness is None else c.stiffness  # NaN: near-rigid, per step
+            tau[i] = 0.0 if c.stiffness is None or not np.isfinite(c.stiffness) else c.damping / c.stiffness
+            dofs[i], q0_[i], q1_[i], mult[i], offset[i] = c.dof1, c.q0, c.q1, c.multiplier, c.offset
+        sl = slice(n_c, n_c + n_p)
+        rows[np.arange(n_c, n_c + n_p), self._pd_dof[pd_act]] = 1.0
+        k[sl], tau[sl] = self._pd_kp[pd_act], self._pd_kd[pd_act] / self._pd_kp[pd_act]
+        lo[sl], hi[sl] = -dt * self._pd_effort[pd_act], dt * self._pd_effort[pd_act]
+        dofs[sl] = self._pd_dof[pd_act]
+        sl = slice(n_c + n_p, n)
+        rows[np.arange(n_c + n_p, n), fr] = 1.0
+        k[sl], lo[sl], hi[sl], dofs[sl] = np.inf, -dt * self._friction, dt * self._friction, fr
+        trees = np.full((n, 2), -1, dtype=np.int64)
+        trees[:, 0] = self._dof_tree[dofs]
+        return {"n": n, "rows": rows, "k": k, "tau": tau, "lo": lo, "hi": hi, "trees": trees,
+                "q0": q0_, "q1": q1_, "mult": mult, "offset": offset,
+                "is_coupler": (np.arange(n) < n_c).astype(float),
+                "pd_rows": np.arange(n_c, n_c + n_p), "pd_act": pd_act}
+
+    def _tree_inverse(self, A: np.ndarray, t: int) -> np.ndarray:
+        """Inverse of tree t's block of this step's A (computed once per step and tree)."""
+        cache = self._inverses
+        if cache[0] is not A:
+            cache[:] = [A, {}]
+        if t not in cache[1]:
+            ts = self._tree_starts
+            sl = slice(int(ts[t]), int(ts[t + 1]))
+            cache[1][t] = np.linalg.inv(A[sl, sl])
+        return cache[1][t]
+
+    def _row_stiffness(self, A: np.ndarray, rows: np.ndarray, trees: np.ndarray) -> np.ndarray:
+        """Near-rigid stiffness 4π²/(δt² w) of general rows, w = row A⁻¹ rowᵀ (per tree block)."""
+        import math
+
+        if self.limit_stiffness == "rigid":
+            return np.full(rows.shape[0], np.inf)
+        w = np.zeros(rows.shape[0])
+        ts = self._tree_starts
+        for t in np.unique(trees[trees >= 0]):  # one tree-block inverse per touched tree
+            sl = slice(int(ts[t]), int(ts[t + 1]))
+            R = rows[:, sl]
+            w += np.einsum("ij,jk,ik->i", R, self._tree_inverse(A, int(t)), R)
+        return 4.0 * math.pi**2 / (self.dt**2 * w)
 
     def _limit_stiffness(self, A: np.ndarray, dof: np.ndarray) -> np.ndarray:
         """Near-rigid stiffness of joint-limit constraints on ``dof``: k = 4π²/(β² δt² w), β = 1.
@@ -426,8 +669,7 @@ class Simulator:
         w = np.empty(dof.size)
         ts = self._tree_starts
         for t in np.unique(self._dof_tree[dof]):  # one tree block inverse per tree with limits
-            sl = slice(int(ts[t]), int(ts[t + 1]))
-            Ainv = np.linalg.inv(A[sl, sl])
+            Ainv = self._tree_inverse(A, int(t))
             sel = self._dof_tree[dof] == t
             w[sel] = Ainv[dof[sel] - ts[t], dof[sel] - ts[t]]
         return 4.0 * math.pi**2 / (self.dt**2 * w)
@@ -620,7 +862,7 @@ class Simulator:
         if n == 0:
             return summary
         po = self.plausibility
-        if po is not None and po.check_energy and self.controller is None:
+        if po is not None and po.check_energy and self.controller is None and not self._actuators:
             # every energy_every-th sample and the last (a blow-up grows over many steps)
             at = np.unique(np.r_[np.arange(0, n + 1, po.energy_every), n])
             E = self.energy(Trajectory(t=t[at], q=q[at], v=v[at]))
