@@ -9,6 +9,8 @@ inside its box) so that each face-to-face contact is four corner contacts, as in
 ``a1-drop-8``, ``a1-drop-27``: Unitree A1 quadrupeds from example-robot-data, each added by
 ``SceneBuilder.add_urdf(floating_base=True)`` (18 dofs: free root + 12 joints), unactuated, in a
 crouched pose, base released at 0.45 m in a grid 0.6 m apart (27: three layers 0.5 m apart), δt = 1/240 s.
+The trunk and calf boxes touch the ground with their contact manifolds (up to 4 points,
+``max_contacts_per_pair``; 1 = one GJK/EPA point per pair, as before the manifolds).
 """
 
 from __future__ import annotations
@@ -84,10 +86,11 @@ A1_MIN_GEOMETRY = 2e-3  # [m] bounding radius below which a collision geometry i
 
 
 def _a1_drop(n_robots: int):
-    def factory(dt=None, mu: float = 0.8, height: float = 0.45, spacing: float = 0.6) -> SceneSpec:
+    def factory(dt=None, mu: float = 0.8, height: float = 0.45, spacing: float = 0.6,
+                max_contacts_per_pair: int = 4) -> SceneSpec:
         urdf = example_robot_data_path(A1_URDF)
         params = ContactParams(1e12, 0.0, mu)
-        b = SceneBuilder(margin=0.01)
+        b = SceneBuilder(margin=0.01, max_contacts_per_pair=max_contacts_per_pair)
         b.add_ground(ContactParams(float("inf"), 0.0, mu))
         side = int(np.ceil(np.sqrt(n_robots))) if n_robots <= 9 else 3
         for k in range(n_robots):
