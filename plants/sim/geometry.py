@@ -248,6 +248,8 @@ class ContactDetector:
         self.sel_bs = np.flatnonzero((ka == 1) & (kb == 0))
         self.sel_bh = np.flatnonzero((ka == 2) & (kb == 1))  # box / half-space manifolds
         self.sel_bb = np.flatnonzero((ka == 1) & (kb == 1))  # box / box manifolds
+        self._bh_a = a[self.sel_bh].astype(np.int64)
+        self._bh_b = b[self.sel_bh].astype(np.int64)
         cap = np.broadcast_to(np.asarray(max_contacts_per_pair), (len(a),))
         if cap.dtype.kind not in "iu" or (cap.size and cap.min() < 1):
             raise ValueError(f"max_contacts_per_pair must be an int >= 1 (or one per pair), got {max_contacts_per_pair!r}")
@@ -297,15 +299,16 @@ class ContactDetector:
             if g is not None:
                 out.append(g)
         if self.sel_bh.size or self.sel_bb.size:
-            out.extend(self._manifolds(R, p))
+            out.extend(self._manifolds(R, p, compiled=True))
         if len(out) == 1:
             return Contacts(*out[0])
         phi, nrm, pa, pb, ia, ib = (np.concatenate(x) for x in zip(*out))
         active = phi < self.margin
         return Contacts(phi[active], nrm[active], pa[active], pb[active], ia[active], ib[active])
 
-    def _manifolds(self, R: np.ndarray, p: np.ndarray) -> list[tuple]:
-        """Box / half-space and box / box manifolds (:mod:`plants.sim.manifold`), capped per pair.
+    def _manifolds(self, R: np.ndarray, p: np.ndarray, compiled: bool = False) -> list[tuple]:
+        """Box / half-space and box / box manifolds (:mod:`plants.sim.manifold`), capped per pair;
+        ``compiled``: the numba kernels of :mod:`plants.sim._manifold_kernels` (same contacts).
 
         Broad phase: the plane against the box's bounding sphere, bounding spheres for box / box.
         """
@@ -313,6 +316,17 @@ class ContactDetector:
 
         a, b, m, out = self.a, self.b, self.margin, []
         s = self.sel_bh
+        if compiled and s.size:
+            from ._manifold_kernels import box_halfspace_contacts
+
+            n_max = 4 * s.size
+            phi, nrm, pa, pb = np.empty(n_max), np.empty((n_max, 3)), np.empty((n_max, 3)), np.empty((n_max, 3))
+            ia, ib = np.empty(n_max, np.int64), np.empty(n_max, np.int64)
+            n = box_halfspace_contacts(self._bh_a, self._bh_b, self.cap[self.sel_bh], R, p, self.radius, self.half, m,
+                                       phi, nrm, pa, pb, ia, ib)
+            if n:
+                out.append((phi[:n], nrm[:n], pa[:n], pb[:n], ia[:n], ib[:n]))
+            s = s[:0]
         if s.size:
             nrm = R[a[s], :, 2]
             s = s[np.einsum("ij,ij->i", nrm, p[b[s]] - p[a[s]]) - self.radius[b[s]] < m]
@@ -340,7 +354,22 @@ class ContactDetector:
                 for phi0, n0, pa0, pb0, k in zip(*g):
                     ia, ib = int(a[k]), int(b[k])
                     man = None
-                    if self.cap[k] > 1:
+                    if self.cap[k] > 1 and compiled:
+                        from ._manifold_kernels import box_box_contacts
+
+                        buf = np.empty(8), np.empty((8, 3)), np.empty((8, 3)), np.empty((8, 3))
+                        cnt = box_box_contacts(R[ia], p[ia], self.half[ia], R[ib], p[ib], self.half[ib],
+                                               np.ascontiguousarray(n0, dtype=float), m, int(self.cap[k]), *buf)
+                        if cnt:
+                            phi1, n1, pa1, pb1 = (x[:cnt] for x in buf)
+                            phi_l.append(phi1)
+                            n_l.append(n1)
+                            pa_l.append(pa1)
+                            pb_l.append(pb1)
+                            ia_l.append(np.full(cnt, ia))
+                            ib_l.append(np.full(cnt, ib))
+                            continue
+                    elif self.cap[k] > 1:
                         man = box_box_manifold(R[ia], p[ia], self.half[ia], R[ib], p[ib], self.half[ib], n0, m)
                     if man is None:
                         phi_l.append([phi0])

@@ -33,12 +33,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FACE_ALIGNMENT", "box_halfspace_manifold", "box_box_manifold", "reduce_manifold", "incident_face"]
+__all__ = ["FACE_ALIGNMENT", "TIE", "box_halfspace_manifold", "box_box_manifold", "reduce_manifold", "incident_face"]
 
 FACE_ALIGNMENT = 0.99
 """|cos| of the angle between the GJK/EPA normal and a box face normal above which a box–box pair
 is a face contact (manifold by clipping); below it (an edge–edge or vertex contact, the normal more
 than ~8° off every face) the pair keeps its single GJK/EPA point."""
+
+TIE = 1e-9
+"""Relative tolerance under which two candidates of the reduction are tied (the earlier wins)."""
 
 # corners of a face in the box frame: the face's axis j at sign s, the other two axes (u, w) at
 # (±1, ±1) in counter-clockwise order seen from outside for s = +1 (order matters for clipping only
@@ -166,7 +169,8 @@ def reduce_manifold(phi: np.ndarray, x: np.ndarray, normal: np.ndarray, cap: int
 
     The deepest point first; then the point farthest from it; then the one spanning the largest
     triangle with those two; then the one farthest outside that triangle (signed areas about
-    ``normal``). Ties go to the earlier point.
+    ``normal``). Ties (within a relative ``TIE``, so that round-off cannot pick between a box's
+    symmetric corners) go to the earlier point.
 
     Args:
         phi: (k,) signed distances [m]; x: (k, 3) points [m]; normal: (3,) the manifold's normal.
@@ -175,16 +179,21 @@ def reduce_manifold(phi: np.ndarray, x: np.ndarray, normal: np.ndarray, cap: int
     k = phi.size
     if k <= cap:
         return np.arange(k)
+
+    def first_max(v: np.ndarray) -> int:  # ties within round-off (a box's symmetric corners) go to the earlier
+        top = v.max()
+        return int(np.flatnonzero(v >= top - TIE * abs(top))[0])
+
     i0 = int(np.argmin(phi))
     keep = [i0]
     if cap >= 2:
         t = x - x[i0]
         t = t - np.outer(t @ normal, normal)  # in the tangent plane
-        i1 = int(np.argmax(np.einsum("ij,ij->i", t, t)))
+        i1 = first_max(np.einsum("ij,ij->i", t, t))
         keep.append(i1)
         if cap >= 3:
             area = np.cross(t[i1], t) @ normal  # signed (twice) area of (x0, x1, x)
-            i2 = int(np.argmax(np.abs(area)))
+            i2 = first_max(np.abs(area))
             keep.append(i2)
             if cap >= 4:
                 s = np.copysign(1.0, area[i2])
@@ -194,7 +203,7 @@ def reduce_manifold(phi: np.ndarray, x: np.ndarray, normal: np.ndarray, cap: int
                     e = x[b] - x[a]
                     out = np.maximum(out, -s * (np.cross(e, x - x[a]) @ normal))
                 out[keep] = -np.inf
-                i3 = int(np.argmax(out))
+                i3 = first_max(out)
                 if out[i3] > 0.0:
                     keep.append(i3)
     if cap > len(keep):  # caps above 4: the deepest of the rest
