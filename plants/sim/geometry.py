@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from ._geometry_kernels import HAVE_NUMBA, bounding_candidates, closed_form_contacts, tangent_frames
+from ._manifold_kernels import box_box_contacts, box_halfspace_contacts
+from .manifold import box_box_manifold, box_halfspace_manifold, reduce_manifold
 
 __all__ = [
     "Sphere",
@@ -253,7 +255,12 @@ class ContactDetector:
         cap = np.broadcast_to(np.asarray(max_contacts_per_pair), (len(a),))
         if cap.dtype.kind not in "iu" or (cap.size and cap.min() < 1):
             raise ValueError(f"max_contacts_per_pair must be an int >= 1 (or one per pair), got {max_contacts_per_pair!r}")
-        self.cap = cap.astype(np.int64).copy()
+        self.cap = cap.astype(np.int64)
+        self.cap.flags.writeable = False  # the compiled path keeps its own copy of the box / half-space caps
+        self._bh_cap = self.cap[self.sel_bh].copy()
+        n_bh = 4 * self.sel_bh.size  # output buffers of the compiled box / half-space kernel
+        self._bh_out = (np.empty(n_bh), np.empty((n_bh, 3)), np.empty((n_bh, 3)), np.empty((n_bh, 3)),
+                        np.empty(n_bh, np.int64), np.empty(n_bh, np.int64))
         special = np.zeros(len(a), bool)
         special[np.concatenate([self.sel_hs, self.sel_ss, self.sel_bs, self.sel_bh, self.sel_bb])] = True
         self.sel_generic = np.flatnonzero(~special)
@@ -300,11 +307,10 @@ class ContactDetector:
                 out.append(g)
         if self.sel_bh.size or self.sel_bb.size:
             out.extend(self._manifolds(R, p, compiled=True))
+        out = [x for x in out if x[0].size] or out[:1]  # each part holds only contacts within the margin
         if len(out) == 1:
             return Contacts(*out[0])
-        phi, nrm, pa, pb, ia, ib = (np.concatenate(x) for x in zip(*out))
-        active = phi < self.margin
-        return Contacts(phi[active], nrm[active], pa[active], pb[active], ia[active], ib[active])
+        return Contacts(*(np.concatenate(x) for x in zip(*out)))
 
     def _manifolds(self, R: np.ndarray, p: np.ndarray, compiled: bool = False) -> list[tuple]:
         """Box / half-space and box / box manifolds (:mod:`plants.sim.manifold`), capped per pair;
@@ -312,20 +318,15 @@ class ContactDetector:
 
         Broad phase: the plane against the box's bounding sphere, bounding spheres for box / box.
         """
-        from .manifold import box_box_manifold, box_halfspace_manifold, reduce_manifold
-
         a, b, m, out = self.a, self.b, self.margin, []
         s = self.sel_bh
         if compiled and s.size:
-            from ._manifold_kernels import box_halfspace_contacts
-
-            n_max = 4 * s.size
-            phi, nrm, pa, pb = np.empty(n_max), np.empty((n_max, 3)), np.empty((n_max, 3)), np.empty((n_max, 3))
-            ia, ib = np.empty(n_max, np.int64), np.empty(n_max, np.int64)
-            n = box_halfspace_contacts(self._bh_a, self._bh_b, self.cap[self.sel_bh], R, p, self.radius, self.half, m,
+            phi, nrm, pa, pb, ia, ib = self._bh_out
+            n = box_halfspace_contacts(self._bh_a, self._bh_b, self._bh_cap, R, p, self.radius, self.half, m,
                                        phi, nrm, pa, pb, ia, ib)
             if n:
-                out.append((phi[:n], nrm[:n], pa[:n], pb[:n], ia[:n], ib[:n]))
+                out.append((phi[:n].copy(), nrm[:n].copy(), pa[:n].copy(), pb[:n].copy(), ia[:n].copy(),
+                            ib[:n].copy()))
             s = s[:0]
         if s.size:
             nrm = R[a[s], :, 2]
@@ -355,8 +356,6 @@ class ContactDetector:
                     ia, ib = int(a[k]), int(b[k])
                     man = None
                     if self.cap[k] > 1 and compiled:
-                        from ._manifold_kernels import box_box_contacts
-
                         buf = np.empty(8), np.empty((8, 3)), np.empty((8, 3)), np.empty((8, 3))
                         cnt = box_box_contacts(R[ia], p[ia], self.half[ia], R[ib], p[ib], self.half[ib],
                                                np.ascontiguousarray(n0, dtype=float), m, int(self.cap[k]), *buf)
