@@ -142,7 +142,7 @@ def main() -> None:
              "`stiff-chain`: seed 002's Fetch Beam (§10.1.2, Fig. 7): 16 links of 3 g, joints of 250 N·m/rad, the "
              "first link held, the beam pressed on the ground, δt = 1/120 s, implicit Euler. `heavy-stack`: 5 boxes "
              "8 → 32768 kg (Fig. 14 middle), δt = 1/120 s. Metric: seed 000 §VII's accuracy metric (natural-map "
-             "residual / n_c). Math and the unit conversion of r: docs/contact-solvers.md §5.3. Run "
+             "residual / n_c). Math and the unit conversion of r: docs/contact-solvers.md §5.2. Run "
              f"{result['timestamp']} on {m['processor']} ({m['cpu_count']} cores shared by several engineers, load "
              f"{m['load_avg'][0]:.1f}: times are noisy){' — --quick' if args.quick else ''}.", "",
              f"### Preconditioners (Figs. 16-17 analogue): metric after k Newton iterations, quartiles over "

@@ -95,7 +95,7 @@ class NSNOptions(SolverPresets):
         preconditioner: the complementarity preconditioner r of the NCP functions (seed 002 §7,
             Fig. 17), in the paper's position/force units → ours (velocity/impulse: r_ours =
             r_paper/δt² on the normal rows, r_paper/δt on the friction rows;
-            docs/contact-solvers.md §5.3): "effective_mass" (default, eq. 66: r = δt² [J M̃⁻¹ Jᵀ]_ii
+            docs/contact-solvers.md §5.2): "effective_mass" (default, eq. 66: r = δt² [J M̃⁻¹ Jᵀ]_ii
             → r_n = W_nn, r_f = ½ tr W_tt), "h2" (the paper's constant r = δt² → r_n = r_f = 1
             [kg⁻¹]; δt on the friction rows, our reading) or "unit" (the paper's identity scaling
             r = 1 → r_n = 1/δt², r_f = 1/δt).

@@ -4,8 +4,11 @@
     traj = sim.run(2.0)        # traj.t, traj.q, traj.v, traj.stats
 
 Scenes: ``cube-drop-1|3|5``, ``cube-rest-3|5``, ``cube-slide``, ``spring-cylinder``,
-``clutter-40``, ``franka-push-ball``. Cubes are 0.1 m, 1 kg, μ = 0.5, with eight corner spheres
-(point-like contacts) inside the box hull; the box itself is the target of other cubes' corners.
+``clutter-40``, ``franka-push-ball`` (and, in :mod:`plants.sim.al_scenes`, ``mass-ratio-stack``,
+``heavy-stack``, ``a1-drop-8|27``, ``stiff-chain``). Cubes are 0.1 m, 1 kg, μ = 0.5, with eight
+corner spheres (point-like contacts) inside the box hull; the box itself is the target of other
+cubes' corners. ``CubeSpec(contact="box")`` makes each cube its box alone, touching with its
+contact manifolds (:mod:`plants.sim.manifold`).
 """
 
 from __future__ import annotations
