@@ -109,7 +109,7 @@ def main() -> None:
              "(CANAL's Newton loop) for the three; inner iterations summed over the loops (the dogleg counts "
              "its rejected trial steps); failure = a loop that did not reach the rule; residual = seed 000 "
              f"§VII's metric of the final impulses (−log10, mean). {n} cases per set. Math: "
-             "docs/contact-solvers.md §Table II baselines. Run "
+             "docs/contact-solvers.md §11. Run "
              f"{result['timestamp']} on {m['processor']} ({m['cpu_count']} cores shared by several engineers, "
              f"load {m['load_avg'][0]:.1f}: times are noisy){' — --quick' if args.quick else ''}.", "",
              "| set | method | inner it. | failure [%] | residual [−log10] | median ms / case |",

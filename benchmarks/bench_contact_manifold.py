@@ -109,7 +109,7 @@ def main() -> None:
              "Each cube as its box plus 8 corner spheres (`CubeSpec(contact=\"corners\")`, the shipped "
              "default; box–box pairs keep one GJK/EPA point) or as its box alone with box–ground and "
              "box–box contact manifolds (`contact=\"box\"`, up to 4 points per pair, "
-             "docs/contact-solvers.md §Multi-point contact). SAP at defaults; µs per whole step "
+             "docs/contact-solvers.md §10). SAP at defaults; µs per whole step "
              f"(median of {rounds} interleaved round(s)), detection µs per step alone. Run "
              f"{result['timestamp']} on {m['processor']} ({m['cpu_count']} cores shared by several "
              f"engineers, load {m['load_avg'][0]:.1f}: timings are noisy){' — --quick' if args.quick else ''}.",
