@@ -11,12 +11,18 @@ For each scene and mode: µs per step (whole step: detection, assembly, SAP, upd
 iterations, the final heights against the resting heights (stacks: 0.05 + 0.1 i m), and the share
 of steps whose detection was spent in box manifolds (detection time / step time for both modes).
 
+``--baseline DIR``: also run the shipped (corner) scenes with the checkout in DIR (e.g. the main
+branch before manifolds) in a child process, interleaved with the rounds, to show what the change
+costs the default scenes (same contacts and iterations expected; the time of the whole step).
+
     python benchmarks/bench_contact_manifold.py            # 1 s per scene (clutter-40 2 s), 3 rounds
     python benchmarks/bench_contact_manifold.py --quick    # 0.2 s per scene (clutter 0.5 s), 1 round
+    python benchmarks/bench_contact_manifold.py --baseline /work/main
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -72,12 +78,40 @@ def run_case(scene: str, mode: str, duration: float) -> dict:
     return row
 
 
+BASELINE_CHILD = r"""
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+from plants import load_scene
+scene, duration = sys.argv[1], float(sys.argv[2])
+load_scene(scene).run(min(0.02, duration))
+sim = load_scene(scene)
+t0 = time.perf_counter()
+traj = sim.run(duration)
+wall = time.perf_counter() - t0
+print(json.dumps({"us_per_step": 1e6 * wall / traj.n_steps, "contacts_mean": float(traj.stats["n_contacts"].mean()),
+                  "iterations_mean": float(traj.stats["iterations"].mean())}))
+"""
+
+
+def run_baseline(checkout: str, scene: str, duration: float) -> dict:
+    """The shipped scene (corner cubes) run by the code in ``checkout`` (a child process)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=checkout)
+    out = subprocess.run([sys.executable, "-c", BASELINE_CHILD, scene, str(duration)], cwd=checkout, env=env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argument_parser(__doc__, "0.2 s per scene (clutter-40 0.5 s), 1 round")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median reported)")
+    parser.add_argument("--baseline", default=None, help="a checkout to run the shipped scenes with, for comparison")
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
-    rows = []
+    rows, baseline = [], {}
     bar = progress(len(SCENES) * 2 * rounds, "manifold", args.quiet)
     for scene in SCENES:
         if scene.startswith("cube-drop"):
@@ -86,12 +120,18 @@ def main() -> None:
             duration = 0.5 if args.quick else 2.0
         else:
             duration = 0.2 if args.quick else 1.0
-        per_mode = {}
+        per_mode, base = {}, []
         for r in range(rounds):
             for mode in ("corners", "box"):
                 show(bar, f"{scene} {mode} round {r + 1}")
                 per_mode.setdefault(mode, []).append(run_case(scene, mode, duration))
                 bar.update(bar.done + 1)
+            if args.baseline:
+                show(bar, f"{scene} baseline round {r + 1}")
+                base.append(run_baseline(args.baseline, scene, duration))
+        if base:
+            times = [x["us_per_step"] for x in base]
+            baseline[scene] = dict(base[int(np.argsort(times)[len(times) // 2])], us_per_step_rounds=times)
         for mode, runs in per_mode.items():
             times = [x["us_per_step"] for x in runs]
             row = dict(runs[int(np.argsort(times)[len(times) // 2])])
@@ -102,7 +142,7 @@ def main() -> None:
                 f"{row['iterations_mean']:.2f} it.", bar)
     bar.close()
     result = {"timestamp": utc_timestamp(), "machine": machine_info(), "quick": args.quick,
-              "rounds": rounds, "rows": rows}
+              "rounds": rounds, "rows": rows, "baseline_checkout": args.baseline, "baseline": baseline}
     m = result["machine"]
     lines = [f"<!-- {KEY}:start -->",
              "## Multi-point contact: corner spheres vs box manifolds (`benchmarks/bench_contact_manifold.py`)", "",
@@ -124,6 +164,16 @@ def main() -> None:
         lines.append(f"| {r['scene']} | {1e3 * r['dt']:g} | {r['steps']} | {r['mode']} | {r['us_per_step']:.0f} | "
                      f"{r['detect_us_per_step']:.0f} | {r['contacts_mean']:.1f}, {r['contacts_max']} | "
                      f"{r['iterations_mean']:.2f}, {r['iterations_max']} | {r['nonconverged_steps']} | {h} | {ratio} |")
+    if baseline:
+        lines += ["", f"Shipped scenes (corner cubes) against the checkout `{args.baseline}` (before manifolds), "
+                  "same rounds, interleaved:", "",
+                  "| scene | before µs/step | after µs/step | after / before | contacts before, after | "
+                  "SAP it. before, after |", "|---|---:|---:|---:|---|---|"]
+        for scene, b in baseline.items():
+            r = next(x for x in rows if x["scene"] == scene and x["mode"] == "corners")
+            lines.append(f"| {scene} | {b['us_per_step']:.0f} | {r['us_per_step']:.0f} | "
+                         f"{r['us_per_step'] / b['us_per_step']:.2f} | {b['contacts_mean']:.1f}, {r['contacts_mean']:.1f} | "
+                         f"{b['iterations_mean']:.2f}, {r['iterations_mean']:.2f} |")
     lines.append(f"<!-- {KEY}:end -->")
     publish(result, "\n".join(lines), KEY, JSON_PATH)
 

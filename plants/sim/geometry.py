@@ -248,14 +248,15 @@ class ContactDetector:
         self.sel_hs = np.flatnonzero((ka == 2) & (kb == 0))
         self.sel_ss = np.flatnonzero((ka == 0) & (kb == 0))
         self.sel_bs = np.flatnonzero((ka == 1) & (kb == 0))
-        self.sel_bh = np.flatnonzero((ka == 2) & (kb == 1))  # box / half-space manifolds
-        self.sel_bb = np.flatnonzero((ka == 1) & (kb == 1))  # box / box manifolds
-        self._bh_a = a[self.sel_bh].astype(np.int64)
-        self._bh_b = b[self.sel_bh].astype(np.int64)
         cap = np.broadcast_to(np.asarray(max_contacts_per_pair), (len(a),))
         if cap.dtype.kind not in "iu" or (cap.size and cap.min() < 1):
             raise ValueError(f"max_contacts_per_pair must be an int >= 1 (or one per pair), got {max_contacts_per_pair!r}")
         self.cap = cap.astype(np.int64)
+        self.sel_bh = np.flatnonzero((ka == 2) & (kb == 1))  # box / half-space manifolds
+        # box / box manifolds; a box / box pair capped at 1 is a plain GJK/EPA pair (the generic path)
+        self.sel_bb = np.flatnonzero((ka == 1) & (kb == 1) & (self.cap > 1))
+        self._bh_a = a[self.sel_bh].astype(np.int64)
+        self._bh_b = b[self.sel_bh].astype(np.int64)
         self.cap.flags.writeable = False  # the compiled path keeps its own copy of the box / half-space caps
         self._bh_cap = self.cap[self.sel_bh].copy()
         n_bh = 4 * self.sel_bh.size  # output buffers of the compiled box / half-space kernel
@@ -355,7 +356,7 @@ class ContactDetector:
                 for phi0, n0, pa0, pb0, k in zip(*g):
                     ia, ib = int(a[k]), int(b[k])
                     man = None
-                    if self.cap[k] > 1 and compiled:
+                    if compiled:
                         buf = np.empty(8), np.empty((8, 3)), np.empty((8, 3)), np.empty((8, 3))
                         cnt = box_box_contacts(R[ia], p[ia], self.half[ia], R[ib], p[ib], self.half[ib],
                                                np.ascontiguousarray(n0, dtype=float), m, int(self.cap[k]), *buf)
@@ -368,7 +369,7 @@ class ContactDetector:
                             ia_l.append(np.full(cnt, ia))
                             ib_l.append(np.full(cnt, ib))
                             continue
-                    elif self.cap[k] > 1:
+                    else:
                         man = box_box_manifold(R[ia], p[ia], self.half[ia], R[ib], p[ib], self.half[ib], n0, m)
                     if man is None:
                         phi_l.append([phi0])
