@@ -74,6 +74,31 @@ def test_caps_per_pair_keep_the_deepest_point_and_the_widest_support():
         SceneBuilder(max_contacts_per_pair=2.5)
 
 
+def test_caps_per_pair_of_groups_override_the_scene_cap():
+    """SceneBuilder(contacts_per_pair={("box", "ground"): 2}): the resting box touches the ground at
+    2 points (its deepest corner and the diagonal one), another box on it still at 4; bad keys
+    and caps are refused with the argument's name."""
+    b = SceneBuilder(margin=0.01, contacts_per_pair={("ground", "box"): 2})
+    b.add_ground(ContactParams(float("inf"), 0.0, 0.5))
+    for i in range(2):
+        b.add_free_body(f"b{i}", 1.0, box_inertia(1.0, (H, H, H)), [("g", Box((H, H, H)), P, (0, 0, 0), None, "box")],
+                        (0.0, 0.0, H + 2 * H * i - 1e-5 * (i == 0)))
+    scene = b.build()
+    import pinocchio as pin
+
+    data = scene.model.createData()
+    pin.forwardKinematics(scene.model, data, scene.q0)
+    c = _both(scene.detector, *scene.geometry_poses(data))
+    ground = c.a == 0
+    assert ground.sum() == 2 and (~ground).sum() == 4
+    d = np.linalg.norm(np.diff(c.point_b[ground], axis=0))
+    assert d == pytest.approx(2 * np.sqrt(2) * H)  # the diagonal
+    with pytest.raises(TypeError, match="contacts_per_pair"):
+        SceneBuilder(contacts_per_pair={"box": 2})
+    with pytest.raises(ValueError, match="contacts_per_pair"):
+        SceneBuilder(contacts_per_pair={("box", "ground"): 0})
+
+
 def test_reduction_of_an_octagon_keeps_a_quadrilateral_around_the_centre():
     """Eq. M5 on the 8 points of a square's corners and edge midpoints at equal depth, one
     corner slightly deeper: the 4 corners are kept (the deepest first, its diagonal, ...)."""
