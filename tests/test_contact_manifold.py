@@ -278,6 +278,30 @@ def test_box_pushed_at_its_top_tips_exactly_when_the_moment_criterion_says(ratio
     assert traj.stats["n_contacts"][-1] >= 2
 
 
+def _push_at_centre(force):
+    def controller(t, q, v):
+        return np.array([force, 0.0, 0.0, 0.0, 0.0, 0.0])  # through the centre of mass: no torque
+
+    return controller
+
+
+def test_box_pushed_at_its_centre_slides_with_the_front_corners_carrying_more():
+    """Push F = 0.7 mg through the centre, μ = 0.5: the box slides with a = F/m − μg (x = ½at²
+    at 0.3 s, 1 %) without tipping; the friction μmg at the ground, h below the centre, is
+    balanced by the normal forces' moment: N_front − N_back = μmg (a cube: half width = half
+    height), so the front edge carries (1 + μ)mg/2 = 0.75 mg and the back one 0.25 mg."""
+    mu = 0.5
+    sim = Simulator(_box_scene(mu=mu), dt=1e-3, controller=_push_at_centre(0.7 * G))
+    traj = sim.run(0.3)
+    a = 0.7 * G - mu * G
+    assert traj.q[-1, 0] == pytest.approx(0.5 * a * 0.3**2, rel=1e-2)
+    assert np.abs(_tip_angle(traj)).max() < 1e-5
+    f = _normal_forces(sim)
+    x = sim.last_problem.bodies.points[:, 0] - traj.q[-1, 0]
+    assert f[x > 0].sum() == pytest.approx(0.75 * G, rel=1e-2)
+    assert f[x < 0].sum() == pytest.approx(0.25 * G, rel=1e-2)
+
+
 def test_one_contact_per_pair_cannot_hold_a_box_flat():
     """Cap 1 (one point per pair, the detector's behaviour before manifolds): the deepest corner
     alone holds the box, which rocks from corner to corner; with the manifold (cap 4, the
