@@ -18,6 +18,10 @@ costs the default scenes (same contacts and iterations expected; the time of the
     python benchmarks/bench_contact_manifold.py            # 1 s per scene (clutter-40 2 s), 3 rounds
     python benchmarks/bench_contact_manifold.py --quick    # 0.2 s per scene (clutter 0.5 s), 1 round
     python benchmarks/bench_contact_manifold.py --baseline /work/main
+    python benchmarks/bench_contact_manifold.py --a1-only   # a1-drop-8 with 1 vs 4 points per pair
+
+The last part, ``a1-drop-8`` (every solver, 0.35 s) with one point per pair and with manifolds,
+shows what manifolds do to a robot with box links: no deep penetration at landing, more contacts.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import time
 
 import numpy as np
 
-from _report import ROOT, argument_parser, machine_info, progress, publish, say, show, utc_timestamp
+from _report import ROOT, argument_parser, machine_info, progress, publish, say, show, track, utc_timestamp
 
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_contact_manifold.json"
 KEY = "bench_contact_manifold"
@@ -109,7 +113,15 @@ def main() -> None:
     parser = argument_parser(__doc__, "0.2 s per scene (clutter-40 0.5 s), 1 round")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median reported)")
     parser.add_argument("--baseline", default=None, help="a checkout to run the shipped scenes with, for comparison")
+    parser.add_argument("--a1-only", action="store_true",
+                        help="only the a1-drop-8 part, merged into the existing JSON and markdown")
     args = parser.parse_args()
+    if args.a1_only:
+        result = json.loads(JSON_PATH.read_text())
+        result["a1"] = a1_part(0.1 if args.quick else 0.35, args.quiet)
+        result["a1"].update(timestamp=utc_timestamp(), load_avg=machine_info()["load_avg"][0])
+        publish(result, render(result), KEY, JSON_PATH)
+        return
     rounds = 1 if args.quick else args.rounds
     rows, baseline = [], {}
     bar = progress(len(SCENES) * 2 * rounds, "manifold", args.quiet)
@@ -143,6 +155,43 @@ def main() -> None:
     bar.close()
     result = {"timestamp": utc_timestamp(), "machine": machine_info(), "quick": args.quick,
               "rounds": rounds, "rows": rows, "baseline_checkout": args.baseline, "baseline": baseline}
+    result["a1"] = a1_part(0.1 if args.quick else 0.35, args.quiet)
+    publish(result, render(result), KEY, JSON_PATH)
+
+
+def a1_part(duration: float, quiet: bool) -> dict:
+    """``a1-drop-8`` with one contact point per pair (before manifolds) and with manifolds (the
+    default): every solver at defaults through the landing."""
+    import warnings
+
+    from plants import load_scene
+
+    out = {"duration_s": duration, "rows": []}
+    cases = [(cap, s) for cap in (1, 4) for s in ("sap", "canal", "subadmm", "nsn", "pgs")]
+    for cap, solver in track(cases, "a1-drop-8", quiet, "runs"):
+        sim = load_scene("a1-drop-8", solver=solver, max_contacts_per_pair=cap)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            traj = sim.run(duration)
+        wall = time.perf_counter() - t0
+        st = traj.stats
+        out["rows"].append({"max_contacts_per_pair": cap, "solver": solver, "ms_per_step": 1e3 * wall / traj.n_steps,
+                            "contacts_mean": float(st["n_contacts"].mean()),
+                            "nonconverged_steps": int((st["status"] != 0).sum()), "steps": traj.n_steps,
+                            "worst_residual": float(np.nanmax(st["residual"])),
+                            "deep_penetration_steps": int(traj.summary.get("deep_penetration_steps", 0)),
+                            "min_phi_m": float(st["min_phi"].min())})
+        r = out["rows"][-1]
+        say(f"a1-drop-8 cap {cap} {solver:8s}: {r['ms_per_step']:.1f} ms/step, {r['contacts_mean']:.1f} contacts, "
+            f"{r['nonconverged_steps']} non-converged, {r['deep_penetration_steps']} deep, "
+            f"deepest {1e3 * -r['min_phi_m']:.2f} mm")
+    return out
+
+
+def render(result: dict) -> str:
+    """The markdown section of ``result``."""
+    rows, baseline, rounds = result["rows"], result["baseline"], result["rounds"]
     m = result["machine"]
     lines = [f"<!-- {KEY}:start -->",
              "## Multi-point contact: corner spheres vs box manifolds (`benchmarks/bench_contact_manifold.py`)", "",
@@ -152,7 +201,7 @@ def main() -> None:
              "docs/contact-solvers.md §10). SAP at defaults; µs per whole step "
              f"(median of {rounds} interleaved round(s)), detection µs per step alone. Run "
              f"{result['timestamp']} on {m['processor']} ({m['cpu_count']} cores shared by several "
-             f"engineers, load {m['load_avg'][0]:.1f}: timings are noisy){' — --quick' if args.quick else ''}.",
+             f"engineers, load {m['load_avg'][0]:.1f}: timings are noisy){' — --quick' if result['quick'] else ''}.",
              "",
              "| scene | δt [ms] | steps | cubes as | µs/step | detection µs/step | contacts (mean, max) | "
              "SAP it. (mean, max) | non-converged | max height error [mm] | box / corners time |",
@@ -165,7 +214,8 @@ def main() -> None:
                      f"{r['detect_us_per_step']:.0f} | {r['contacts_mean']:.1f}, {r['contacts_max']} | "
                      f"{r['iterations_mean']:.2f}, {r['iterations_max']} | {r['nonconverged_steps']} | {h} | {ratio} |")
     if baseline:
-        lines += ["", f"Shipped scenes (corner cubes) against the checkout `{args.baseline}` (before manifolds), "
+        lines += ["", f"Shipped scenes (corner cubes) against the checkout `{result['baseline_checkout']}` (before "
+                  "manifolds), "
                   "same rounds, interleaved:", "",
                   "| scene | before µs/step | after µs/step | after / before | contacts before, after | "
                   "SAP it. before, after |", "|---|---:|---:|---:|---|---|"]
@@ -174,8 +224,20 @@ def main() -> None:
             lines.append(f"| {scene} | {b['us_per_step']:.0f} | {r['us_per_step']:.0f} | "
                          f"{r['us_per_step'] / b['us_per_step']:.2f} | {b['contacts_mean']:.1f}, {r['contacts_mean']:.1f} | "
                          f"{b['iterations_mean']:.2f}, {r['iterations_mean']:.2f} |")
+    if result.get("a1"):
+        a1 = result["a1"]
+        lines += ["", f"`a1-drop-8` (8 Unitree A1: trunk, thigh and calf boxes) through the landing, "
+                  f"{a1['duration_s']:g} s at δt = 1/240 s, every solver at defaults, one point per pair "
+                  f"(`max_contacts_per_pair=1`, before manifolds) and manifolds (4, the default)"
+                  + (f"; run {a1['timestamp']}, load {a1['load_avg']:.1f}" if "timestamp" in a1 else "") + ":", "",
+                  "| solver | points per pair | contacts (mean) | ms/step | non-converged steps | worst residual | "
+                  "deep-penetration steps | deepest [mm] |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in sorted(a1["rows"], key=lambda r: (r["solver"], r["max_contacts_per_pair"])):
+            lines.append(f"| {r['solver']} | {r['max_contacts_per_pair']} | {r['contacts_mean']:.1f} | "
+                         f"{r['ms_per_step']:.1f} | {r['nonconverged_steps']}/{r['steps']} | {r['worst_residual']:.1e} | "
+                         f"{r['deep_penetration_steps']} | {-1e3 * r['min_phi_m']:.2f} |")
     lines.append(f"<!-- {KEY}:end -->")
-    publish(result, "\n".join(lines), KEY, JSON_PATH)
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
