@@ -627,6 +627,8 @@ class Scene:
         effort_limit: (n_v,) largest |actuation| per dof the simulator applies (inf: none).
         tree_of_joint: (n_joints,) tree index of each joint (−1 for the world joint 0).
         K, D, q_rest: (n_v,) diagonal joint stiffness/damping and spring rest positions.
+        max_contacts_per_pair: the scene's cap of contact points per geometry pair
+            (:class:`SceneBuilder`); ``detector.cap`` holds each pair's, group overrides included.
     """
 
     def __init__(self, model, geometries, q0, v0, springs, margin, excluded, *, limits=(), effort_limits=None,
