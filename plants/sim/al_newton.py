@@ -20,7 +20,7 @@ both implemented here for the same problem:
 
 Both count every Newton system solved as an inner iteration (the dogleg reuses it across the
 rejected trial steps of one iterate, which count too: each costs a residual evaluation), stop an
-AL loop by the same rule as CANAL's Newton loop (docs/contact-solvers.md), and call an AL loop
+AL loop by the same rule as CANAL's Newton loop (docs/contact-solvers.md §11), and call an AL loop
 that needs more than ``max_inner`` iterations a failure (Table II's "failure").
 """
 

@@ -3,7 +3,7 @@
 One point per pair (the GJK/EPA witness pair) cannot hold a flat box still: a box resting on the
 ground needs its 4 corners, a box tipping over needs the 2 points of its pivot edge. These
 functions build the contact *manifold* of a pair — a few points, each with its own signed
-distance, sharing one normal — in closed form (docs/contact-solvers.md §"Multi-point contact",
+distance, sharing one normal — in closed form (docs/contact-solvers.md §10,
 eqs. M1-M5):
 
 * box / half-space (plane normal n, eq. M1): the box face most anti-parallel to n is the
