@@ -250,7 +250,8 @@ class ContactDetector:
         self.sel_bs = np.flatnonzero((ka == 1) & (kb == 0))
         cap = np.broadcast_to(np.asarray(max_contacts_per_pair), (len(a),))
         if cap.dtype.kind not in "iu" or (cap.size and cap.min() < 1):
-            raise ValueError(f"max_contacts_per_pair must be an int >= 1 (or one per pair), got {max_contacts_per_pair!r}")
+            raise ValueError("max_contacts_per_pair must be an int >= 1 (or one per pair), "
+                             f"got {max_contacts_per_pair!r}")
         self.cap = cap.astype(np.int64)
         self.sel_bh = np.flatnonzero((ka == 2) & (kb == 1))  # box / half-space manifolds
         # box / box manifolds; a box / box pair capped at 1 is a plain GJK/EPA pair (the generic path)

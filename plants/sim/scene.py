@@ -116,7 +116,8 @@ class SceneBuilder:
         self.excluded = {frozenset(p) for p in excluded_groups}
         self.max_contacts_per_pair = _contact_cap("max_contacts_per_pair", max_contacts_per_pair)
         if contacts_per_pair is not None and not isinstance(contacts_per_pair, dict):
-            raise TypeError(f"contacts_per_pair must be a dict {{(group, group): cap}}, got {type(contacts_per_pair).__name__}")
+            raise TypeError("contacts_per_pair must be a dict {(group, group): cap}, "
+                            f"got {type(contacts_per_pair).__name__}")
         for k in contacts_per_pair or {}:
             if not (isinstance(k, tuple) and len(k) == 2 and all(isinstance(g, str) for g in k)):
                 raise TypeError(f"contacts_per_pair keys must be pairs of group names (str, str), got {k!r}")

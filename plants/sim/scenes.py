@@ -179,7 +179,8 @@ def _add_cube(b: SceneBuilder, name: str, position, yaw: float = 0.0, velocity=(
     params = ContactParams(cube.stiffness, cube.dissipation if dissipation is None else dissipation, cube.mu)
     r = cube.corner_radius
     geoms = [("box", Box((h, h, h)), params, (0, 0, 0), None, "cube_box")]
-    for i, s in enumerate([] if cube.contact == "box" else np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1], indexing="ij")).reshape(3, -1).T):
+    corners = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1], indexing="ij")).reshape(3, -1).T
+    for i, s in enumerate([] if cube.contact == "box" else corners):
         geoms.append((f"corner{i}", Sphere(r), params, s * (h - r), None, "corner"))
     quat = (0.0, 0.0, np.sin(yaw / 2), np.cos(yaw / 2))
     b.add_free_body(name, cube.mass, box_inertia(cube.mass, (h, h, h)), geoms, position, quat, velocity)
