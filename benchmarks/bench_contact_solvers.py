@@ -51,7 +51,7 @@ from plants.sim import (  # noqa: E402
     load_scene,
 )
 from plants.sim.accuracy import contact_residual, perturbed_problems, random_problem  # noqa: E402
-from plants.sim.contact_laws import rigid_contact_form, strict_operator  # noqa: E402
+from plants.sim.al_newton import damped_semismooth_newton  # noqa: E402
 
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_contact_solvers.json"
 MD_PATH = ROOT / "docs" / "BENCHMARKS.md"
@@ -135,77 +135,10 @@ def run_set(name: str, problems, quiet: bool = False) -> dict:
 
 
 # ----------------------------------------------------------------------------- Table II baseline
-def strict_jacobian(x, mu, rho):
-    """Generalized Jacobian of the strict operator (non-symmetric), (n_c, 3, 3)."""
-    n = x.shape[0]
-    J = np.zeros((n, 3, 3))
-    pos = x[:, 2] > 0
-    ln = np.maximum(x[:, 2], 0) / rho
-    s = np.hypot(x[:, 0], x[:, 1])
-    inside = s <= mu * ln
-    J[pos, 2, 2] = 1.0 / rho[pos]
-    J[inside, 0, 0] = J[inside, 1, 1] = 1.0
-    slip = ~inside & (s > 0)
-    that = x[slip, :2] / s[slip, None]
-    P = np.eye(2)[None] - that[:, :, None] * that[:, None, :]
-    J[slip, :2, :2] = (mu[slip] * ln[slip] / s[slip])[:, None, None] * P
-    J[slip & pos, :2, 2] = (mu[slip & pos] / rho[slip & pos])[:, None] * (x[slip & pos, :2] / s[slip & pos, None])
-    return J
-
-
 def damped_sn(p, beta=1e4, loops=10, max_inner=100):
-    """Damped semismooth Newton on eq. (19) with the strict operator, backtracking on ½‖r‖².
-
-    Same inner stopping rules as CANAL's Newton loop (relative 1e-11 plus the round-off floor, or a
-    step that no longer changes v̂); a loop that needs more than ``max_inner`` steps is a failure.
-    """
-    f = rigid_contact_form(p)
-    A, J, e, mu = f.A, f.J, f.e, f.mu
-    n_c, n_v = f.n_c, f.n_v
-    rho = 1 + beta * f.compliance
-    b = A @ f.v_free
-    Jc = J.reshape(n_c, 3, n_v)
-    v = p.v0.copy()
-    lam = np.zeros((n_c, 3))
-    inner, failed = 0, False
-    D = 1 / np.sqrt(p.M_diag)
-
-    def res(v, u):
-        x = -beta * ((J @ v).reshape(n_c, 3) + e) - u
-        la = strict_operator(x, mu, rho)
-        return A @ v - b - J.T @ la.reshape(-1), x, la
-
-    for _ in range(loops):
-        u = -lam
-        for k in range(max_inner + 1):
-            r, x, la = res(v, u)
-            scale = max(np.linalg.norm(D * (A @ v)), np.linalg.norm(D * b), 1e-300)
-            floor = 64 * np.finfo(float).eps * np.linalg.norm(D * (np.abs(J.T) @ (np.abs(x) * (la != 0).any(1)[:, None]).reshape(-1)))
-            if np.linalg.norm(D * r) <= 1e-11 * scale + floor:
-                break
-            if k == max_inner:
-                failed = True
-                break
-            T = strict_jacobian(x, mu, rho)
-            H = A + beta * np.einsum("cin,cij,cjm->nm", Jc, T, Jc)
-            try:
-                d = np.linalg.solve(H, -r)
-            except np.linalg.LinAlgError:
-                failed = True
-                break
-            inner += 1
-            m0 = r @ r
-            a = 1.0
-            for _ in range(40):
-                r2 = res(v + a * d, u)[0]
-                if r2 @ r2 <= (1 - 1e-4 * a) * m0:
-                    break
-                a *= 0.5
-            v = v + a * d
-            if a * np.linalg.norm(d) <= 4 * np.finfo(float).eps * np.linalg.norm(v):
-                break  # round-off stagnation: the same rule as CANAL's Newton loop
-        lam = res(v, u)[2]
-    return lam.reshape(-1), inner, failed
+    """Damped semismooth Newton on eq. (19) (plants.sim.al_newton): (λ, inner iterations, failed)."""
+    r = damped_semismooth_newton(p, beta=beta, loops=loops, max_inner=max_inner)
+    return r.gamma, r.inner_iterations, r.failed
 
 
 def table2(problems, label: str, quiet: bool = False) -> dict:

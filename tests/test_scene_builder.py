@@ -40,13 +40,15 @@ def detect(scene, q=None):
 
 
 def by_name(scene, c):
-    """{(name_a, name_b): (φ, n, p_a, p_b)} of a Contacts (each pair makes one contact here)."""
+    """{(name_a, name_b, i): (φ, n, p_a, p_b)} of a Contacts: the i-th contact of each pair (box
+    pairs make up to 4, the points of their manifold; every other pair one)."""
     names = [g.name for g in scene.geometries]
     out = {}
     for k in range(c.n_c):
-        key = (names[c.a[k]], names[c.b[k]])
-        assert key not in out
-        out[key] = (c.phi[k], c.normal[k], c.point_a[k], c.point_b[k])
+        i = 0
+        while (names[c.a[k]], names[c.b[k]], i) in out:
+            i += 1
+        out[(names[c.a[k]], names[c.b[k]], i)] = (c.phi[k], c.normal[k], c.point_a[k], c.point_b[k])
     return out
 
 
@@ -202,7 +204,9 @@ def test_adding_the_ground_last_gives_the_same_contacts_on_robots():
     first, last = two_a1(False), two_a1(True)
     (c1, c1_np), (c2, c2_np) = detect(first), detect(last)
     k1, k2 = by_name(first, c1), by_name(last, c2)
-    assert len(k1) == 12 and all(a == "ground" for a, _ in k1)
+    pairs = {(a, b) for a, b, _ in k1}
+    assert len(pairs) == 12 and all(a == "ground" for a, _ in pairs)
+    assert len(k1) == 24  # the lying A1's 2 thigh and 2 calf boxes against the ground: 4 corners each
     kinds = {type(last.geometries[i].shape) for i in c2.b}
     assert kinds == {Sphere, Box, CoalShape}
     assert_same_contacts(k1, k2)
@@ -220,7 +224,7 @@ def test_adding_the_ground_last_gives_the_same_sap_steps():
     trajs = [sim.run(20 / 240) for sim in sims]
     for traj in trajs:
         assert (traj.stats["status"] == 0).all()
-        assert (traj.stats["n_contacts"] == 12).all()  # 6 feet (closed form) + 6 calf boxes (coal)
+        assert (traj.stats["n_contacts"] == 18).all()  # 6 feet (closed form) + 6 calf boxes (2-point edges)
     np.testing.assert_allclose(trajs[0].q, trajs[1].q, rtol=0, atol=1e-12)
     np.testing.assert_allclose(trajs[0].v, trajs[1].v, rtol=0, atol=1e-12)
     assert np.abs(trajs[0].q[-1] - trajs[0].q[0]).max() > 0.05  # the robots do move (landing, legs folding)
@@ -378,7 +382,8 @@ def test_robots_and_free_bodies_in_any_order():
     first, last = build(True), build(False)
     assert first.tree_starts.tolist() == [0, 18, 24] and last.tree_starts.tolist() == [0, 6, 24]
     t1, t2 = (Simulator(s, dt=1 / 240).run(20 / 240) for s in (first, last))
-    assert (t1.stats["n_contacts"] == 9).all() and (t2.stats["n_contacts"] == 9).all()  # 4 feet, 4 calves, box
+    # 4 feet, 4 calves (their box edges, 2 points each), the box (its 4 bottom corners)
+    assert (t1.stats["n_contacts"] == 16).all() and (t2.stats["n_contacts"] == 16).all()
     np.testing.assert_allclose(t1.q, np.c_[t2.q[:, 7:], t2.q[:, :7]], rtol=0, atol=1e-11)
     np.testing.assert_allclose(t1.v, np.c_[t2.v[:, 6:], t2.v[:, :6]], rtol=0, atol=1e-11)
 

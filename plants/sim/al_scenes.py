@@ -9,6 +9,8 @@ inside its box) so that each face-to-face contact is four corner contacts, as in
 ``a1-drop-8``, ``a1-drop-27``: Unitree A1 quadrupeds from example-robot-data, each added by
 ``SceneBuilder.add_urdf(floating_base=True)`` (18 dofs: free root + 12 joints), unactuated, in a
 crouched pose, base released at 0.45 m in a grid 0.6 m apart (27: three layers 0.5 m apart), δt = 1/240 s.
+The trunk and calf boxes touch the ground with their contact manifolds (up to 4 points,
+``max_contacts_per_pair``; 1 = one GJK/EPA point per pair, as before the manifolds).
 """
 
 from __future__ import annotations
@@ -84,10 +86,11 @@ A1_MIN_GEOMETRY = 2e-3  # [m] bounding radius below which a collision geometry i
 
 
 def _a1_drop(n_robots: int):
-    def factory(dt=None, mu: float = 0.8, height: float = 0.45, spacing: float = 0.6) -> SceneSpec:
+    def factory(dt=None, mu: float = 0.8, height: float = 0.45, spacing: float = 0.6,
+                max_contacts_per_pair: int = 4) -> SceneSpec:
         urdf = example_robot_data_path(A1_URDF)
         params = ContactParams(1e12, 0.0, mu)
-        b = SceneBuilder(margin=0.01)
+        b = SceneBuilder(margin=0.01, max_contacts_per_pair=max_contacts_per_pair)
         b.add_ground(ContactParams(float("inf"), 0.0, mu))
         side = int(np.ceil(np.sqrt(n_robots))) if n_robots <= 9 else 3
         for k in range(n_robots):
@@ -105,3 +108,73 @@ def _a1_drop(n_robots: int):
 
 for _n in (8, 27):
     register_scene(f"a1-drop-{_n}")(_a1_drop(_n))
+
+
+# ---------------------------------------------------------------------------- seed 002's stiff chain
+STIFF_CHAIN = {"n_links": 16, "link_mass": 0.003, "bending_stiffness": 250.0, "length": 0.32}
+"""Seed 002 §10.1.2 (Fetch Beam, Fig. 7): 16 rigid links of 0.003 kg joined with a bending
+stiffness of 250 N·m (per joint, [N·m/rad]); the length is ours (the paper gives none)."""
+
+
+def _chain_urdf(n_links: int, link_mass: float, length: float, width: float) -> str:
+    l = length / n_links
+    ixx = link_mass * (2 * width**2) / 12
+    iyy = link_mass * (l**2 + width**2) / 12
+    links, joints = [], []
+    for i in range(n_links):
+        links.append(
+            f'<link name="link{i}"><inertial><origin xyz="{l / 2} 0 0"/><mass value="{link_mass}"/>'
+            f'<inertia ixx="{ixx}" iyy="{iyy}" izz="{iyy}" ixy="0" ixz="0" iyz="0"/></inertial>'
+            f'<collision name="link{i}"><origin xyz="{l / 2} 0 0"/><geometry><box size="{l} {width} {width}"/>'
+            f'</geometry></collision></link>')
+        if i:
+            joints.append(f'<joint name="bend{i}" type="revolute"><parent link="link{i - 1}"/><child link="link{i}"/>'
+                          f'<origin xyz="{l} 0 0"/><axis xyz="0 1 0"/>'
+                          f'<limit lower="-3.1" upper="3.1" effort="0" velocity="0"/></joint>')  # not enforced
+    return '<?xml version="1.0"?><robot name="stiff_chain">' + "".join(links + joints) + "</robot>"
+
+
+@register_scene("stiff-chain")
+def _stiff_chain(dt=None, n_links: int = STIFF_CHAIN["n_links"], link_mass: float = STIFF_CHAIN["link_mass"],
+                 bending_stiffness: float = STIFF_CHAIN["bending_stiffness"], length: float = STIFF_CHAIN["length"],
+                 width: float = 0.01, tilt: float = 0.15, press: float = 0.01, mu: float = 0.5) -> SceneSpec:
+    """Seed 002's stiff chain (the Fetch Beam of §10.1.2, Fig. 7): a beam of ``n_links`` rigid
+    links of ``link_mass`` joined by revolute joints (about y) with ``bending_stiffness``, its
+    first link held fixed (the gripper) and inclined down by ``tilt`` [rad] so that the straight
+    beam's tip would end ``press`` [m] below the ground. It starts at rest, bent up (every joint by
+    the same angle) until its tip clears the ground by 0.1 mm; released, the springs press the tip
+    on the ground, which holds it bent (a tip force of a few newtons on links of 3 g: the
+    stiffness-to-mass ratio of the paper's beam). Default δt = 1/120 s
+    (the paper's 8.3 ms), implicit Euler (the joint springs are stiff: ω ≈ 10⁴ rad/s). Near-rigid
+    contact (k = 1e12 N/m), μ = 0.5. ``info`` holds the straight beam's tip height."""
+    import tempfile
+    from pathlib import Path
+
+    from .scene import JointSpring
+
+    params = ContactParams(1e12, 0.0, mu)
+    b = SceneBuilder(margin=0.01)
+    b.add_ground(ContactParams(float("inf"), 0.0, mu))
+    n, ell = int(n_links), float(length) / int(n_links)
+    z0 = length * np.sin(tilt) - press + 0.5 * width * np.cos(tilt)  # root height: tip edge `press` below
+    quat = (0.0, np.sin(tilt / 2), 0.0, np.cos(tilt / 2))  # about +y: the beam points down by `tilt`
+
+    def tip_clearance(a: float) -> float:  # lowest tip corner over the ground, joints bent by a each
+        theta = tilt + a * np.arange(n)  # link directions below the horizontal
+        return z0 - ell * np.sin(theta).sum() - 0.5 * width * np.cos(theta[-1])
+
+    lo, hi = -2.0 * tilt / n, 0.0  # start bent up just enough to clear the ground by 0.1 mm
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if tip_clearance(mid) < 1e-4 else (mid, hi)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "stiff_chain.urdf"
+        path.write_text(_chain_urdf(n, float(link_mass), float(length), float(width)))
+        b.add_urdf(path, params, q0=np.full(n - 1, lo), base_position=(0.0, 0.0, z0), base_quaternion=quat,
+                   self_collision=False, joint_limits=False, effort_limits=False)
+    for dof in range(int(n_links) - 1):
+        b.add_spring(JointSpring(dof=dof, stiffness=float(bending_stiffness), rest=0.0))
+    return SceneSpec(b.build(), 1.0 / 120 if dt is None else dt, scheme="implicit_euler",
+                     info={"n_links": int(n_links), "link_mass": float(link_mass),
+                           "bending_stiffness": float(bending_stiffness), "length": float(length),
+                           "tilt": float(tilt), "press": float(press), "root_height": float(z0)})

@@ -12,8 +12,10 @@ stiffness (on the surface of the stiffer body; the midpoint for equal stiffness)
   all allowed pairs at once with numpy; a pair is a candidate when the bounding volumes come
   closer than ``margin``.
 * Narrow phase: closed-form, vectorized sphere–half-space, sphere–sphere and sphere–box
-  (the common cases: corner spheres, balls, walls); every other pair goes to coal's GJK/EPA
-  ``coal.distance`` (signed distance, witness points and normal).
+  (the common cases: corner spheres, balls, walls); box–half-space and box–box pairs get
+  multi-point manifolds (:mod:`plants.sim.manifold`: up to 4 points per pair, capped by
+  ``max_contacts_per_pair``; box–box takes its normal from GJK/EPA); every other pair goes to
+  coal's GJK/EPA ``coal.distance`` (signed distance, witness points and normal), one point.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from ._geometry_kernels import HAVE_NUMBA, bounding_candidates, closed_form_contacts, tangent_frames
+from ._manifold_kernels import box_box_contacts, box_halfspace_contacts
+from .manifold import box_box_manifold, box_halfspace_manifold, reduce_manifold
 
 __all__ = [
     "Sphere",
@@ -212,9 +216,15 @@ class ContactDetector:
             detector puts them on canonical sides, see the module docstring). A pair of two
             half-spaces never makes contact.
         margin: detection margin [m].
+        max_contacts_per_pair: the most contact points a pair may have, an int >= 1 for every pair
+            or one per pair (n_p,). Only box / half-space and box / box pairs have more than one
+            (their manifolds, :mod:`plants.sim.manifold`: up to 4 points, the default, which
+            holds a resting box on its 4 corners and pivots a tipping one about its edge); 1 keeps
+            one point per pair (the deepest corner, or the GJK/EPA point of a box / box pair).
     """
 
-    def __init__(self, geometries: list[Geometry], pairs: np.ndarray, margin: float):
+    def __init__(self, geometries: list[Geometry], pairs: np.ndarray, margin: float,
+                 max_contacts_per_pair: int | np.ndarray = 4):
         import coal
 
         self.geoms = geometries
@@ -238,8 +248,23 @@ class ContactDetector:
         self.sel_hs = np.flatnonzero((ka == 2) & (kb == 0))
         self.sel_ss = np.flatnonzero((ka == 0) & (kb == 0))
         self.sel_bs = np.flatnonzero((ka == 1) & (kb == 0))
+        cap = np.broadcast_to(np.asarray(max_contacts_per_pair), (len(a),))
+        if cap.dtype.kind not in "iu" or (cap.size and cap.min() < 1):
+            raise ValueError("max_contacts_per_pair must be an int >= 1 (or one per pair), "
+                             f"got {max_contacts_per_pair!r}")
+        self.cap = cap.astype(np.int64)
+        self.sel_bh = np.flatnonzero((ka == 2) & (kb == 1))  # box / half-space manifolds
+        # box / box manifolds; a box / box pair capped at 1 is a plain GJK/EPA pair (the generic path)
+        self.sel_bb = np.flatnonzero((ka == 1) & (kb == 1) & (self.cap > 1))
+        self._bh_a = a[self.sel_bh].astype(np.int64)
+        self._bh_b = b[self.sel_bh].astype(np.int64)
+        self.cap.flags.writeable = False  # the compiled path keeps its own copy of the box / half-space caps
+        self._bh_cap = self.cap[self.sel_bh].copy()
+        n_bh = 4 * self.sel_bh.size  # output buffers of the compiled box / half-space kernel
+        self._bh_out = (np.empty(n_bh), np.empty((n_bh, 3)), np.empty((n_bh, 3)), np.empty((n_bh, 3)),
+                        np.empty(n_bh, np.int64), np.empty(n_bh, np.int64))
         special = np.zeros(len(a), bool)
-        special[np.concatenate([self.sel_hs, self.sel_ss, self.sel_bs])] = True
+        special[np.concatenate([self.sel_hs, self.sel_ss, self.sel_bs, self.sel_bh, self.sel_bb])] = True
         self.sel_generic = np.flatnonzero(~special)
         order = np.concatenate([self.sel_hs, self.sel_ss, self.sel_bs])  # the reference's order
         self._cf_a = a[order].astype(np.int64)
@@ -250,7 +275,7 @@ class ContactDetector:
         self._gen_a, self._gen_b = ga.astype(np.int64), gb.astype(np.int64)
         self._gen_mode = np.where(kind[ga] == 2, np.where(kind[gb] == 2, 2, 1), 0).astype(np.int64)
         self._gen_out = np.empty(ga.size, dtype=np.int64)
-        self._coal = [g.shape.coal() for g in geometries] if len(self.sel_generic) else None
+        self._coal = [g.shape.coal() for g in geometries] if len(self.sel_generic) or len(self.sel_bb) else None
         self._req = coal.DistanceRequest()
         self._req.enable_signed_distance = True
 
@@ -282,13 +307,96 @@ class ContactDetector:
             g = self._generic(R, p, self.sel_generic[self._gen_out[:n_cand]])
             if g is not None:
                 out.append(g)
-                phi, nrm, pa, pb, ia, ib = (np.concatenate(x) for x in zip(*out))
-                active = phi < self.margin
-                return Contacts(phi[active], nrm[active], pa[active], pb[active], ia[active], ib[active])
-        return Contacts(*out[0])
+        if self.sel_bh.size or self.sel_bb.size:
+            out.extend(self._manifolds(R, p, compiled=True))
+        out = [x for x in out if x[0].size] or out[:1]  # each part holds only contacts within the margin
+        if len(out) == 1:
+            return Contacts(*out[0])
+        return Contacts(*(np.concatenate(x) for x in zip(*out)))
 
-    def _generic(self, R: np.ndarray, p: np.ndarray, s: np.ndarray):
-        """coal GJK/EPA on the candidate pairs ``s`` (one call per pair); None if none is close."""
+    def _manifolds(self, R: np.ndarray, p: np.ndarray, compiled: bool = False) -> list[tuple]:
+        """Box / half-space and box / box manifolds (:mod:`plants.sim.manifold`), capped per pair;
+        ``compiled``: the numba kernels of :mod:`plants.sim._manifold_kernels` (same contacts).
+
+        Broad phase: the plane against the box's bounding sphere, bounding spheres for box / box.
+        """
+        a, b, m, out = self.a, self.b, self.margin, []
+        s = self.sel_bh
+        if compiled and s.size:
+            phi, nrm, pa, pb, ia, ib = self._bh_out
+            n = box_halfspace_contacts(self._bh_a, self._bh_b, self._bh_cap, R, p, self.radius, self.half, m,
+                                       phi, nrm, pa, pb, ia, ib)
+            if n:
+                out.append((phi[:n].copy(), nrm[:n].copy(), pa[:n].copy(), pb[:n].copy(), ia[:n].copy(),
+                            ib[:n].copy()))
+            s = s[:0]
+        if s.size:
+            nrm = R[a[s], :, 2]
+            s = s[np.einsum("ij,ij->i", nrm, p[b[s]] - p[a[s]]) - self.radius[b[s]] < m]
+        if s.size:
+            nrm = R[a[s], :, 2]
+            k, phi, x = box_halfspace_manifold(nrm, p[a[s]], R[b[s]], p[b[s]], self.half[b[s]], m)
+            cap = self.cap[s]
+            if k.size and (np.bincount(k, minlength=s.size) > cap).any():
+                sel = []
+                for i in np.unique(k):
+                    rows = np.flatnonzero(k == i)
+                    sel.append(rows[reduce_manifold(phi[rows], x[rows], nrm[i], int(cap[i]))])
+                sel = np.concatenate(sel)
+                k, phi, x = k[sel], phi[sel], x[sel]
+            if k.size:
+                n = nrm[k]
+                out.append((phi, n, x - phi[:, None] * n, x, a[s][k], b[s][k]))
+        s = self.sel_bb
+        if s.size:
+            s = s[np.linalg.norm(p[b[s]] - p[a[s]], axis=1) - self.radius[a[s]] - self.radius[b[s]] < m]
+        if s.size:
+            g = self._generic(R, p, s, with_pairs=True)
+            if g is not None:
+                phi_l, n_l, pa_l, pb_l, ia_l, ib_l = [], [], [], [], [], []
+                for phi0, n0, pa0, pb0, k in zip(*g):
+                    ia, ib = int(a[k]), int(b[k])
+                    man = None
+                    if compiled:
+                        buf = np.empty(8), np.empty((8, 3)), np.empty((8, 3)), np.empty((8, 3))
+                        cnt = box_box_contacts(R[ia], p[ia], self.half[ia], R[ib], p[ib], self.half[ib],
+                                               np.ascontiguousarray(n0, dtype=float), m, int(self.cap[k]), *buf)
+                        if cnt:
+                            phi1, n1, pa1, pb1 = (x[:cnt] for x in buf)
+                            phi_l.append(phi1)
+                            n_l.append(n1)
+                            pa_l.append(pa1)
+                            pb_l.append(pb1)
+                            ia_l.append(np.full(cnt, ia))
+                            ib_l.append(np.full(cnt, ib))
+                            continue
+                    else:
+                        man = box_box_manifold(R[ia], p[ia], self.half[ia], R[ib], p[ib], self.half[ib], n0, m)
+                    if man is None:
+                        phi_l.append([phi0])
+                        n_l.append(n0[None])
+                        pa_l.append(pa0[None])
+                        pb_l.append(pb0[None])
+                        count = 1
+                    else:
+                        phi1, n1, pa1, pb1 = man
+                        keep = reduce_manifold(phi1, pb1, n1, int(self.cap[k]))
+                        count = keep.size
+                        phi_l.append(phi1[keep])
+                        n_l.append(np.broadcast_to(n1, (count, 3)))
+                        pa_l.append(pa1[keep])
+                        pb_l.append(pb1[keep])
+                    ia_l.append(np.full(count, ia))
+                    ib_l.append(np.full(count, ib))
+                out.append((np.concatenate(phi_l), np.concatenate(n_l), np.concatenate(pa_l),
+                            np.concatenate(pb_l), np.concatenate(ia_l), np.concatenate(ib_l)))
+        return out
+
+    def _generic(self, R: np.ndarray, p: np.ndarray, s: np.ndarray, with_pairs: bool = False):
+        """coal GJK/EPA on the candidate pairs ``s`` (one call per pair); None if none is close.
+
+        Returns (φ, n, p_a, p_b, a, b) of the close pairs, or with ``with_pairs`` (φ, n, p_a, p_b,
+        pair index)."""
         if not s.size:
             return None
         import coal
@@ -317,6 +425,8 @@ class ContactDetector:
         if not keep:
             return None
         keep = np.array(keep)
+        if with_pairs:
+            return np.array(phi_l), np.array(n_l), np.array(pa_l), np.array(pb_l), keep
         return np.array(phi_l), np.array(n_l), np.array(pa_l), np.array(pb_l), a[keep], b[keep]
 
     def detect_numpy(self, R: np.ndarray, p: np.ndarray) -> Contacts:
@@ -382,6 +492,8 @@ class ContactDetector:
         g = self._generic(R, p, self.sel_generic[cand[self.sel_generic]])
         if g is not None:
             out.append(g)
+        if self.sel_bh.size or self.sel_bb.size:
+            out.extend(self._manifolds(R, p))
         if not out:
             return _empty_contacts()
         phi, n, pa, pb, ia, ib = (np.concatenate(x) for x in zip(*out))

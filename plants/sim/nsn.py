@@ -92,6 +92,13 @@ class NSNOptions(SolverPresets):
         activation_tol: friction rows of a contact are active when μγ_n > activation_tol ·
             max_i μγ_{n,i} (paper: > 0). Default 1e-10: an FB iterate γ_n → 0⁺ of 1e-18 made W
             ~ 1e18 and threw A1 steps back by 1e4 in the metric.
+        preconditioner: the complementarity preconditioner r of the NCP functions (seed 002 §7,
+            Fig. 17), in the paper's position/force units → ours (velocity/impulse: r_ours =
+            r_paper/δt² on the normal rows, r_paper/δt on the friction rows;
+            docs/contact-solvers.md §5.2): "effective_mass" (default, eq. 66: r = δt² [J M̃⁻¹ Jᵀ]_ii
+            → r_n = W_nn, r_f = ½ tr W_tt), "h2" (the paper's constant r = δt² → r_n = r_f = 1
+            [kg⁻¹]; δt on the friction rows, our reading) or "unit" (the paper's identity scaling
+            r = 1 → r_n = 1/δt², r_f = 1/δt).
         start: "zero" (v̂ = 0, γ = 0, the paper's choice) or "warm" (problem.v0 and the
             previous solve's impulses when the contact set is the same).
         theta: mid-step θ of the constraint velocity (as CANAL).
@@ -113,6 +120,7 @@ class NSNOptions(SolverPresets):
     friction_guard: str = "project"
     friction_jacobian: str = "magnitude"
     activation_tol: float = 1e-10
+    preconditioner: str = "effective_mass"
     start: str = "zero"
     theta: float = 0.0
     blas_threads: int | None = 1
@@ -120,7 +128,8 @@ class NSNOptions(SolverPresets):
     def __post_init__(self) -> None:
         choices = {"ncp": ("fb", "min"), "line_search": ("none", "backtracking"), "start": ("zero", "warm"),
                    "epsilon_scale": ("delassus", "schur"), "friction_guard": ("project", "clip"),
-                   "friction_jacobian": ("magnitude", "frozen")}
+                   "friction_jacobian": ("magnitude", "frozen"),
+                   "preconditioner": ("effective_mass", "h2", "unit")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -147,6 +156,16 @@ class NSNOptions(SolverPresets):
         """The paper's fixed counts (§8-9): 8 Newton iterations of 40 conjugate-residual steps each,
         warm-started from the previous step's impulses, ``rel_tol = 1e-6``."""
         return cls(**{"max_iterations": 8, "linear_iterations": 40, "start": "warm", "rel_tol": 1e-6, **overrides})
+
+    @classmethod
+    def fixed_count(cls, newton: int = 8, linear: int = 40, **overrides) -> NSNOptions:
+        """Exactly ``newton`` Newton iterations of ``linear`` conjugate-residual steps, no
+        tolerance, the paper's zero start (seed 002 §9, Table 2: 4-8 Newton iterations per scene).
+        The result's status is MAX_ITERATIONS unless the metric is exactly 0 (no contact); its
+        ``residual`` says how accurate the step is (docs/BENCHMARKS.md: accuracy vs Newton count)."""
+        base = dict(max_iterations=int(newton), linear_iterations=int(linear), tol=1e-300, rel_tol=0.0,
+                    stagnation_window=0, start="zero")
+        return cls(**{**base, **overrides})
 
     @classmethod
     def seed_file(cls, **overrides) -> NSNOptions:
@@ -319,6 +338,10 @@ class NSNSolver(WarmStartedSolver):
         Wd = np.einsum("cin,nci->ci", Jc, X.reshape(n_v, n_c, 3)) if n_c else np.zeros((0, 3))
         r_n = Wd[:, 2]  # complementarity preconditioner (eq. 66), velocity/impulse units
         r_f = 0.5 * (Wd[:, 0] + Wd[:, 1])
+        if o.preconditioner != "effective_mass":  # the paper's constant scalings (Fig. 17), in our units
+            dt = problem.dt
+            r_n = np.full(n_c, 1.0 if o.preconditioner == "h2" else 1.0 / dt**2)
+            r_f = np.full(n_c, 1.0 if o.preconditioner == "h2" else 1.0 / dt)
         delassus_mean = float(np.mean(Wd)) if n_c else 0.0
         Wd = Wd.reshape(-1)
         J = form.J

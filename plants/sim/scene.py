@@ -156,6 +156,12 @@ def _vec3(name: str, value: Any) -> np.ndarray:
     return arr
 
 
+def _contact_cap(name: str, value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1 (contact points per geometry pair), got {value!r}")
+    return int(value)
+
+
 def _rot(rotation: Any) -> np.ndarray:
     R = np.eye(3) if rotation is None else np.asarray(rotation, float).reshape(3, 3)
     return R
@@ -180,6 +186,12 @@ class SceneBuilder:
         margin: contact detection margin [m]: pairs closer than this become (speculative)
             contacts of the step.
         excluded_groups: pairs of collision-group names that never collide.
+        max_contacts_per_pair: the most contact points of one geometry pair, >= 1 (default 4:
+            box / half-space and box / box pairs get their contact manifold, so a resting box
+            stands on its 4 corners and a tipping box pivots about an edge; every other pair
+            has one point). 1 keeps one point per pair.
+        contacts_per_pair: caps for particular pairs of collision groups, overriding
+            ``max_contacts_per_pair``: ``{("cube_box", "cube_box"): 1}``.
     """
 
     def __init__(
@@ -187,6 +199,8 @@ class SceneBuilder:
         gravity: Sequence[float] = (0.0, 0.0, -9.81),
         margin: float = 0.01,
         excluded_groups: Iterable[tuple[str, str]] = (),
+        max_contacts_per_pair: int = 4,
+        contacts_per_pair: dict[tuple[str, str], int] | None = None,
     ):
         pin = _pin()
         self.model = pin.Model()
@@ -195,6 +209,15 @@ class SceneBuilder:
         if not (np.isfinite(self.margin) and self.margin >= 0):
             raise ValueError(f"margin must be >= 0 [m], got {margin}")
         self.excluded = {frozenset(p) for p in excluded_groups}
+        self.max_contacts_per_pair = _contact_cap("max_contacts_per_pair", max_contacts_per_pair)
+        if contacts_per_pair is not None and not isinstance(contacts_per_pair, dict):
+            raise TypeError("contacts_per_pair must be a dict {(group, group): cap}, "
+                            f"got {type(contacts_per_pair).__name__}")
+        for k in contacts_per_pair or {}:
+            if not (isinstance(k, tuple) and len(k) == 2 and all(isinstance(g, str) for g in k)):
+                raise TypeError(f"contacts_per_pair keys must be pairs of group names (str, str), got {k!r}")
+        self.contacts_per_pair = {frozenset(k): _contact_cap(f"contacts_per_pair[{k!r}]", v)
+                                  for k, v in (contacts_per_pair or {}).items()}
         self.geoms: list[Geometry] = []
         self.q0: list[np.ndarray] = []
         self.v0: list[np.ndarray] = []
@@ -923,7 +946,8 @@ class SceneBuilder:
                      self.excluded, limits=self.limits, effort_limits=self.effort_limits,
                      self_pairs=self.self_pairs, excluded_pairs=self.excluded_pairs,
                      constraints=constraints, couplers=self.couplers, actuators=actuators,
-                     joint_damping=self.joint_damping, joint_friction=self.joint_friction)
+                     joint_damping=self.joint_damping, joint_friction=self.joint_friction,
+                     max_contacts_per_pair=self.max_contacts_per_pair, contacts_per_pair=self.contacts_per_pair)
 
 
 class Scene:
@@ -944,11 +968,13 @@ class Scene:
         actuators: the :class:`PDActuator` s, in the order of ``Simulator.set_actuator_targets``.
         joint_damping: (n_v,) viscous joint damping (implicit in the free motion).
         joint_friction: (n_v,) dry joint friction magnitude [N or N·m] (0: none).
+        max_contacts_per_pair: the scene's cap of contact points per geometry pair
+            (:class:`SceneBuilder`); ``detector.cap`` holds each pair's, group overrides included.
     """
 
     def __init__(self, model, geometries, q0, v0, springs, margin, excluded, *, limits=(), effort_limits=None,
                  self_pairs=(), excluded_pairs=(), constraints=(), couplers=(), actuators=(), joint_damping=None,
-                 joint_friction=None):
+                 joint_friction=None, max_contacts_per_pair: int = 4, contacts_per_pair=None):
         pin = _pin()
         self.model = model
         self._data = None  # created on first use: pinocchio.Data holds n_v³ tensors (~3.7 GB at n_v = 486)
@@ -1031,7 +1057,12 @@ class Scene:
             idx = np.flatnonzero(ok)
             ok[idx[ex]] = False
         pairs = np.stack([ia[ok], ib[ok]], axis=1)
-        self.detector = ContactDetector(self.geometries, pairs, margin)
+        cap = np.full(len(pairs), int(max_contacts_per_pair), dtype=np.int64)
+        for key, value in (contacts_per_pair or {}).items():  # per pair of collision groups
+            key = frozenset(key)
+            cap[[frozenset((groups[i], groups[j])) == key for i, j in pairs.tolist()]] = value
+        self.detector = ContactDetector(self.geometries, pairs, margin, cap)
+        self.max_contacts_per_pair = int(max_contacts_per_pair)
         self.margin = margin
         self.n_pairs = len(pairs)
         self.self_pairs = frozenset(tuple(sorted(p)) for p in self_pairs)  # same-tree pairs that collide

@@ -4,8 +4,11 @@
     traj = sim.run(2.0)        # traj.t, traj.q, traj.v, traj.stats
 
 Scenes: ``cube-drop-1|3|5``, ``cube-rest-3|5``, ``cube-slide``, ``spring-cylinder``,
-``clutter-40``, ``franka-push-ball``. Cubes are 0.1 m, 1 kg, μ = 0.5, with eight corner spheres
-(point-like contacts) inside the box hull; the box itself is the target of other cubes' corners.
+``clutter-40``, ``franka-push-ball`` (and, in :mod:`plants.sim.al_scenes`, ``mass-ratio-stack``,
+``heavy-stack``, ``a1-drop-8|27``, ``stiff-chain``). Cubes are 0.1 m, 1 kg, μ = 0.5, with eight
+corner spheres (point-like contacts) inside the box hull; the box itself is the target of other
+cubes' corners. ``CubeSpec(contact="box")`` makes each cube its box alone, touching with its
+contact manifolds (:mod:`plants.sim.manifold`).
 """
 
 from __future__ import annotations
@@ -30,7 +33,12 @@ G = 9.81
 @dataclass(frozen=True)
 class CubeSpec:
     """The test cube: side [m], mass [kg], μ, corner-sphere radius [m], contact stiffness [N/m]
-    (near-rigid: the β regularization of eq. 29 sets the compliance) and τ_d [s]."""
+    (near-rigid: the β regularization of eq. 29 sets the compliance) and τ_d [s].
+
+    ``contact`` says how the cube touches things: ``"corners"`` (default) — its box plus eight
+    corner spheres (point contacts; box–box pairs keep one GJK/EPA point for edge–edge contact);
+    ``"box"`` — the box alone, with the box–half-space and box–box contact manifolds of
+    :mod:`plants.sim.manifold` (up to 4 points per pair). docs/BENCHMARKS.md compares the two."""
 
     side: float = 0.1
     mass: float = 1.0
@@ -38,6 +46,11 @@ class CubeSpec:
     corner_radius: float = 1e-3
     stiffness: float = 1e12
     dissipation: float = 0.0
+    contact: str = "corners"
+
+    def __post_init__(self) -> None:
+        if self.contact not in ("corners", "box"):
+            raise ValueError(f"CubeSpec.contact must be 'corners' or 'box', got {self.contact!r}")
 
 
 CUBE = CubeSpec()
@@ -146,6 +159,16 @@ _EXCLUDED = [("cube_box", "cube_box"), ("corner", "corner"), ("cube_box", "groun
              ("robot", "ground"), ("robot", "robot")]
 
 
+def _builder(margin: float, cube: CubeSpec, box_box: bool) -> SceneBuilder:
+    """The scene builder of the cube scenes: corner cubes never touch the ground or each other
+    with their boxes but (``box_box``) through one GJK/EPA point for edge–edge contact; box cubes
+    touch everything with their manifolds."""
+    if cube.contact == "box":
+        return SceneBuilder(margin=margin, excluded_groups=[("robot", "ground"), ("robot", "robot")])
+    excluded = [g for g in _EXCLUDED if not (box_box and g == ("cube_box", "cube_box"))]
+    return SceneBuilder(margin=margin, excluded_groups=excluded, contacts_per_pair={("cube_box", "cube_box"): 1})
+
+
 def _ground(b: SceneBuilder, mu: float) -> None:
     b.add_ground(ContactParams(stiffness=float("inf"), dissipation=0.0, mu=mu))
 
@@ -156,7 +179,8 @@ def _add_cube(b: SceneBuilder, name: str, position, yaw: float = 0.0, velocity=(
     params = ContactParams(cube.stiffness, cube.dissipation if dissipation is None else dissipation, cube.mu)
     r = cube.corner_radius
     geoms = [("box", Box((h, h, h)), params, (0, 0, 0), None, "cube_box")]
-    for i, s in enumerate(np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1], indexing="ij")).reshape(3, -1).T):
+    corners = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1], indexing="ij")).reshape(3, -1).T
+    for i, s in enumerate([] if cube.contact == "box" else corners):
         geoms.append((f"corner{i}", Sphere(r), params, s * (h - r), None, "corner"))
     quat = (0.0, 0.0, np.sin(yaw / 2), np.cos(yaw / 2))
     b.add_free_body(name, cube.mass, box_inertia(cube.mass, (h, h, h)), geoms, position, quat, velocity)
@@ -173,7 +197,7 @@ def _cube_drop(n: int):
         # other, and two equal squares turned by 0.3 rad each stick every corner out of the other's
         # face, so no corner touches a face (edge-edge contact only). With box-box excluded, cube 1
         # fell straight through cube 0 (found by the plausibility check's body hulls, issue #20).
-        b = SceneBuilder(margin=0.02, excluded_groups=[g for g in _EXCLUDED if g != ("cube_box", "cube_box")])
+        b = _builder(0.02, cube, box_box=True)
         _ground(b, cube.mu)
         for i in range(n):
             z = cube.side / 2 + height + i * (cube.side + 0.05)
@@ -185,7 +209,7 @@ def _cube_drop(n: int):
 
 def _cube_rest(n: int):
     def factory(dt=None, cube: CubeSpec = CUBE):
-        b = SceneBuilder(margin=0.01, excluded_groups=_EXCLUDED)
+        b = _builder(0.01, cube, box_box=False)
         _ground(b, cube.mu)
         for i in range(n):
             _add_cube(b, f"cube{i}", (0.0, 0.0, cube.side / 2 + i * cube.side), cube=cube)
@@ -203,7 +227,7 @@ for _n in (3, 5):
 @register_scene("cube-slide")
 def _cube_slide(dt=None, speed: float = 1.0, cube: CubeSpec = CUBE) -> SceneSpec:
     """One cube on the ground sliding along +x at ``speed``; stops after v²/(2 μ g)."""
-    b = SceneBuilder(margin=0.01, excluded_groups=_EXCLUDED)
+    b = _builder(0.01, cube, box_box=False)
     _ground(b, cube.mu)
     _add_cube(b, "cube", (0.0, 0.0, cube.side / 2), velocity=(speed, 0, 0, 0, 0, 0), cube=cube)
     return SceneSpec(b.build(), _dt(dt, 1e-3), info={"speed": speed, "mu": cube.mu,
@@ -229,14 +253,17 @@ def _spring_cylinder(dt=None, mu: float = 1.0, x0: float = 0.1, radius: float = 
 
 
 @register_scene("clutter-40")
-def _clutter(dt=None, n_objects: int = 40, walls: bool = True, seed: int = 0, margin: float = 0.05) -> SceneSpec:
+def _clutter(dt=None, n_objects: int = 40, walls: bool = True, seed: int = 0, margin: float = 0.05,
+             cube_contact: str = "corners") -> SceneSpec:
     """Seed 001 §VI-C: spheres (r = 5 cm, 0.524 kg) and 10 cm boxes (1 kg) dropped in 4 columns
-    into an 80 cm container; k = 1e12 N/m (near-rigid), τ_d = δt, μ = 1, δt = 10 ms."""
+    into an 80 cm container; k = 1e12 N/m (near-rigid), τ_d = δt, μ = 1, δt = 10 ms.
+    ``cube_contact``: the boxes' :attr:`CubeSpec.contact` ("corners" or "box")."""
     dt = _dt(dt, 1e-2)
     mu = 1.0
     params = ContactParams(1e12, dt, mu)
     # box-box pairs stay on (coal GJK/EPA): edge-edge contacts have no corner to detect them
-    b = SceneBuilder(margin=margin, excluded_groups=[g for g in _EXCLUDED if g != ("cube_box", "cube_box")])
+    cube = CubeSpec(mu=mu, stiffness=1e12, contact=cube_contact)
+    b = _builder(margin, cube, box_box=True)
     _ground(b, mu)
     if walls:
         wall = ContactParams(float("inf"), 0.0, mu)
@@ -244,7 +271,6 @@ def _clutter(dt=None, n_objects: int = 40, walls: bool = True, seed: int = 0, ma
                                ("wall+y", (0, -1, 0), (0, 0.4, 0)), ("wall-y", (0, 1, 0), (0, -0.4, 0))]:
             b.add_world_geometry(name, HalfSpace(), wall, rotation=_rot_z_to(np.array(nrm, float)), translation=pos, group="ground")
     rng = np.random.default_rng(seed)
-    cube = CubeSpec(mu=mu, stiffness=1e12)
     columns = [(-0.2, -0.2), (0.2, -0.2), (-0.2, 0.2), (0.2, 0.2)]
     for i in range(n_objects):
         cx, cy = columns[i % 4]

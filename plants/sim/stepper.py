@@ -333,7 +333,7 @@ class Simulator:
                 pairs.append((ha, hb))
         if not pairs:
             return None
-        return ContactDetector(geoms, np.array(sorted(pairs), dtype=np.int64), 0.0)
+        return ContactDetector(geoms, np.array(sorted(pairs), dtype=np.int64), 0.0, max_contacts_per_pair=1)
 
     # ------------------------------------------------------------------ dynamics pieces
     def _mass(self, q: np.ndarray) -> np.ndarray:
