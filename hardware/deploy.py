@@ -53,6 +53,7 @@ from .camera import BallDetectionAdapter, BallState, CameraOptions
 from .config import LoadableOptions, options_to_dict
 from .errors import BridgeConnectionError, HardwareValueError
 from .franka import FrankaAdapter, FrankaOptions, RobotState
+from .franky_transport import FrankyOptions
 from .impedance import ImpedanceParams
 from .planner import CirclePlanner, CirclePlannerOptions, Planner
 from .planner_c3 import C3PlannerOptions
@@ -99,8 +100,14 @@ class DeployOptions(LoadableOptions):
 
     rate_hz: float = 100.0
     """Control loop rate [Hz]."""
+    transport: str = "rosbridge"
+    """How the robot is reached: "rosbridge" (franka_ros behind rosbridge_server, topics
+    ``franka``) or "franky" (libfranka directly through franky-control, ``franky``
+    settings; the camera, when required, still comes over the bridge)."""
     bridge: BridgeOptions = field(default_factory=BridgeOptions)
     """Bridge URL and transport settings."""
+    franky: FrankyOptions = field(default_factory=FrankyOptions)
+    """The libfranka transport's robot address and controller (``transport: franky``)."""
     franka: FrankaOptions = field(default_factory=FrankaOptions)
     """Robot topics and types."""
     camera: CameraOptions = field(default_factory=CameraOptions)
@@ -127,6 +134,9 @@ class DeployOptions(LoadableOptions):
     """Seconds between status-line updates."""
 
     def __post_init__(self) -> None:
+        if self.transport not in ("rosbridge", "franky"):
+            raise HardwareValueError(f"DeployOptions.transport must be 'rosbridge' or 'franky', "
+                                     f"got {self.transport!r}")
         if self.planner_type not in ("circle", "c3"):
             raise HardwareValueError(f"DeployOptions.planner_type must be 'circle' or 'c3', got "
                                      f"{self.planner_type!r}")
@@ -144,6 +154,7 @@ class DeploySummary:
 
     task: str
     url: str
+    """The bridge URL (rosbridge transport) or ``franky://HOST`` (libfranka transport)."""
     exit_reason: ExitReason
     message: str
     duration_s: float
@@ -247,6 +258,8 @@ class _Run:
         """True while holding after a watchdog trip."""
         self.stale_since = 0.0
         self._connected: Any = lambda: False
+        self.robot_link: Any = None
+        """The libfranka transport's robot (``transport: franky``), closed at the end."""
         self._last_status = -math.inf
         self._t0 = time.monotonic()
 
@@ -382,22 +395,34 @@ class _Run:
         self.ee_last = st.position.copy()
 
     # -- the loop -----------------------------------------------------------------------
-    def run(self) -> tuple[ExitReason, RosBridgeTransport | None, FrankaAdapter | None,
+    def run(self) -> tuple[ExitReason, RosBridgeTransport | None, Any,
                            BallDetectionAdapter | None]:
         o = self.o
         warm_up = getattr(self.planner, "warm_up", None)
         if callable(warm_up):  # compile/allocate before any data can go stale
             self.warm_up_time = warm_up()
-        tr = RosBridgeTransport(o.bridge)
+        tr: RosBridgeTransport | None = None
+        franka: Any = None
+        camera: BallDetectionAdapter | None = None
         try:
-            tr.connect()
+            if o.transport == "rosbridge" or o.require_camera:
+                tr = RosBridgeTransport(o.bridge)
+                tr.connect()
+            if o.transport == "franky":
+                from .franky_transport import FrankyRobot
+
+                franka = FrankyRobot(o.franky)
+                self.robot_link = franka
+                franka.connect()
+            else:
+                franka = FrankaAdapter(tr, o.franka)
         except BridgeConnectionError as e:
             self.message = str(e)
-            return ExitReason.CONNECT_FAILED, None, None, None
-        franka = FrankaAdapter(tr, o.franka)
-        camera = BallDetectionAdapter(tr, o.camera)
+            return ExitReason.CONNECT_FAILED, tr, None, None
+        camera = BallDetectionAdapter(tr, o.camera) if tr is not None else None
         deadline = time.monotonic() + o.startup_timeout
-        while (franka.state() is None or (o.require_camera and camera.state() is None)):
+        while (franka.state() is None or (o.require_camera and camera is not None
+                                          and camera.state() is None)):
             if self._fault(franka):
                 return ExitReason.ROBOT_FAULT, tr, franka, camera
             if self.stop.event.wait(0.01):
@@ -405,11 +430,13 @@ class _Run:
                 return self.stop.reason or ExitReason.INTERRUPTED, tr, franka, camera
             if time.monotonic() > deadline:
                 missing = [n for n, s in (("robot state", franka.state()),
-                                          ("camera", camera.state() if o.require_camera else 1))
+                                          ("camera", camera.state() if (
+                                              o.require_camera and camera is not None) else 1))
                            if s is None]
                 why = [f"last rejected {n}: {a.rejections[-1]}" for n, a in
-                       (("robot state", franka), ("detection", camera)) if a.rejections]
-                why += [f"bridge said: {m}" for m in tr.statuses()[-3:]]
+                       (("robot state", franka), ("detection", camera))
+                       if a is not None and a.rejections]
+                why += [f"bridge said: {m}" for m in (tr.statuses()[-3:] if tr else [])]
                 self.message = (f"no {' or '.join(missing)} within {o.startup_timeout} s "
                                 f"(topics {o.franka.state_topic}, {o.camera.topic})"
                                 + ("; " + "; ".join(why) if why else ""))
@@ -419,7 +446,8 @@ class _Run:
         st0 = franka.state()
         assert st0 is not None
         self.begin(st0, t_start)
-        self._connected = lambda: tr.is_connected
+        link = franka if o.transport == "franky" else tr
+        self._connected = lambda: link.is_connected
         k = 0
         reason = ExitReason.COMPLETED
         while True:
@@ -432,7 +460,7 @@ class _Run:
                 self.message = f"ran for the requested {self.duration} s"
                 break
             st = franka.state()
-            ball = camera.state()
+            ball = camera.state() if camera is not None else None
             assert st is not None
             self._track(st)
             state_age = now - st.t_receive
@@ -459,10 +487,10 @@ class _Run:
         st = franka.state()
         reason = self.finish(franka, st, time.monotonic(), reason)
         if st is not None and reason != ExitReason.ROBOT_FAULT:
-            self._status_line(time.monotonic(), st, camera.state(), True,
-                              time.monotonic() - st.t_receive,
-                              (time.monotonic() - camera.state().t_receive)
-                              if camera.state() is not None else math.inf, final=True)
+            cs = camera.state() if camera is not None else None
+            self._status_line(time.monotonic(), st, cs, True, time.monotonic() - st.t_receive,
+                              (time.monotonic() - cs.t_receive) if cs is not None else math.inf,
+                              final=True)
         return reason, tr, franka, camera
 
 
@@ -502,6 +530,8 @@ def run_deploy(task: str, options: DeployOptions | None = None, *,
             signal.signal(sig, handler)
         if tr is not None:
             tr.close(flush_timeout=1.0)
+        if run.robot_link is not None:
+            run.robot_link.close(flush_timeout=1.0)
     elapsed = time.monotonic() - t_begin
     stats = tr.stats() if tr is not None else None
     by_kind: dict[str, int] = {}
@@ -509,14 +539,16 @@ def run_deploy(task: str, options: DeployOptions | None = None, *,
         by_kind[r.kind.name.lower()] = by_kind.get(r.kind.name.lower(), 0) + 1
     loop_time = run.rows[-1][0] if run.rows else 0.0
     summary = DeploySummary(
-        task=task, url=o.bridge.url, exit_reason=reason, message=run.message,
+        task=task, url=(o.bridge.url if o.transport == "rosbridge"
+                        else f"franky://{o.franky.host}"), exit_reason=reason, message=run.message,
         duration_s=elapsed, rate_hz=o.rate_hz,
         achieved_rate_hz=(run.ticks - 1) / loop_time if loop_time > 0 else 0.0,
         commands_sent=run.commands, holds_sent=run.holds,
         safety_interventions=run.safety.interventions,
         watchdog_trips=run.safety.watchdog_trips, interventions_by_kind=by_kind,
         ticks=run.ticks, overruns=run.overruns,
-        state_messages=franka._sub.count if franka is not None else 0,
+        state_messages=(franka._sub.count if isinstance(franka, FrankaAdapter) else
+                        franka.state_count if franka is not None else 0),
         camera_messages=camera._sub.count if camera is not None else 0,
         rejected_state_messages=franka.rejected if franka is not None else 0,
         rejected_camera_messages=camera.rejected if camera is not None else 0,
@@ -537,7 +569,8 @@ def run_deploy(task: str, options: DeployOptions | None = None, *,
         refused_commands=franka.refused_commands if franka is not None else 0,
         state_rejections=list(franka.rejections) if franka is not None else [],
         fault_reaction_s=run.fault_reaction,
-        bridge_statuses=tr.statuses()[-20:] if tr is not None else [],
+        bridge_statuses=(tr.statuses()[-20:] if tr is not None else [])
+        + (run.robot_link.statuses() if run.robot_link is not None else []),
     )
     LOGGER.info("deploy ended: %s (%s)", reason.value, run.message)
     if report_dir is not None:
@@ -626,8 +659,16 @@ def deploy_command(args: Any) -> int:
         options = DeployOptions.from_file(args.config)
     else:
         options = DeployOptions()
-    options = dataclasses.replace(options, bridge=dataclasses.replace(options.bridge,
-                                                                      url=args.bridge))
+    if getattr(args, "bridge", None):
+        options = dataclasses.replace(options, bridge=dataclasses.replace(options.bridge,
+                                                                          url=args.bridge))
+    if getattr(args, "franky", None):
+        options = dataclasses.replace(options, transport="franky", franky=dataclasses.replace(
+            options.franky, host=args.franky))
+    elif not getattr(args, "bridge", None) and options.transport == "rosbridge":
+        print("c3mpc deploy: error: --bridge ws://HOST:PORT is required (or --franky HOST, or "
+              "transport: franky in --config)", file=sys.stderr)
+        return 2
     if getattr(args, "auth_secret_file", None):
         options = dataclasses.replace(options, bridge=dataclasses.replace(
             options.bridge, auth_secret_file=args.auth_secret_file))
@@ -638,7 +679,8 @@ def deploy_command(args: Any) -> int:
     from urllib.parse import urlparse
 
     host = urlparse(options.bridge.url).hostname or ""
-    if not authenticated and host not in ("127.0.0.1", "localhost", "::1"):
+    uses_bridge = options.transport == "rosbridge" or options.require_camera
+    if uses_bridge and not authenticated and host not in ("127.0.0.1", "localhost", "::1"):
         print(f"c3mpc deploy: WARNING: no bridge secret (--auth-secret-file or "
               f"${options.bridge.auth_secret_env}): the connection to {host} is not "
               "authenticated; anyone who can reach the bridge can command the robot "
@@ -647,7 +689,10 @@ def deploy_command(args: Any) -> int:
         options = dataclasses.replace(options, rate_hz=args.rate)
     if not getattr(args, "quiet", False):
         logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
-    print(f"c3mpc deploy {args.task}: bridge {options.bridge.url}, {options.rate_hz:g} Hz, "
+    link = (f"bridge {options.bridge.url}" if options.transport == "rosbridge" else
+            f"libfranka (franky) robot {options.franky.host}"
+            + (f", camera over {options.bridge.url}" if options.require_camera else ""))
+    print(f"c3mpc deploy {args.task}: {link}, {options.rate_hz:g} Hz, "
           f"watchdog {options.safety.stale_after * 1e3:.0f} ms, "
           f"{'authenticated' if authenticated else 'NOT authenticated'}, "
           f"duration {'until Ctrl-C' if args.duration is None else f'{args.duration} s'}",

@@ -320,18 +320,21 @@ def franka_state(T_base_ee: np.ndarray, t: float, seq: int = 0, *,
     complete. Without ``fields`` only the pose, mode and errors (and the optional desired pose
     and wrench) are sent, as a minimal robot-side publisher would.
 
+    The pose, desired pose and wrench arguments are sent as given (NaN included: tests build
+    hostile robot states with them); ``fields`` must be finite.
+
     Raises:
         HardwareValueError: unknown error names or field names, wrong lengths, non-finite
-            numbers.
+            ``fields``.
     """
     msg: dict[str, Any] = {"header": header(t, "", seq),
-                           "O_T_EE": _column_major(T_base_ee, "O_T_EE"),
+                           "O_T_EE": _column_major(T_base_ee, "O_T_EE", finite=False),
                            "robot_mode": int(robot_mode),
                            "current_errors": _errors(current_errors, "current_errors")}
     if T_base_ee_desired is not None:
-        msg["O_T_EE_d"] = _column_major(T_base_ee_desired, "O_T_EE_d")
+        msg["O_T_EE_d"] = _column_major(T_base_ee_desired, "O_T_EE_d", finite=False)
     if external_wrench is not None:
-        msg["O_F_ext_hat_K"] = _numbers(external_wrench, 6, "O_F_ext_hat_K")
+        msg["O_F_ext_hat_K"] = _numbers(external_wrench, 6, "O_F_ext_hat_K", finite=False)
     if last_motion_errors or fields:
         msg["last_motion_errors"] = _errors(last_motion_errors, "last_motion_errors")
     for name, value in (fields or {}).items():
@@ -353,17 +356,17 @@ def franka_state(T_base_ee: np.ndarray, t: float, seq: int = 0, *,
     return msg
 
 
-def _numbers(value: Any, n: int, name: str) -> list[float]:
+def _numbers(value: Any, n: int, name: str, finite: bool = True) -> list[float]:
     a = np.asarray(value, dtype=float).reshape(-1)
-    if a.shape != (n,) or not np.all(np.isfinite(a)):
+    if a.shape != (n,) or (finite and not np.all(np.isfinite(a))):
         raise HardwareValueError(f"{name} must be {n} finite numbers, got shape "
                                  f"{np.shape(value)}")
     return a.tolist()
 
 
-def _column_major(T: Any, name: str) -> list[float]:
+def _column_major(T: Any, name: str, finite: bool = True) -> list[float]:
     a = np.asarray(T, dtype=float)
-    if a.shape != (4, 4) or not np.all(np.isfinite(a)):
+    if a.shape != (4, 4) or (finite and not np.all(np.isfinite(a))):
         raise HardwareValueError(f"{name} must be a finite (4, 4) transform, got shape "
                                  f"{a.shape}")
     return a.flatten(order="F").tolist()

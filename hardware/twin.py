@@ -458,6 +458,10 @@ def twin_command(args: Any) -> int:
         import dataclasses
 
         options = dataclasses.replace(options, world=args.world)
+    if getattr(args, "controller", None):
+        import dataclasses
+
+        options = dataclasses.replace(options, controller=args.controller)
     duration = getattr(args, "duration", None)
     status_interval = getattr(args, "status_interval", 5.0)
     from .rosbridge.auth import load_secret
