@@ -132,6 +132,14 @@ class DeployOptions(LoadableOptions):
     """Seconds of continuously stale data after which the run ends (data_lost)."""
     status_interval: float = 0.1
     """Seconds between status-line updates."""
+    time_scale: float = 1.0
+    """Rate of the robot's clock against the wall clock: 1 on a robot. A rehearsal against a
+    twin slowed down to ``time_scale`` < 1 (``TwinOptions.time_scale``; a machine too slow
+    for the world in real time) sets the same value here, and the loop runs on that clock:
+    its rate, the watchdog's ``stale_after``, ``max_stale_time``, the safety layer's speed
+    limit, the planner's phase clock and ``duration`` are all in robot seconds (set the
+    adapters' ``max_stamp_lag`` to ``.inf``: the robot's stamps fall behind the wall
+    clock)."""
 
     def __post_init__(self) -> None:
         if self.transport not in ("rosbridge", "franky"):
@@ -140,12 +148,16 @@ class DeployOptions(LoadableOptions):
         if self.planner_type not in ("circle", "c3"):
             raise HardwareValueError(f"DeployOptions.planner_type must be 'circle' or 'c3', got "
                                      f"{self.planner_type!r}")
-        for name in ("rate_hz", "startup_timeout", "max_stale_time", "status_interval"):
+        for name in ("rate_hz", "startup_timeout", "max_stale_time", "status_interval",
+                     "time_scale"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
                     math.isfinite(v) and v > 0):
                 raise HardwareValueError(f"DeployOptions.{name} must be a positive number, got "
                                          f"{v!r}")
+        if self.time_scale > 1:
+            raise HardwareValueError(f"DeployOptions.time_scale must be in (0, 1] (1 on a "
+                                     f"robot), got {self.time_scale!r}")
 
 
 @dataclass(frozen=True)
@@ -261,9 +273,18 @@ class _Run:
         self.robot_link: Any = None
         """The libfranka transport's robot (``transport: franky``), closed at the end."""
         self._last_status = -math.inf
-        self._t0 = time.monotonic()
+        self._scale = float(options.time_scale)
+        self._t0 = self.clock()
 
     # -- helpers ------------------------------------------------------------------------
+    def clock(self) -> float:
+        """The loop's clock [s]: time.monotonic() run at ``time_scale`` (the robot's rate)."""
+        return time.monotonic() * self._scale
+
+    def to_clock(self, t_monotonic: float) -> float:
+        """A time.monotonic() reading (receive times) on the loop's clock."""
+        return t_monotonic * self._scale
+
     def _status_line(self, now: float, st: RobotState, ball: BallState | None, held: bool,
                      state_age: float, cam_age: float, final: bool = False) -> None:
         if self.status is None or (not final and now - self._last_status < self.o.status_interval):
@@ -298,8 +319,8 @@ class _Run:
             return False
         if not math.isnan(self.fault_reaction):
             return True
-        now = time.monotonic()
-        self.fault_reaction = now - franka.fault.t_receive
+        now = self.clock()
+        self.fault_reaction = (now - self.to_clock(franka.fault.t_receive)) / self._scale
         self.message = (f"robot fault: {franka.fault.describe()}; commanding stopped "
                         f"{self.fault_reaction * 1e3:.1f} ms after it arrived (recover the "
                         "robot, then start a new run)")
@@ -442,7 +463,7 @@ class _Run:
                                 + ("; " + "; ".join(why) if why else ""))
                 return ExitReason.STARTUP_TIMEOUT, tr, franka, camera
         period = 1.0 / o.rate_hz
-        self._t0 = t_start = time.monotonic()
+        self._t0 = t_start = self.clock()
         st0 = franka.state()
         assert st0 is not None
         self.begin(st0, t_start)
@@ -451,7 +472,7 @@ class _Run:
         k = 0
         reason = ExitReason.COMPLETED
         while True:
-            now = time.monotonic()
+            now = self.clock()
             if self.stop.reason is not None:
                 reason = self.stop.reason
                 self.message = "interrupted by the operator (SIGINT)"
@@ -463,8 +484,8 @@ class _Run:
             ball = camera.state() if camera is not None else None
             assert st is not None
             self._track(st)
-            state_age = now - st.t_receive
-            cam_age = (now - ball.t_receive) if (o.require_camera and ball is not None) else (
+            state_age = now - self.to_clock(st.t_receive)
+            cam_age = (now - self.to_clock(ball.t_receive)) if (o.require_camera and ball is not None) else (
                 math.inf if o.require_camera else 0.0)
             end, row_target, row_cmd, plan_time = self.step(franka, st, ball, now, state_age,
                                                             cam_age)
@@ -478,18 +499,19 @@ class _Run:
             self._status_line(now, st, ball, self.held, state_age, cam_age)
             k += 1
             nxt = t_start + k * period
-            late = time.monotonic() - nxt
+            late = self.clock() - nxt
             if late > period:  # skip the missed ticks instead of bunching them
                 self.overruns += 1
                 k += int(late // period)
                 nxt = t_start + k * period
-            self.stop.event.wait(max(0.0, nxt - time.monotonic()))
+            self.stop.event.wait(max(0.0, (nxt - self.clock()) / self._scale))
         st = franka.state()
-        reason = self.finish(franka, st, time.monotonic(), reason)
+        reason = self.finish(franka, st, self.clock(), reason)
         if st is not None and reason != ExitReason.ROBOT_FAULT:
             cs = camera.state() if camera is not None else None
-            self._status_line(time.monotonic(), st, cs, True, time.monotonic() - st.t_receive,
-                              (time.monotonic() - cs.t_receive) if cs is not None else math.inf,
+            now = self.clock()
+            self._status_line(now, st, cs, True, now - self.to_clock(st.t_receive),
+                              (now - self.to_clock(cs.t_receive)) if cs is not None else math.inf,
                               final=True)
         return reason, tr, franka, camera
 

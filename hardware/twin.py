@@ -112,6 +112,11 @@ class TwinOptions(LoadableOptions):
     """The bridge server's allowed origins and resource limits."""
     max_command_jump: float = 0.10
     """Equilibria farther than this from the end effector are rejected [m]."""
+    time_scale: float = 1.0
+    """Simulated seconds per wall second: 1 (real time) by default; below 1 for a machine
+    too slow for the world in real time (the deploy side then sets the same
+    ``DeployOptions.time_scale``). The robot's stamps and ``time`` are simulated time, the
+    state rate is per simulated second."""
     max_steps_per_iteration: int = 5
     """Simulator steps per loop iteration at most (then publish and yield)."""
     max_lag: float = 0.05
@@ -124,7 +129,8 @@ class TwinOptions(LoadableOptions):
         if self.world not in ("panda", "model"):
             raise HardwareValueError(f"TwinOptions.world must be 'panda' or 'model', got "
                                      f"{self.world!r}")
-        for name in ("sim_dt", "state_rate_hz", "camera_rate_hz", "max_command_jump", "max_lag"):
+        for name in ("sim_dt", "state_rate_hz", "camera_rate_hz", "max_command_jump", "max_lag",
+                     "time_scale"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
                     math.isfinite(v) and v > 0):
@@ -132,6 +138,9 @@ class TwinOptions(LoadableOptions):
                                          f"{v!r}")
         if not (self.camera_noise_std >= 0):
             raise HardwareValueError("TwinOptions.camera_noise_std must be >= 0 [m]")
+        if self.time_scale > 1:
+            raise HardwareValueError(f"TwinOptions.time_scale must be in (0, 1], got "
+                                     f"{self.time_scale!r}")
         if not (isinstance(self.force_noise_std, (int, float)) and self.force_noise_std >= 0):
             raise HardwareValueError(f"TwinOptions.force_noise_std must be >= 0 [N], got "
                                      f"{self.force_noise_std!r}")
@@ -355,11 +364,15 @@ class FrankaBallTwin(BridgedFranka):
         return {"fields": self._fields.fields(q, dq, self.tau, w, self.world.t)}
 
     # -- simulation and publishing ------------------------------------------------------
-    def advance_to(self, t_target: float) -> None:
-        """Step the world towards simulated time ``t_target`` [s] (bounded per call)."""
+    def advance_to(self, t_target: float, deadline: float = math.inf) -> None:
+        """Step the world towards simulated time ``t_target`` [s] (at most
+        ``max_steps_per_iteration`` steps, and no further step once the wall time
+        ``deadline`` (time.monotonic()) has passed: the next state publication is never
+        delayed by more than one simulator step, however slow the steps in contact; the first
+        step is always taken, so the world advances even when publishing alone overruns)."""
         w, dt = self.world, self.options.sim_dt
-        for _ in range(self.options.max_steps_per_iteration):
-            if w.t + 0.5 * dt >= t_target:
+        for i in range(self.options.max_steps_per_iteration):
+            if w.t + 0.5 * dt >= t_target or (i > 0 and time.monotonic() >= deadline):
                 break
             w.step()
         self.lag = t_target - w.t
@@ -390,9 +403,12 @@ class FrankaBallTwin(BridgedFranka):
         t0 = time.monotonic()
         wall0 = time.time()
         next_state = t0
+        scale = o.time_scale
+        state_period = 1.0 / (o.state_rate_hz * scale)  # wall seconds
         while True:
             now = time.monotonic()
-            self.advance_to(now - t0 - self.time_dropped)
+            self.advance_to((now - t0) * scale - self.time_dropped, deadline=next_state)
+            now = time.monotonic()
             self.p, self.R, _ = self.world.ee_pose()
             # The robot's clock is the simulation's: stamps advance with simulated time, so
             # finite differences over stamps see the simulated motion even when it runs slower
@@ -405,10 +421,10 @@ class FrankaBallTwin(BridgedFranka):
                 self._last_state_t = self.world.t
                 if not self.state_paused:
                     self.publish_state(stamp)
-                next_state += 1.0 / o.state_rate_hz
+                next_state += state_period
                 if next_state < now:  # fell behind: skip, do not burst
-                    next_state = now + 1.0 / o.state_rate_hz
-            wait = min(next_state, t0 + self.time_dropped + self.world.t + o.sim_dt
+                    next_state = now + state_period
+            wait = min(next_state, t0 + (self.time_dropped + self.world.t + o.sim_dt) / scale
                        ) - time.monotonic()
             await asyncio.sleep(max(0.0, wait))
 
