@@ -1,7 +1,9 @@
 """The deploy loop: robot state and camera in, planner, safety layer, impedance targets out.
 
 ``c3mpc deploy franka-ball --bridge ws://HOST:9090 [--config FILE] [--duration S]
-[--report DIR]`` runs :func:`run_deploy`. Each tick (at ``rate_hz``, absolute schedule; missed
+[--report DIR]`` runs :func:`run_deploy` (``--franky HOST`` or ``transport: franky``: the robot
+through libfranka, :mod:`hardware.franky_transport`, instead of the bridge; the loop below is
+the same). Each tick (at ``rate_hz``, absolute schedule; missed
 ticks are skipped, not bunched):
 
 1. read the newest valid robot state and ball detection (latest-value buffers);
@@ -246,7 +248,7 @@ class _Run:
             if options.planner_type == "c3":
                 from .planner_c3 import C3Planner
 
-                planner = C3Planner(options.c3, options.impedance)
+                planner = C3Planner(options.c3, options.impedance, options.time_scale)
             else:
                 planner = CirclePlanner(options.planner)
         self.planner: Planner = planner

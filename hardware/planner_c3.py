@@ -36,6 +36,7 @@ clock (Phase I 1 s / Phase II 0.5 s) starts at the first plan.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,10 +123,18 @@ class C3PlannerOptions(LoadableOptions):
 
 class C3Planner:
     """Algorithm 3 on the ``franka-ball`` simplified model, as a
-    :class:`~hardware.planner.Planner` (module docstring)."""
+    :class:`~hardware.planner.Planner` (module docstring).
+
+    Args:
+        options: :class:`C3PlannerOptions`.
+        impedance: the robot controller's gains (the equilibrium lead uses K and B).
+        time_scale: the robot clock's rate against the wall clock (``DeployOptions.time_scale``;
+            1 on a robot): step 5's Δt_c, measured on the wall clock, is scaled to robot
+            seconds.
+    """
 
     def __init__(self, options: C3PlannerOptions | None = None,
-                 impedance: ImpedanceParams | None = None):
+                 impedance: ImpedanceParams | None = None, time_scale: float = 1.0):
         from c3mpc.tasks.franka_ball import FrankaBallOptions, build_planner, franka_layout
         from plants import load_plant
         from plants.models.franka_ball import BALL_RADIUS
@@ -147,6 +156,10 @@ class C3Planner:
         self.plant = load_plant("franka-ball")
         self.layout = franka_layout(self.plant)
         self.algorithm3, self.c3_options = build_planner(self.plant, self.task_options)
+        if time_scale != 1.0:  # a slowed rehearsal: Δt_c (step 5) in robot seconds
+            if not 0 < time_scale <= 1:
+                raise HardwareValueError(f"time_scale must be in (0, 1], got {time_scale!r}")
+            self.algorithm3.clock = lambda: time.perf_counter() * time_scale
         self.ball_radius = BALL_RADIUS
         from c3mpc.tasks.contact_sensing import ForceSensedGap
         from plants.models.franka_ball import BALL_MASS

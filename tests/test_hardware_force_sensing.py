@@ -96,6 +96,21 @@ def test_planner_options_are_strict():
         C3PlannerOptions(pair_stiffness=0.0)
 
 
+def test_time_scale_options_are_strict():
+    from hardware.deploy import DeployOptions
+    from hardware.errors import HardwareValueError
+    from hardware.twin import TwinOptions
+
+    with pytest.raises(HardwareValueError, match="time_scale"):
+        DeployOptions(time_scale=2.0)
+    with pytest.raises(HardwareValueError, match="time_scale"):
+        DeployOptions(time_scale=0.0)
+    with pytest.raises(HardwareValueError, match="time_scale"):
+        TwinOptions(time_scale=1.5)
+    with pytest.raises(HardwareValueError, match="filter"):
+        CameraOptions(filter="lowpass")
+
+
 def test_camera_kalman_filter_beats_finite_differences_on_1mm_noise():
     """A ball rolling at 0.1 m/s, detected at 80 Hz with 1 mm noise: the Kalman option's
     velocity is within 2.5 cm/s RMS of the truth after 1 s, several times better than the
@@ -116,3 +131,85 @@ def test_camera_kalman_filter_beats_finite_differences_on_1mm_noise():
         errs[f] = float(np.sqrt(np.mean(np.square(e))))
     assert errs["kalman"] < 0.025, errs
     assert errs["kalman"] < 0.5 * errs["difference"], errs
+
+
+TWIN_CFG = """camera_noise_std: 0.001
+force_noise_std: 1.0
+time_scale: {scale}
+"""
+DEPLOY_CFG = """planner_type: c3
+max_stale_time: 0.5
+time_scale: {scale}
+camera:
+  filter: kalman
+  kalman_measurement_std: 0.001
+  kalman_accel_std: 0.02
+  max_stamp_lag: .inf
+franka:
+  velocity_filter: 1.0
+  max_stamp_lag: .inf
+"""
+
+
+@pytest.mark.slow
+def test_force_sensed_rehearsal_with_1mm_camera_noise_keeps_the_ball_in_the_band(tmp_path):
+    """Issue 21 acceptance: `c3mpc twin` (full Panda, 1 mm camera noise, O_F_ext_hat_K with
+    1 N noise) and `c3mpc deploy` (C3 with the force-sensed step 5, Kalman-filtered camera)
+    as two processes over loopback websockets, one lap of the ball: ≥ 75 % of the lap in the
+    2 cm band. The world runs at a quarter of real time (``time_scale: 0.25`` on both sides:
+    the full Panda in contact does not keep real time on the shared 2-core machine, measured
+    real-time factor 0.15-0.27 with a deploy process beside it); the check is skipped when
+    the twin could not even hold that."""
+    import csv
+    import re
+    import subprocess
+    import sys
+
+    from _loopback import free_port, repo_env, wait_until
+
+    pytest.importorskip("roslibpy")
+    scale, robot_seconds = 0.25, 125.0
+    port = free_port()
+    (tmp_path / "twin.yaml").write_text(TWIN_CFG.format(scale=scale))
+    (tmp_path / "deploy.yaml").write_text(DEPLOY_CFG.format(scale=scale))
+    log = tmp_path / "twin.log"
+    with open(log, "w") as fh:
+        twin = subprocess.Popen([sys.executable, "-m", "c3mpc.cli", "twin", "franka-ball",
+                                 "--port", str(port), "--config", str(tmp_path / "twin.yaml"),
+                                 "--status-interval", "10"], env=repo_env(), stdout=fh,
+                                stderr=subprocess.STDOUT, text=True)
+    try:
+        assert wait_until(lambda: "serving on" in log.read_text(), 60), log.read_text()
+        rep = tmp_path / "rep"
+        out = subprocess.run([sys.executable, "-m", "c3mpc.cli", "deploy", "franka-ball",
+                              "--bridge", f"ws://127.0.0.1:{port}", "--config",
+                              str(tmp_path / "deploy.yaml"), "--report", str(rep),
+                              "--duration", str(robot_seconds), "--quiet"], env=repo_env(),
+                             capture_output=True, text=True,
+                             timeout=robot_seconds / scale + 120)
+    finally:
+        twin.kill()
+        twin.wait(10)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = list(csv.reader(open(rep / "log.csv")))
+    col = {n: i for i, n in enumerate(rows[0])}
+    d = np.array([[float(v) for v in r] for r in rows[1:]])
+    ball = d[:, [col["ball_x"], col["ball_y"]]]
+    ball = ball[np.all(np.isfinite(ball), axis=1)]
+    rel = ball - [0.55, 0.0]
+    advance = np.degrees(np.unwrap(np.arctan2(rel[:, 0], rel[:, 1])))
+    advance -= advance[0]
+    radial = np.abs(np.linalg.norm(rel, axis=1) - 0.1)
+    lap = np.flatnonzero(advance >= 360.0)
+    end = lap[0] if lap.size else len(radial)
+    band = float(np.mean(radial[:end] <= 0.02))
+    rt = [float(m) for m in re.findall(r"real-time factor ([0-9.]+)", log.read_text())]
+    done = "done" if lap.size else "not done"
+    info = (f"advance {advance[-1]:.0f} deg in {robot_seconds} s, lap {done}, in the 2 cm "
+            f"band {band:.3f} of it, max radial error "
+            f"{radial[:end].max() * 100:.1f} cm; twin real-time factors {rt}")
+    print(info)
+    if rt and np.mean(rt[1:]) < 0.9 * scale:
+        pytest.skip(f"machine too loaded even for time_scale {scale}: {info}")
+    assert lap.size, info
+    assert band >= 0.75, info
