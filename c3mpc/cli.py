@@ -293,8 +293,11 @@ def _add_deploy_parser(sub: Any) -> None:
                          "through a rosbridge websocket, behind the safety layer "
                          "(docs/deployment.md).")
     dep.add_argument("task", choices=["franka-ball"], help="task name")
-    dep.add_argument("--bridge", required=True, metavar="ws://HOST:PORT",
-                     help="rosbridge websocket URL")
+    dep.add_argument("--bridge", metavar="ws://HOST:PORT",
+                     help="rosbridge websocket URL (required unless --franky, where it carries "
+                          "the camera only)")
+    dep.add_argument("--franky", metavar="HOST", help="drive the robot through libfranka "
+                     "(franky-control) at HOST instead of the bridge (transport: franky)")
     dep.add_argument("--config", help="YAML/TOML of hardware.deploy.DeployOptions")
     dep.add_argument("--duration", type=positive_float, help="seconds to run (default: until "
                      "Ctrl-C)")
@@ -321,6 +324,10 @@ def _add_deploy_parser(sub: Any) -> None:
                            "(default 5; 0: never)")
     twin.add_argument("--world", choices=("panda", "model"), help="panda (default): full Panda "
                       "in the contact simulator; model: the simplified model's LCS")
+    twin.add_argument("--controller", choices=("eq36", "stock"), help="eq36 (default): the "
+                      "project's eq.-36 impedance controller with a wrench input; stock: "
+                      "franka_ros' cartesian_impedance_example_controller (N/m, filtered "
+                      "equilibrium, no wrench input)")
     twin.add_argument("--auth-secret-file", metavar="FILE", help="require rosauth "
                       "authentication with the secret in FILE (default: $C3MPC_BRIDGE_SECRET "
                       "if set, else none)")

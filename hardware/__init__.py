@@ -1,4 +1,4 @@
-"""Deployment on a Franka through a ROS bridge, and a simulated robot to rehearse it.
+"""Deployment on a Franka through a ROS bridge or libfranka, and simulated robots to rehearse it.
 
 - :mod:`hardware.rosbridge`: roslibpy transport (reconnect, back-pressure, rosauth
   authentication) and a rosbridge v2 server for rehearsals (as rosbridge_suite for roslibjs
@@ -13,8 +13,12 @@
 - :mod:`hardware.planner`: the ``Planner`` protocol and the reference circle planner;
   :mod:`hardware.planner_c3`: C3 (``c3mpc.algorithm3``) adapted to the deploy loop.
 - :mod:`hardware.deploy`: the deploy loop behind ``c3mpc deploy``.
+- :mod:`hardware.franky_transport`: the second transport, libfranka without ROS through
+  franky (``c3mpc deploy --franky HOST``; ``pip install c3mpc[libfranka]``).
 - :mod:`hardware.twin`: the issue-7 simulation (full Panda + impedance controller + emulated
-  cameras) served over rosbridge (``c3mpc twin franka-ball --port 9090``).
+  cameras) served over rosbridge (``c3mpc twin franka-ball --port 9090``), with the full
+  ``FrankaState`` (:mod:`hardware.twin_state`) and an emulation of franka_ros' stock Cartesian
+  impedance controller (:mod:`hardware.stock_impedance`).
 - :mod:`hardware.sim_robot`: a simple simulated end effector and ball served over rosbridge
   (``python -m hardware.sim_robot --port 9090``), fast enough for the transport tests.
 

@@ -215,6 +215,7 @@ class BridgedFranka:
             T[:3, :3], T[:3, 3] = self.R, self.p
             msg = messages.franka_state(T, stamp, self._seq_state, robot_mode=self.robot_mode,
                                         current_errors=self.current_errors,
+                                        last_motion_errors=self.current_errors,
                                         **self.state_extras())
         else:
             msg = messages.pose_stamped(self.p, Rotation.from_matrix(self.R).as_quat(),

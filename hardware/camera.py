@@ -5,12 +5,16 @@ ball centre as ``geometry_msgs/PointStamped`` in the robot's base frame. This ad
 each detection (finite, right frame, a stamp that is finite, close to the local clock and not
 from the future (:func:`~hardware.latest_state.check_stamp`), no jump larger than ``max_jump``
 from the previous accepted one), and estimates the velocity by filtered finite differences over
-header stamps. Rejected detections are counted and logged, never used.
+header stamps (``filter: difference``, the default) or a constant-velocity Kalman filter over
+the stamps (``filter: kalman``, :class:`estimators.BallFilter`, as ``c3mpc run franka-ball
+--noise`` estimates the ball: use it with a noisy tracker). Rejected detections are counted and
+logged, never used.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +50,15 @@ class CameraOptions(LoadableOptions):
     """Seconds without an accepted detection after which the jump check is reset."""
 
     velocity_filter: float = 0.3
-    """Weight of the newest finite-difference velocity in the exponential filter, in (0, 1]."""
+    """Weight of the newest finite-difference velocity in the exponential filter, in (0, 1]
+    (``filter: difference``)."""
+    filter: str = "difference"
+    """"difference": positions as detected, velocity by filtered finite differences;
+    "kalman": position and velocity from a constant-velocity Kalman filter (noisy trackers)."""
+    kalman_measurement_std: float = 0.001
+    """Kalman measurement noise σ per axis [m] (the tracker's noise)."""
+    kalman_accel_std: float = 0.02
+    """Kalman process noise, white acceleration [m/s²] (the noisy tuning's)."""
 
     max_stamp_lag: float = 1.0
     """Largest age [s] of an accepted stamp against the local wall clock (delivery delay +
@@ -67,6 +79,15 @@ class CameraOptions(LoadableOptions):
         if not 0 < self.velocity_filter <= 1:
             raise HardwareValueError(f"CameraOptions.velocity_filter must be in (0, 1], got "
                                      f"{self.velocity_filter!r}")
+        if self.filter not in ("difference", "kalman"):
+            raise HardwareValueError(f"CameraOptions.filter must be 'difference' or 'kalman', "
+                                     f"got {self.filter!r}")
+        for name in ("kalman_measurement_std", "kalman_accel_std"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                    math.isfinite(v) and v > 0):
+                raise HardwareValueError(f"CameraOptions.{name} must be a positive number, "
+                                         f"got {v!r}")
         check_stamp_tolerances(self, "CameraOptions")
 
 
@@ -92,10 +113,19 @@ class BallDetectionAdapter(LatestValidState[BallState]):
     _what = "ball detection"
     _logger = LOGGER
 
-    def __init__(self, transport: RosBridgeTransport, options: CameraOptions | None = None):
+    def __init__(self, transport: RosBridgeTransport | None,
+                 options: CameraOptions | None = None):
         super().__init__()
         self.options = o = options or CameraOptions()
-        self._sub = transport.subscribe(o.topic, "geometry_msgs/PointStamped", self._on_msg)
+        self._kalman: Any = None
+        if o.filter == "kalman":
+            from estimators import BallFilter, BallTrackerOptions
+
+            self._kalman = BallFilter(BallTrackerOptions(
+                filter="kalman", kalman_measurement_std=o.kalman_measurement_std,
+                kalman_accel_std=o.kalman_accel_std, gate_distance=o.max_jump))
+        self._sub = (transport.subscribe(o.topic, "geometry_msgs/PointStamped", self._on_msg)
+                     if transport is not None else None)
 
     def _on_msg(self, msg: dict[str, Any], t_receive: float) -> None:
         o = self.options
@@ -124,5 +154,11 @@ class BallDetectionAdapter(LatestValidState[BallState]):
                 v = a * (p - prev.position) / dt + (1 - a) * prev.velocity
                 if not np.all(np.isfinite(v)):
                     v = np.zeros(3)
+            if self._kalman is not None:
+                if not fresh:
+                    self._kalman.reset()
+                est = self._kalman.step(p, stamp)
+                if est.valid:
+                    p, v = np.array(est.position, float), np.array(est.velocity, float)
             count = 1 if prev is None else prev.count + 1
             self._state = BallState(p, v, stamp, t_receive, count)

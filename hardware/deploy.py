@@ -1,7 +1,9 @@
 """The deploy loop: robot state and camera in, planner, safety layer, impedance targets out.
 
 ``c3mpc deploy franka-ball --bridge ws://HOST:9090 [--config FILE] [--duration S]
-[--report DIR]`` runs :func:`run_deploy`. Each tick (at ``rate_hz``, absolute schedule; missed
+[--report DIR]`` runs :func:`run_deploy` (``--franky HOST`` or ``transport: franky``: the robot
+through libfranka, :mod:`hardware.franky_transport`, instead of the bridge; the loop below is
+the same). Each tick (at ``rate_hz``, absolute schedule; missed
 ticks are skipped, not bunched):
 
 1. read the newest valid robot state and ball detection (latest-value buffers);
@@ -53,6 +55,7 @@ from .camera import BallDetectionAdapter, BallState, CameraOptions
 from .config import LoadableOptions, options_to_dict
 from .errors import BridgeConnectionError, HardwareValueError
 from .franka import FrankaAdapter, FrankaOptions, RobotState
+from .franky_transport import FrankyOptions
 from .impedance import ImpedanceParams
 from .planner import CirclePlanner, CirclePlannerOptions, Planner
 from .planner_c3 import C3PlannerOptions
@@ -99,8 +102,14 @@ class DeployOptions(LoadableOptions):
 
     rate_hz: float = 100.0
     """Control loop rate [Hz]."""
+    transport: str = "rosbridge"
+    """How the robot is reached: "rosbridge" (franka_ros behind rosbridge_server, topics
+    ``franka``) or "franky" (libfranka directly through franky-control, ``franky``
+    settings; the camera, when required, still comes over the bridge)."""
     bridge: BridgeOptions = field(default_factory=BridgeOptions)
     """Bridge URL and transport settings."""
+    franky: FrankyOptions = field(default_factory=FrankyOptions)
+    """The libfranka transport's robot address and controller (``transport: franky``)."""
     franka: FrankaOptions = field(default_factory=FrankaOptions)
     """Robot topics and types."""
     camera: CameraOptions = field(default_factory=CameraOptions)
@@ -125,17 +134,32 @@ class DeployOptions(LoadableOptions):
     """Seconds of continuously stale data after which the run ends (data_lost)."""
     status_interval: float = 0.1
     """Seconds between status-line updates."""
+    time_scale: float = 1.0
+    """Rate of the robot's clock against the wall clock: 1 on a robot. A rehearsal against a
+    twin slowed down to ``time_scale`` < 1 (``TwinOptions.time_scale``; a machine too slow
+    for the world in real time) sets the same value here, and the loop runs on that clock:
+    its rate, the watchdog's ``stale_after``, ``max_stale_time``, the safety layer's speed
+    limit, the planner's phase clock and ``duration`` are all in robot seconds (set the
+    adapters' ``max_stamp_lag`` to ``.inf``: the robot's stamps fall behind the wall
+    clock)."""
 
     def __post_init__(self) -> None:
+        if self.transport not in ("rosbridge", "franky"):
+            raise HardwareValueError(f"DeployOptions.transport must be 'rosbridge' or 'franky', "
+                                     f"got {self.transport!r}")
         if self.planner_type not in ("circle", "c3"):
             raise HardwareValueError(f"DeployOptions.planner_type must be 'circle' or 'c3', got "
                                      f"{self.planner_type!r}")
-        for name in ("rate_hz", "startup_timeout", "max_stale_time", "status_interval"):
+        for name in ("rate_hz", "startup_timeout", "max_stale_time", "status_interval",
+                     "time_scale"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
                     math.isfinite(v) and v > 0):
                 raise HardwareValueError(f"DeployOptions.{name} must be a positive number, got "
                                          f"{v!r}")
+        if self.time_scale > 1:
+            raise HardwareValueError(f"DeployOptions.time_scale must be in (0, 1] (1 on a "
+                                     f"robot), got {self.time_scale!r}")
 
 
 @dataclass(frozen=True)
@@ -144,6 +168,7 @@ class DeploySummary:
 
     task: str
     url: str
+    """The bridge URL (rosbridge transport) or ``franky://HOST`` (libfranka transport)."""
     exit_reason: ExitReason
     message: str
     duration_s: float
@@ -223,7 +248,7 @@ class _Run:
             if options.planner_type == "c3":
                 from .planner_c3 import C3Planner
 
-                planner = C3Planner(options.c3, options.impedance)
+                planner = C3Planner(options.c3, options.impedance, options.time_scale)
             else:
                 planner = CirclePlanner(options.planner)
         self.planner: Planner = planner
@@ -247,10 +272,21 @@ class _Run:
         """True while holding after a watchdog trip."""
         self.stale_since = 0.0
         self._connected: Any = lambda: False
+        self.robot_link: Any = None
+        """The libfranka transport's robot (``transport: franky``), closed at the end."""
         self._last_status = -math.inf
-        self._t0 = time.monotonic()
+        self._scale = float(options.time_scale)
+        self._t0 = self.clock()
 
     # -- helpers ------------------------------------------------------------------------
+    def clock(self) -> float:
+        """The loop's clock [s]: time.monotonic() run at ``time_scale`` (the robot's rate)."""
+        return time.monotonic() * self._scale
+
+    def to_clock(self, t_monotonic: float) -> float:
+        """A time.monotonic() reading (receive times) on the loop's clock."""
+        return t_monotonic * self._scale
+
     def _status_line(self, now: float, st: RobotState, ball: BallState | None, held: bool,
                      state_age: float, cam_age: float, final: bool = False) -> None:
         if self.status is None or (not final and now - self._last_status < self.o.status_interval):
@@ -285,8 +321,8 @@ class _Run:
             return False
         if not math.isnan(self.fault_reaction):
             return True
-        now = time.monotonic()
-        self.fault_reaction = now - franka.fault.t_receive
+        now = self.clock()
+        self.fault_reaction = (now - self.to_clock(franka.fault.t_receive)) / self._scale
         self.message = (f"robot fault: {franka.fault.describe()}; commanding stopped "
                         f"{self.fault_reaction * 1e3:.1f} ms after it arrived (recover the "
                         "robot, then start a new run)")
@@ -382,22 +418,34 @@ class _Run:
         self.ee_last = st.position.copy()
 
     # -- the loop -----------------------------------------------------------------------
-    def run(self) -> tuple[ExitReason, RosBridgeTransport | None, FrankaAdapter | None,
+    def run(self) -> tuple[ExitReason, RosBridgeTransport | None, Any,
                            BallDetectionAdapter | None]:
         o = self.o
         warm_up = getattr(self.planner, "warm_up", None)
         if callable(warm_up):  # compile/allocate before any data can go stale
             self.warm_up_time = warm_up()
-        tr = RosBridgeTransport(o.bridge)
+        tr: RosBridgeTransport | None = None
+        franka: Any = None
+        camera: BallDetectionAdapter | None = None
         try:
-            tr.connect()
+            if o.transport == "rosbridge" or o.require_camera:
+                tr = RosBridgeTransport(o.bridge)
+                tr.connect()
+            if o.transport == "franky":
+                from .franky_transport import FrankyRobot
+
+                franka = FrankyRobot(o.franky)
+                self.robot_link = franka
+                franka.connect()
+            else:
+                franka = FrankaAdapter(tr, o.franka)
         except BridgeConnectionError as e:
             self.message = str(e)
-            return ExitReason.CONNECT_FAILED, None, None, None
-        franka = FrankaAdapter(tr, o.franka)
-        camera = BallDetectionAdapter(tr, o.camera)
+            return ExitReason.CONNECT_FAILED, tr, None, None
+        camera = BallDetectionAdapter(tr, o.camera) if tr is not None else None
         deadline = time.monotonic() + o.startup_timeout
-        while (franka.state() is None or (o.require_camera and camera.state() is None)):
+        while (franka.state() is None or (o.require_camera and camera is not None
+                                          and camera.state() is None)):
             if self._fault(franka):
                 return ExitReason.ROBOT_FAULT, tr, franka, camera
             if self.stop.event.wait(0.01):
@@ -405,25 +453,28 @@ class _Run:
                 return self.stop.reason or ExitReason.INTERRUPTED, tr, franka, camera
             if time.monotonic() > deadline:
                 missing = [n for n, s in (("robot state", franka.state()),
-                                          ("camera", camera.state() if o.require_camera else 1))
+                                          ("camera", camera.state() if (
+                                              o.require_camera and camera is not None) else 1))
                            if s is None]
                 why = [f"last rejected {n}: {a.rejections[-1]}" for n, a in
-                       (("robot state", franka), ("detection", camera)) if a.rejections]
-                why += [f"bridge said: {m}" for m in tr.statuses()[-3:]]
+                       (("robot state", franka), ("detection", camera))
+                       if a is not None and a.rejections]
+                why += [f"bridge said: {m}" for m in (tr.statuses()[-3:] if tr else [])]
                 self.message = (f"no {' or '.join(missing)} within {o.startup_timeout} s "
                                 f"(topics {o.franka.state_topic}, {o.camera.topic})"
                                 + ("; " + "; ".join(why) if why else ""))
                 return ExitReason.STARTUP_TIMEOUT, tr, franka, camera
         period = 1.0 / o.rate_hz
-        self._t0 = t_start = time.monotonic()
+        self._t0 = t_start = self.clock()
         st0 = franka.state()
         assert st0 is not None
         self.begin(st0, t_start)
-        self._connected = lambda: tr.is_connected
+        link = franka if o.transport == "franky" else tr
+        self._connected = lambda: link.is_connected
         k = 0
         reason = ExitReason.COMPLETED
         while True:
-            now = time.monotonic()
+            now = self.clock()
             if self.stop.reason is not None:
                 reason = self.stop.reason
                 self.message = "interrupted by the operator (SIGINT)"
@@ -432,11 +483,11 @@ class _Run:
                 self.message = f"ran for the requested {self.duration} s"
                 break
             st = franka.state()
-            ball = camera.state()
+            ball = camera.state() if camera is not None else None
             assert st is not None
             self._track(st)
-            state_age = now - st.t_receive
-            cam_age = (now - ball.t_receive) if (o.require_camera and ball is not None) else (
+            state_age = now - self.to_clock(st.t_receive)
+            cam_age = (now - self.to_clock(ball.t_receive)) if (o.require_camera and ball is not None) else (
                 math.inf if o.require_camera else 0.0)
             end, row_target, row_cmd, plan_time = self.step(franka, st, ball, now, state_age,
                                                             cam_age)
@@ -450,19 +501,20 @@ class _Run:
             self._status_line(now, st, ball, self.held, state_age, cam_age)
             k += 1
             nxt = t_start + k * period
-            late = time.monotonic() - nxt
+            late = self.clock() - nxt
             if late > period:  # skip the missed ticks instead of bunching them
                 self.overruns += 1
                 k += int(late // period)
                 nxt = t_start + k * period
-            self.stop.event.wait(max(0.0, nxt - time.monotonic()))
+            self.stop.event.wait(max(0.0, (nxt - self.clock()) / self._scale))
         st = franka.state()
-        reason = self.finish(franka, st, time.monotonic(), reason)
+        reason = self.finish(franka, st, self.clock(), reason)
         if st is not None and reason != ExitReason.ROBOT_FAULT:
-            self._status_line(time.monotonic(), st, camera.state(), True,
-                              time.monotonic() - st.t_receive,
-                              (time.monotonic() - camera.state().t_receive)
-                              if camera.state() is not None else math.inf, final=True)
+            cs = camera.state() if camera is not None else None
+            now = self.clock()
+            self._status_line(now, st, cs, True, now - self.to_clock(st.t_receive),
+                              (now - self.to_clock(cs.t_receive)) if cs is not None else math.inf,
+                              final=True)
         return reason, tr, franka, camera
 
 
@@ -502,6 +554,8 @@ def run_deploy(task: str, options: DeployOptions | None = None, *,
             signal.signal(sig, handler)
         if tr is not None:
             tr.close(flush_timeout=1.0)
+        if run.robot_link is not None:
+            run.robot_link.close(flush_timeout=1.0)
     elapsed = time.monotonic() - t_begin
     stats = tr.stats() if tr is not None else None
     by_kind: dict[str, int] = {}
@@ -509,14 +563,16 @@ def run_deploy(task: str, options: DeployOptions | None = None, *,
         by_kind[r.kind.name.lower()] = by_kind.get(r.kind.name.lower(), 0) + 1
     loop_time = run.rows[-1][0] if run.rows else 0.0
     summary = DeploySummary(
-        task=task, url=o.bridge.url, exit_reason=reason, message=run.message,
+        task=task, url=(o.bridge.url if o.transport == "rosbridge"
+                        else f"franky://{o.franky.host}"), exit_reason=reason, message=run.message,
         duration_s=elapsed, rate_hz=o.rate_hz,
         achieved_rate_hz=(run.ticks - 1) / loop_time if loop_time > 0 else 0.0,
         commands_sent=run.commands, holds_sent=run.holds,
         safety_interventions=run.safety.interventions,
         watchdog_trips=run.safety.watchdog_trips, interventions_by_kind=by_kind,
         ticks=run.ticks, overruns=run.overruns,
-        state_messages=franka._sub.count if franka is not None else 0,
+        state_messages=(franka._sub.count if isinstance(franka, FrankaAdapter) else
+                        franka.state_count if franka is not None else 0),
         camera_messages=camera._sub.count if camera is not None else 0,
         rejected_state_messages=franka.rejected if franka is not None else 0,
         rejected_camera_messages=camera.rejected if camera is not None else 0,
@@ -537,7 +593,8 @@ def run_deploy(task: str, options: DeployOptions | None = None, *,
         refused_commands=franka.refused_commands if franka is not None else 0,
         state_rejections=list(franka.rejections) if franka is not None else [],
         fault_reaction_s=run.fault_reaction,
-        bridge_statuses=tr.statuses()[-20:] if tr is not None else [],
+        bridge_statuses=(tr.statuses()[-20:] if tr is not None else [])
+        + (run.robot_link.statuses() if run.robot_link is not None else []),
     )
     LOGGER.info("deploy ended: %s (%s)", reason.value, run.message)
     if report_dir is not None:
@@ -626,8 +683,16 @@ def deploy_command(args: Any) -> int:
         options = DeployOptions.from_file(args.config)
     else:
         options = DeployOptions()
-    options = dataclasses.replace(options, bridge=dataclasses.replace(options.bridge,
-                                                                      url=args.bridge))
+    if getattr(args, "bridge", None):
+        options = dataclasses.replace(options, bridge=dataclasses.replace(options.bridge,
+                                                                          url=args.bridge))
+    if getattr(args, "franky", None):
+        options = dataclasses.replace(options, transport="franky", franky=dataclasses.replace(
+            options.franky, host=args.franky))
+    elif not getattr(args, "bridge", None) and options.transport == "rosbridge":
+        print("c3mpc deploy: error: --bridge ws://HOST:PORT is required (or --franky HOST, or "
+              "transport: franky in --config)", file=sys.stderr)
+        return 2
     if getattr(args, "auth_secret_file", None):
         options = dataclasses.replace(options, bridge=dataclasses.replace(
             options.bridge, auth_secret_file=args.auth_secret_file))
@@ -638,7 +703,8 @@ def deploy_command(args: Any) -> int:
     from urllib.parse import urlparse
 
     host = urlparse(options.bridge.url).hostname or ""
-    if not authenticated and host not in ("127.0.0.1", "localhost", "::1"):
+    uses_bridge = options.transport == "rosbridge" or options.require_camera
+    if uses_bridge and not authenticated and host not in ("127.0.0.1", "localhost", "::1"):
         print(f"c3mpc deploy: WARNING: no bridge secret (--auth-secret-file or "
               f"${options.bridge.auth_secret_env}): the connection to {host} is not "
               "authenticated; anyone who can reach the bridge can command the robot "
@@ -647,7 +713,10 @@ def deploy_command(args: Any) -> int:
         options = dataclasses.replace(options, rate_hz=args.rate)
     if not getattr(args, "quiet", False):
         logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
-    print(f"c3mpc deploy {args.task}: bridge {options.bridge.url}, {options.rate_hz:g} Hz, "
+    link = (f"bridge {options.bridge.url}" if options.transport == "rosbridge" else
+            f"libfranka (franky) robot {options.franky.host}"
+            + (f", camera over {options.bridge.url}" if options.require_camera else ""))
+    print(f"c3mpc deploy {args.task}: {link}, {options.rate_hz:g} Hz, "
           f"watchdog {options.safety.stale_after * 1e3:.0f} ms, "
           f"{'authenticated' if authenticated else 'NOT authenticated'}, "
           f"duration {'until Ctrl-C' if args.duration is None else f'{args.duration} s'}",

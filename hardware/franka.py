@@ -125,6 +125,11 @@ class RobotState:
     (MOVE) for PoseStamped states, which carry none."""
     errors: tuple[str, ...] = ()
     """Names of the true ``current_errors`` flags."""
+    external_wrench: np.ndarray | None = None
+    """(6,) ``O_F_ext_hat_K``: the robot's estimate of the wrench it applies to the environment
+    at the end effector [N, N m], base frame (libfranka's sign: pushing on something is
+    positive along the push); None when the state does not carry it (PoseStamped states, a
+    minimal publisher)."""
 
 
 @dataclass(frozen=True)
@@ -183,20 +188,22 @@ class FrankaAdapter(LatestValidState[RobotState]):
                             if o.wrench_topic else None)
 
     # -- state --------------------------------------------------------------------------
-    def _parse(self, msg: Any) -> tuple[np.ndarray, np.ndarray, float, int, tuple[str, ...]]:
+    def _parse(self, msg: Any) -> tuple[np.ndarray, np.ndarray, float, int, tuple[str, ...],
+                                         np.ndarray | None]:
         o = self.options
         if o.state_type == "franka_msgs/FrankaState":
             T, stamp = messages.parse_franka_state(msg, o.state_topic)
             mode, errors = messages.parse_robot_mode(msg, o.state_topic)
+            wrench = messages.parse_external_wrench(msg, o.state_topic)
             p, q = messages.pose_from_transform(T)
-            return p, q, stamp, mode, errors
+            return p, q, stamp, mode, errors, wrench
         p, q, stamp = messages.parse_pose_stamped(msg, o.state_topic, o.base_frame)
-        return p, q, stamp, 2, ()
+        return p, q, stamp, 2, (), None
 
     def _on_state(self, msg: dict[str, Any], t_receive: float) -> None:  # transport thread
         o = self.options
         try:
-            p, q, stamp, mode, errors = self._parse(msg)
+            p, q, stamp, mode, errors, wrench = self._parse(msg)
         except MessageError as e:
             self._reject(str(e))
             return
@@ -217,7 +224,8 @@ class FrankaAdapter(LatestValidState[RobotState]):
                 if not np.all(np.isfinite(v)):  # never keep a NaN/inf estimate
                     v = np.zeros(3)
             self._accepted += 1
-            self._state = RobotState(p, q, v, stamp, t_receive, self._accepted, mode, errors)
+            self._state = RobotState(p, q, v, stamp, t_receive, self._accepted, mode, errors,
+                                     wrench)
 
     # -- commands -----------------------------------------------------------------------
     def _checked(self, cmd: SafeCommand) -> tuple[np.ndarray, ...]:

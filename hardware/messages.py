@@ -28,6 +28,8 @@ __all__ = [
     "parse_point_stamped",
     "franka_state",
     "parse_franka_state",
+    "parse_external_wrench",
+    "FRANKA_STATE_FIELDS",
     "parse_robot_mode",
     "ROBOT_MODES",
     "COMMANDABLE_MODES",
@@ -47,7 +49,8 @@ ROBOT_MODES = {0: "OTHER", 1: "IDLE", 2: "MOVE", 3: "GUIDING", 4: "REFLEX", 5: "
 COMMANDABLE_MODES = (1, 2)
 
 #: The boolean fields of ``franka_msgs/Errors`` (``current_errors``, ``last_motion_errors``),
-#: in the message's order (franka_ros 0.10).
+#: in the message's order (franka_ros ``franka_msgs/msg/Errors.msg`` at c11f000: 41 flags; the
+#: first 33 are franka_ros 0.10's, a parser keeps names it does not know).
 ERROR_FIELDS = (
     "joint_position_limits_violation", "cartesian_position_limits_violation",
     "self_collision_avoidance_violation", "joint_velocity_violation",
@@ -73,8 +76,39 @@ ERROR_FIELDS = (
     "cartesian_position_motion_generator_invalid_frame",
     "force_controller_desired_force_tolerance_violation", "controller_torque_discontinuity",
     "start_elbow_sign_inconsistent", "communication_constraints_violation",
-    "power_limit_violation",
+    "power_limit_violation", "joint_p2p_insufficient_torque_for_planning",
+    "tau_j_range_violation", "instability_detected", "joint_move_in_wrong_direction",
+    "cartesian_spline_motion_generator_violation",
+    "joint_via_motion_generator_planning_joint_limit_violation",
+    "base_acceleration_initialization_timeout", "base_acceleration_invalid_reading",
 )
+
+#: ``franka_msgs/FrankaState`` after its header, in the message's order: field name ->
+#: (ROS type, array length; 0 for a scalar). Array fields are ``float64[n]``; transforms are
+#: 4x4 column-major (16 numbers); ``robot_mode`` is a ``uint8`` of :data:`ROBOT_MODES`;
+#: ``current_errors`` and ``last_motion_errors`` are ``franka_msgs/Errors``
+#: (:data:`ERROR_FIELDS`). Source: franka_ros ``franka_msgs/msg/FrankaState.msg`` at c11f000
+#: (``tests/test_hardware_franka_state.py`` checks this table against that file).
+FRANKA_STATE_FIELDS: dict[str, tuple[str, int]] = {
+    "cartesian_collision": ("float64", 6), "cartesian_contact": ("float64", 6),
+    "q": ("float64", 7), "q_d": ("float64", 7), "dq": ("float64", 7), "dq_d": ("float64", 7),
+    "ddq_d": ("float64", 7), "theta": ("float64", 7), "dtheta": ("float64", 7),
+    "tau_J": ("float64", 7), "dtau_J": ("float64", 7), "tau_J_d": ("float64", 7),
+    "K_F_ext_hat_K": ("float64", 6), "elbow": ("float64", 2), "elbow_d": ("float64", 2),
+    "elbow_c": ("float64", 2), "delbow_c": ("float64", 2), "ddelbow_c": ("float64", 2),
+    "joint_collision": ("float64", 7), "joint_contact": ("float64", 7),
+    "O_F_ext_hat_K": ("float64", 6), "O_dP_EE_d": ("float64", 6), "O_ddP_O": ("float64", 3),
+    "O_dP_EE_c": ("float64", 6), "O_ddP_EE_c": ("float64", 6),
+    "tau_ext_hat_filtered": ("float64", 7), "m_ee": ("float64", 0),
+    "F_x_Cee": ("float64", 3), "I_ee": ("float64", 9), "m_load": ("float64", 0),
+    "F_x_Cload": ("float64", 3), "I_load": ("float64", 9), "m_total": ("float64", 0),
+    "F_x_Ctotal": ("float64", 3), "I_total": ("float64", 9), "O_T_EE": ("float64", 16),
+    "O_T_EE_d": ("float64", 16), "O_T_EE_c": ("float64", 16), "F_T_EE": ("float64", 16),
+    "F_T_NE": ("float64", 16), "NE_T_EE": ("float64", 16), "EE_T_K": ("float64", 16),
+    "time": ("float64", 0), "control_command_success_rate": ("float64", 0),
+    "robot_mode": ("uint8", 0), "current_errors": ("franka_msgs/Errors", 0),
+    "last_motion_errors": ("franka_msgs/Errors", 0),
+}
 
 
 def header(t: float, frame_id: str, seq: int = 0) -> dict[str, Any]:
@@ -266,29 +300,103 @@ def franka_state(T_base_ee: np.ndarray, t: float, seq: int = 0, *,
                  T_base_ee_desired: np.ndarray | None = None,
                  external_wrench: np.ndarray | None = None,
                  robot_mode: int = 2,
-                 current_errors: Any = ()) -> dict[str, Any]:
-    """The fields of ``franka_msgs/FrankaState`` the adapter reads (others are omitted).
+                 current_errors: Any = (),
+                 last_motion_errors: Any = (),
+                 fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ``franka_msgs/FrankaState`` (rosbridge JSON).
 
     ``O_T_EE`` is the measured end-effector pose, column-major as in libfranka;
-    ``O_T_EE_d`` the last commanded (equilibrium) pose; ``O_F_ext_hat_K`` the estimated
-    external wrench [N, N m]; ``robot_mode`` one of :data:`ROBOT_MODES` (2 is
-    ``ROBOT_MODE_MOVE``); ``current_errors`` the names of the :data:`ERROR_FIELDS` that are
-    true (the message carries all of them, the others false).
+    ``O_T_EE_d`` libfranka's *last desired pose of the motion generator* (with an external
+    torque controller such as franka_ros' Cartesian impedance controllers there is no motion
+    generator and the robot reports its measured pose there; it is never the impedance
+    equilibrium); ``O_F_ext_hat_K`` the estimated external wrench [N, N m] in the base frame,
+    libfranka's sign: forces the robot applies to the environment are positive;
+    ``robot_mode`` one of :data:`ROBOT_MODES` (2 is ``ROBOT_MODE_MOVE``); ``current_errors``
+    and ``last_motion_errors`` the names of the :data:`ERROR_FIELDS` that are true (the message
+    carries all of them, the others false).
+
+    ``fields`` sets any other :data:`FRANKA_STATE_FIELDS` entry (joint states, torques,
+    ``time``, ...; numbers or arrays of the field's length); with all of them the message is
+    complete. Without ``fields`` only the pose, mode and errors (and the optional desired pose
+    and wrench) are sent, as a minimal robot-side publisher would.
+
+    The pose, desired pose and wrench arguments are sent as given (NaN included: tests build
+    hostile robot states with them); ``fields`` must be finite.
+
+    Raises:
+        HardwareValueError: unknown error names or field names, wrong lengths, non-finite
+            ``fields``.
     """
-    active = set(current_errors)
+    msg: dict[str, Any] = {"header": header(t, "", seq),
+                           "O_T_EE": _column_major(T_base_ee, "O_T_EE", finite=False),
+                           "robot_mode": int(robot_mode),
+                           "current_errors": _errors(current_errors, "current_errors")}
+    if T_base_ee_desired is not None:
+        msg["O_T_EE_d"] = _column_major(T_base_ee_desired, "O_T_EE_d", finite=False)
+    if external_wrench is not None:
+        msg["O_F_ext_hat_K"] = _numbers(external_wrench, 6, "O_F_ext_hat_K", finite=False)
+    if last_motion_errors or fields:
+        msg["last_motion_errors"] = _errors(last_motion_errors, "last_motion_errors")
+    for name, value in (fields or {}).items():
+        spec = FRANKA_STATE_FIELDS.get(name)
+        if spec is None or spec[0] != "float64":
+            raise HardwareValueError(f"fields: {name!r} is not a float64 field of "
+                                     "franka_msgs/FrankaState (robot_mode and the errors have "
+                                     "their own arguments)")
+        if spec[1] == 16:
+            msg[name] = _column_major(value, name)
+        elif spec[1] == 0:
+            v = value
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not (
+                    math.isfinite(float(v))):
+                raise HardwareValueError(f"fields[{name!r}] must be a finite number, got {v!r}")
+            msg[name] = float(v)
+        else:
+            msg[name] = _numbers(value, spec[1], name)
+    return msg
+
+
+def _numbers(value: Any, n: int, name: str, finite: bool = True) -> list[float]:
+    a = np.asarray(value, dtype=float).reshape(-1)
+    if a.shape != (n,) or (finite and not np.all(np.isfinite(a))):
+        raise HardwareValueError(f"{name} must be {n} finite numbers, got shape "
+                                 f"{np.shape(value)}")
+    return a.tolist()
+
+
+def _column_major(T: Any, name: str, finite: bool = True) -> list[float]:
+    a = np.asarray(T, dtype=float)
+    if a.shape != (4, 4) or (finite and not np.all(np.isfinite(a))):
+        raise HardwareValueError(f"{name} must be a finite (4, 4) transform, got shape "
+                                 f"{a.shape}")
+    return a.flatten(order="F").tolist()
+
+
+def _errors(names: Any, what: str) -> dict[str, bool]:
+    active = set(names)
     unknown = active - set(ERROR_FIELDS)
     if unknown:
-        raise HardwareValueError(f"current_errors: unknown franka_msgs/Errors fields "
-                                 f"{sorted(unknown)}")
-    msg: dict[str, Any] = {"header": header(t, "", seq),
-                           "O_T_EE": T_base_ee.flatten(order="F").tolist(),
-                           "robot_mode": int(robot_mode),
-                           "current_errors": {k: k in active for k in ERROR_FIELDS}}
-    if T_base_ee_desired is not None:
-        msg["O_T_EE_d"] = T_base_ee_desired.flatten(order="F").tolist()
-    if external_wrench is not None:
-        msg["O_F_ext_hat_K"] = [float(v) for v in external_wrench]
-    return msg
+        raise HardwareValueError(f"{what}: unknown franka_msgs/Errors fields {sorted(unknown)}")
+    return {k: k in active for k in ERROR_FIELDS}
+
+
+def parse_external_wrench(msg: Any, topic: str = "") -> np.ndarray | None:
+    """``O_F_ext_hat_K`` (6,) of a FrankaState [N, N m] (base frame; positive: applied by the
+    robot to the environment), or None when the message does not carry it.
+
+    Raises:
+        MessageError: present but not 6 finite numbers.
+    """
+    if not isinstance(msg, dict) or "O_F_ext_hat_K" not in msg:
+        return None
+    raw = msg["O_F_ext_hat_K"]
+    if (not isinstance(raw, list) or len(raw) != 6 or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw)):
+        raise MessageError(topic, "O_F_ext_hat_K must be 6 numbers", msg)
+    w = np.array(raw, dtype=float)
+    if not np.all(np.isfinite(w)):
+        raise MessageError(topic, "O_F_ext_hat_K has non-finite entries", msg)
+    return w
 
 
 def parse_franka_state(msg: Any, topic: str = "") -> tuple[np.ndarray, float]:

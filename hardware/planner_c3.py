@@ -18,6 +18,16 @@ The adapter only converts:
   feed-forward (``acceleration_feedforward``). The desired force is ``Plan.ee_force`` (the
   force the end effector applies on the ball, from λ_d).
 
+**Force-sensed step 5** (``force_sensing``, on by default; docs/franka-ball.md, "Step 5 reads
+micrometres"): when the robot state carries ``O_F_ext_hat_K`` (the full FrankaState of
+franka_state_controller, or the libfranka transport), Algorithm 3's step 5 re-simulates from
+the estimate with the end effector-ball gap read from the contact force, exactly as
+``c3mpc run franka-ball`` does in simulation: the normal force is the wrench's force along the
+estimated centre line (end effector → ball; libfranka's sign: pushing the ball is positive),
+turned into a gap by :class:`c3mpc.tasks.contact_sensing.ForceSensedGap` with
+``pair_stiffness`` / ``table_stiffness`` (the simulated scene's by default: calibrate them on
+hardware) and ``force_threshold``. A state without the wrench plans from the camera gap.
+
 Like the closed loop (``plan_on_new_sample``) it plans once per new camera sample and holds the
 previous target in between; a failed plan keeps the previous target too. The heuristic phase
 clock (Phase I 1 s / Phase II 0.5 s) starts at the first plan.
@@ -26,6 +36,7 @@ clock (Phase I 1 s / Phase II 0.5 s) starts at the first plan.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +83,20 @@ class C3PlannerOptions(LoadableOptions):
     ball_on_table: bool = True
     """Use z = table + r for the ball centre in x̂ (the closed loop's ``ball_on_table``: camera
     depth noise cannot fake ball-table penetration)."""
+    tuning: str = "nominal"
+    """The closed loop's tuning (``FrankaBallOptions.tuning``): "nominal" (noise-free camera)
+    or "noisy" (the 1 mm-noise tuning, with force sensing)."""
+    force_sensing: bool = True
+    """Step 5 reads the end effector-ball gap from ``O_F_ext_hat_K`` when the robot state
+    carries it (module docstring)."""
+    pair_stiffness: float = 5e5
+    """End effector-ball contact stiffness [N/m] (the simulated scene's: two 1e6 N/m spheres
+    in series; calibrate on hardware)."""
+    table_stiffness: float = 4.9e5
+    """The ball's sink into the table per newton of load [N/m] (regressed on the simulated
+    scene; :class:`~c3mpc.tasks.contact_sensing.ForceSensedGap`)."""
+    force_threshold: float = 3.0
+    """Normal force below which no contact is declared [N] (3 σ of a 1 N estimate)."""
 
     def __post_init__(self) -> None:
         if not (self.radius > 0 and 0 < self.lead_angle_deg < 180):
@@ -79,6 +104,18 @@ class C3PlannerOptions(LoadableOptions):
                                      "(0, 180)")
         if self.min_resim_dt is not None and not (self.min_resim_dt >= 0):
             raise HardwareValueError("C3PlannerOptions.min_resim_dt must be >= 0 [s] or None")
+        if self.tuning not in ("nominal", "noisy"):
+            raise HardwareValueError(f"C3PlannerOptions.tuning must be 'nominal' or 'noisy', "
+                                     f"got {self.tuning!r}")
+        for name in ("pair_stiffness", "table_stiffness"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                    math.isfinite(v) and v > 0):
+                raise HardwareValueError(f"C3PlannerOptions.{name} must be a positive number "
+                                         f"[N/m], got {v!r}")
+        if not (isinstance(self.force_threshold, (int, float)) and self.force_threshold >= 0):
+            raise HardwareValueError(f"C3PlannerOptions.force_threshold must be >= 0 [N], got "
+                                     f"{self.force_threshold!r}")
         if len(self.center) != 2:
             raise HardwareValueError(f"C3PlannerOptions.center must be (x, y), got "
                                      f"{self.center!r}")
@@ -86,10 +123,18 @@ class C3PlannerOptions(LoadableOptions):
 
 class C3Planner:
     """Algorithm 3 on the ``franka-ball`` simplified model, as a
-    :class:`~hardware.planner.Planner` (module docstring)."""
+    :class:`~hardware.planner.Planner` (module docstring).
+
+    Args:
+        options: :class:`C3PlannerOptions`.
+        impedance: the robot controller's gains (the equilibrium lead uses K and B).
+        time_scale: the robot clock's rate against the wall clock (``DeployOptions.time_scale``;
+            1 on a robot): step 5's Δt_c, measured on the wall clock, is scaled to robot
+            seconds.
+    """
 
     def __init__(self, options: C3PlannerOptions | None = None,
-                 impedance: ImpedanceParams | None = None):
+                 impedance: ImpedanceParams | None = None, time_scale: float = 1.0):
         from c3mpc.tasks.franka_ball import FrankaBallOptions, build_planner, franka_layout
         from plants import load_plant
         from plants.models.franka_ball import BALL_RADIUS
@@ -107,11 +152,25 @@ class C3Planner:
             kw["admm_iter"] = o.admm_iter
         if o.horizon is not None:
             kw["horizon"] = o.horizon
-        self.task_options = FrankaBallOptions(n_balls=1, **kw)
+        self.task_options = FrankaBallOptions(n_balls=1, tuning=o.tuning, **kw)
         self.plant = load_plant("franka-ball")
         self.layout = franka_layout(self.plant)
         self.algorithm3, self.c3_options = build_planner(self.plant, self.task_options)
+        if time_scale != 1.0:  # a slowed rehearsal: Δt_c (step 5) in robot seconds
+            if not 0 < time_scale <= 1:
+                raise HardwareValueError(f"time_scale must be in (0, 1], got {time_scale!r}")
+            self.algorithm3.clock = lambda: time.perf_counter() * time_scale
         self.ball_radius = BALL_RADIUS
+        from c3mpc.tasks.contact_sensing import ForceSensedGap
+        from plants.models.franka_ball import BALL_MASS
+
+        self.sensing = ForceSensedGap(pair_stiffness=o.pair_stiffness,
+                                      table_stiffness=o.table_stiffness,
+                                      threshold=o.force_threshold, ball_mass=BALL_MASS)
+        self.sensed_plans = 0
+        """Plans whose step 5 used a sensed contact (force above the threshold)."""
+        self.last_normal_force = math.nan
+        """The normal force [N] of the newest plan (NaN: no wrench in the state)."""
         self.failures = 0
         self.plans = 0
         self.solve_times: list[float] = []
@@ -143,6 +202,27 @@ class C3Planner:
         x[13:16] = bv
         x[16:19] = np.array([-bv[1], bv[0], 0.0]) / self.ball_radius  # e_z × v / r
         return x
+
+    def normal_force(self, x: np.ndarray, wrench: np.ndarray) -> float:
+        """The contact's normal force [N] in ``wrench`` (``O_F_ext_hat_K``): its force along
+        the estimated centre line from the end effector to the ball (x̂)."""
+        lay = self.layout
+        d = lay.balls(x)[0] - x[list(lay.ee_position)]
+        n = float(np.linalg.norm(d))
+        if n < 1e-12:
+            return 0.0
+        return float(np.asarray(wrench, float)[:3] @ d) / n
+
+    def step5_state(self, x: np.ndarray, robot: RobotState) -> np.ndarray | None:
+        """Step 5's state from the sensed force, or None (plan from x̂) without force sensing
+        or without a wrench in the state."""
+        if not self.options.force_sensing or robot.external_wrench is None:
+            self.last_normal_force = math.nan
+            return None
+        f = self.normal_force(x, robot.external_wrench)
+        self.last_normal_force = f
+        self.sensed_plans += f > self.sensing.threshold
+        return self.sensing.step5_state(x, f, self.layout)
 
     def goal(self, x: np.ndarray, t: float = 0.0) -> np.ndarray:
         """The target generator's goal state at x̂ and phase time t [s] (eq. 25 + Fig. 10)."""
@@ -195,7 +275,7 @@ class C3Planner:
         # ball.stamp and robot.stamp share the robot's clock: extrapolate to the newest stamp
         t_stamp = max(robot.stamp, ball.stamp) if self.options.extrapolate_vision else None
         x = self.state_vector(robot, ball, t_stamp)
-        plan = self.algorithm3.plan(x, t - self._t0)
+        plan = self.algorithm3.plan(x, t - self._t0, x_resim=self.step5_state(x, robot))
         self.plans += 1
         self.last_plan = plan
         self.solve_times.append(plan.dt_c)

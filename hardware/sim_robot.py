@@ -21,9 +21,12 @@ part on the ball is absorbed by the table). Pressing on the top of the ball and 
 at half the end-effector speed, as in the paper's experiment. A camera publishes the ball
 centre at ``camera_rate_hz`` with optional Gaussian noise.
 
-No joint-space model: ``FrankaState`` messages carry ``O_T_EE``, ``O_T_EE_d``,
-``O_F_ext_hat_K`` (the contact wrench), ``robot_mode`` and ``current_errors``, not
-``q``/``dq``. Commands pass the robot-side guard of :class:`~hardware.bridged_robot.BridgedFranka`.
+No joint-space model: ``FrankaState`` messages carry ``O_T_EE``, ``O_T_EE_d`` (the measured
+pose, as libfranka reports it under a torque controller: no motion generator runs; never the
+commanded equilibrium),
+``O_F_ext_hat_K`` (the contact force the end effector applies to the ball, libfranka's sign),
+``robot_mode`` and ``current_errors``, not ``q``/``dq`` (the twin, :mod:`hardware.twin`,
+publishes the full message). Commands pass the robot-side guard of :class:`~hardware.bridged_robot.BridgedFranka`.
 """
 
 from __future__ import annotations
@@ -172,10 +175,11 @@ class SimulatedFranka(BridgedFranka):
             self._rotating = True
 
     def state_extras(self) -> dict[str, Any]:
-        Td = np.eye(4)
-        Td[:3, :3], Td[:3, 3] = self.R_d, self.p_d
-        return {"T_base_ee_desired": Td,
-                "external_wrench": np.concatenate([self.f_contact, np.zeros(3)])}
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = self.R, self.p
+        # O_F_ext_hat_K with libfranka's sign: the force the end effector applies to the ball
+        return {"T_base_ee_desired": T,
+                "external_wrench": np.concatenate([-self.f_contact, np.zeros(3)])}
 
     # -- physics ------------------------------------------------------------------------
     def step(self, dt: float) -> None:

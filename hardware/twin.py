@@ -7,10 +7,26 @@ as a franka_ros setup with rosbridge_server (see :mod:`hardware.franka`), backed
   (example-robot-data URDF, 7 joints) with a spherical end effector and a free ball in the
   contact simulator ``plants.sim`` (SAP, 2 ms), or ``world="model"``, the simplified
   ``franka-ball`` model's own LCS with a point-mass end effector;
-* the arm's **impedance controller** of eq. (36) (:class:`plants.impedance.TaskSpaceImpedance`
-  inside that world), whose equilibrium position and feed-forward force are the commands
-  received on the equilibrium-pose and wrench topics (the orientation target stays the start
-  orientation, hand pointing down: the world's controller has a fixed R_d);
+* the arm's **impedance controller**, one of two (``TwinOptions.controller``):
+
+  - ``"eq36"`` (default): the project's controller of eq. (36)
+    (:class:`plants.impedance.TaskSpaceImpedance` inside that world, gains per unit
+    task-space inertia), whose equilibrium position and feed-forward force are the commands
+    received on the equilibrium-pose and wrench topics (the orientation target stays the
+    start orientation, hand pointing down: the world's controller has a fixed R_d); on a real
+    robot this is the C3 authors' custom controller (docs/deployment.md, "Which controller");
+  - ``"stock"``: franka_ros' stock ``cartesian_impedance_example_controller``
+    (:mod:`hardware.stock_impedance`: stiffness in N/m within its dynamic-reconfigure ranges,
+    damping 2√k, the equilibrium low-pass filtered by 0.005 per 1 kHz tick, null-space
+    posture, torque-rate limit); it has no wrench input, so wrench commands are accepted and
+    ignored (counted in :attr:`FrankaBallTwin.wrenches_ignored`), as on the real stack where
+    nothing subscribes to that topic;
+* the full ``franka_msgs/FrankaState`` (panda world; :mod:`hardware.twin_state`): joint
+  positions, velocities and torques of the simulated Panda, ``O_F_ext_hat_K`` /
+  ``K_F_ext_hat_K`` from the end effector-ball contact (its elastic force, libfranka's sign,
+  plus ``force_noise_std`` Gaussian noise per axis), ``time``, errors, and ``O_T_EE_d`` with
+  libfranka's meaning under a torque controller (the measured pose: no motion generator runs;
+  never the impedance equilibrium);
 * **emulated cameras** (:class:`estimators.EmulatedBallVision`: true ball centre sampled at
   ``camera_rate_hz`` with optional Gaussian noise), published as ``PointStamped`` detections.
 
@@ -46,6 +62,7 @@ from .config import LoadableOptions
 from .errors import HardwareValueError
 from .franka import FrankaOptions
 from .impedance import ImpedanceParams
+from .stock_impedance import StockCartesianImpedance, StockImpedanceOptions
 from .rosbridge.server import RosBridgeServer, ServerOptions, ServerThread
 from .bridged_robot import BridgedFranka, RobotGuardOptions, start_bridged
 
@@ -64,8 +81,17 @@ class TwinOptions(LoadableOptions):
 
     world: str = "panda"
     """"panda" (full Panda in plants.sim) or "model" (the simplified model's LCS)."""
+    controller: str = "eq36"
+    """"eq36" (the project's eq.-36 impedance controller, gains ``impedance``, with the
+    wrench input) or "stock" (franka_ros' cartesian_impedance_example_controller, gains
+    ``stock``; panda world only)."""
     impedance: ImpedanceParams = field(default_factory=ImpedanceParams)
     """Gains of the simulated arm's eq. (36) controller."""
+    stock: StockImpedanceOptions = field(default_factory=StockImpedanceOptions)
+    """Gains of the stock controller (N/m, N m/rad; ``controller: stock``)."""
+    force_noise_std: float = 1.0
+    """Gaussian noise per axis on the published ``O_F_ext_hat_K`` [N] (the Franka's
+    estimate is good to about 1 N once its offset is removed)."""
     franka: FrankaOptions = field(default_factory=FrankaOptions)
     """Topics and types (must match the deploy side)."""
     camera: CameraOptions = field(default_factory=CameraOptions)
@@ -86,6 +112,11 @@ class TwinOptions(LoadableOptions):
     """The bridge server's allowed origins and resource limits."""
     max_command_jump: float = 0.10
     """Equilibria farther than this from the end effector are rejected [m]."""
+    time_scale: float = 1.0
+    """Simulated seconds per wall second: 1 (real time) by default; below 1 for a machine
+    too slow for the world in real time (the deploy side then sets the same
+    ``DeployOptions.time_scale``). The robot's stamps and ``time`` are simulated time, the
+    state rate is per simulated second."""
     max_steps_per_iteration: int = 5
     """Simulator steps per loop iteration at most (then publish and yield)."""
     max_lag: float = 0.05
@@ -98,7 +129,8 @@ class TwinOptions(LoadableOptions):
         if self.world not in ("panda", "model"):
             raise HardwareValueError(f"TwinOptions.world must be 'panda' or 'model', got "
                                      f"{self.world!r}")
-        for name in ("sim_dt", "state_rate_hz", "camera_rate_hz", "max_command_jump", "max_lag"):
+        for name in ("sim_dt", "state_rate_hz", "camera_rate_hz", "max_command_jump", "max_lag",
+                     "time_scale"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
                     math.isfinite(v) and v > 0):
@@ -106,6 +138,18 @@ class TwinOptions(LoadableOptions):
                                          f"{v!r}")
         if not (self.camera_noise_std >= 0):
             raise HardwareValueError("TwinOptions.camera_noise_std must be >= 0 [m]")
+        if self.time_scale > 1:
+            raise HardwareValueError(f"TwinOptions.time_scale must be in (0, 1], got "
+                                     f"{self.time_scale!r}")
+        if not (isinstance(self.force_noise_std, (int, float)) and self.force_noise_std >= 0):
+            raise HardwareValueError(f"TwinOptions.force_noise_std must be >= 0 [N], got "
+                                     f"{self.force_noise_std!r}")
+        if self.controller not in ("eq36", "stock"):
+            raise HardwareValueError(f"TwinOptions.controller must be 'eq36' or 'stock', got "
+                                     f"{self.controller!r}")
+        if self.controller == "stock" and self.world != "panda":
+            raise HardwareValueError("TwinOptions.controller 'stock' needs world 'panda' (the "
+                                     "stock controller acts on the joints)")
         if not (isinstance(self.max_steps_per_iteration, int)
                 and self.max_steps_per_iteration >= 1):
             raise HardwareValueError("TwinOptions.max_steps_per_iteration must be an int >= 1")
@@ -155,6 +199,29 @@ class FrankaBallWorld:
     def ball(self) -> np.ndarray:
         """(3,) true centre of the (first) ball [m]."""
         return self._w.balls()[0][0].copy()
+
+    def joints(self) -> tuple[np.ndarray, np.ndarray]:
+        """(q (7,) [rad], dq (7,) [rad/s]) of the arm (panda world only)."""
+        if self.kind != "panda":
+            raise HardwareValueError("the model world has no joints")
+        n = self._w.n_arm
+        return self._w.sim.q[:n].copy(), self._w.sim.v[:n].copy()
+
+    def contact_force(self) -> np.ndarray:
+        """(3,) force the end effector applies to the ball [N]: the contact's elastic force
+        (the scene's sphere stiffnesses in series times the penetration) along the centre
+        line, zero without contact."""
+        from plants.franka_sim import FrankaSceneOptions
+        from plants.models.franka_ball import BALL_RADIUS, EE_RADIUS
+
+        p, _, _ = self.ee_pose()
+        d = self.ball() - p
+        dist = float(np.linalg.norm(d))
+        pen = EE_RADIUS + BALL_RADIUS - dist
+        if pen <= 0.0 or dist < 1e-12:
+            return np.zeros(3)
+        k_pair = FrankaSceneOptions().stiffness / 2.0
+        return k_pair * pen * d / dist
 
     def step(self) -> None:
         """One simulator step."""
@@ -207,6 +274,15 @@ class FrankaBallTwin(BridgedFranka):
         p, R, _ = self.world.ee_pose()
         self.p, self.R = p, R
         self.p_d, self.f_d = p.copy(), np.zeros(3)
+        self._rng_force = np.random.default_rng([o.seed, 104729])
+        self.tau = np.zeros(7)
+        """Joint torques the controller applied at the newest step [N m] (panda world)."""
+        self.wrenches_ignored = 0
+        """Wrench commands the stock controller ignored (it has no wrench input)."""
+        self.stock: StockCartesianImpedance | None = None
+        self._fields: Any = None
+        if o.world == "panda":
+            self._instrument_controller()
         self.ball_trace: collections.deque[tuple[float, float, np.ndarray]] = (
             collections.deque(maxlen=100000))
         """(wall time.monotonic(), simulated t, true ball centre) per published detection."""
@@ -223,24 +299,80 @@ class FrankaBallTwin(BridgedFranka):
     log_name = "twin"
 
     def apply_equilibrium(self, p: np.ndarray, q: np.ndarray) -> None:
-        self.p_d = p  # the task's controller holds the start orientation: q is not used
-        self.world.command(self.p_d, self.f_d)
+        self.p_d = p
+        if self.stock is not None:
+            self.stock.set_equilibrium(p, q)
+            return
+        self.world.command(self.p_d, self.f_d)  # the eq.-36 world holds its start orientation
 
     def apply_wrench(self, force: np.ndarray, torque: np.ndarray) -> None:
+        if self.stock is not None:  # the stock controller has no wrench input
+            self.wrenches_ignored += 1
+            return
         self.f_d = force
         self.world.command(self.p_d, self.f_d)
 
+    def _instrument_controller(self) -> None:
+        """Record the arm torques of every simulator step (and, with ``controller: stock``,
+        replace the world's eq.-36 law by the stock controller's)."""
+        from plants.franka_sim import EE_FRAME
+
+        from .twin_state import PandaStateFields
+
+        w = self.world._w
+        sim, n = w.sim, w.n_arm
+        self._fields = PandaStateFields(w.imp.model, EE_FRAME)
+        inner = sim.controller
+        if self.options.controller == "stock":
+            o = self.options.stock
+            self.stock = stock = StockCartesianImpedance(w.imp.model, EE_FRAME, sim.q[:n],
+                                                         o)
+            ticks = max(1, int(round(self.options.sim_dt * o.control_rate_hz)))
+            gravity = self._fields.gravity
+
+            def controller(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+                tau = np.zeros(v.shape[0])
+                tau_d = stock.saturate(stock.torque(q[:n], v[:n]), ticks)
+                stock.advance(ticks)
+                tau[:n] = tau_d + gravity(q[:n])  # the robot adds gravity to tau_J_d
+                self.tau = tau[:n].copy()
+                return tau
+        else:
+            def controller(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+                tau = inner(t, q, v)
+                self.tau = np.asarray(tau[:n], dtype=float).copy()
+                return tau
+        sim.controller = controller
+
+    def external_wrench(self) -> np.ndarray:
+        """``O_F_ext_hat_K`` (6,) as the robot would estimate it: the contact force the end
+        effector applies to the ball (libfranka's sign) plus ``force_noise_std`` noise per
+        force axis; no torque (the contact acts through the sphere's centre)."""
+        f = self.world.contact_force()
+        s = self.options.force_noise_std
+        if s > 0:
+            f = f + self._rng_force.normal(0.0, s, 3)
+        return np.concatenate([f, np.zeros(3)])
+
     def state_extras(self) -> dict[str, Any]:
-        Td = np.eye(4)
-        Td[:3, :3], Td[:3, 3] = self.R, self.p_d
-        return {"T_base_ee_desired": Td}
+        w = self.external_wrench()
+        if self._fields is None:  # model world: pose, wrench, O_T_EE_d = measured pose
+            T = np.eye(4)
+            T[:3, :3], T[:3, 3] = self.R, self.p
+            return {"T_base_ee_desired": T, "external_wrench": w}
+        q, dq = self.world.joints()
+        return {"fields": self._fields.fields(q, dq, self.tau, w, self.world.t)}
 
     # -- simulation and publishing ------------------------------------------------------
-    def advance_to(self, t_target: float) -> None:
-        """Step the world towards simulated time ``t_target`` [s] (bounded per call)."""
+    def advance_to(self, t_target: float, deadline: float = math.inf) -> None:
+        """Step the world towards simulated time ``t_target`` [s] (at most
+        ``max_steps_per_iteration`` steps, and no further step once the wall time
+        ``deadline`` (time.monotonic()) has passed: the next state publication is never
+        delayed by more than one simulator step, however slow the steps in contact; the first
+        step is always taken, so the world advances even when publishing alone overruns)."""
         w, dt = self.world, self.options.sim_dt
-        for _ in range(self.options.max_steps_per_iteration):
-            if w.t + 0.5 * dt >= t_target:
+        for i in range(self.options.max_steps_per_iteration):
+            if w.t + 0.5 * dt >= t_target or (i > 0 and time.monotonic() >= deadline):
                 break
             w.step()
         self.lag = t_target - w.t
@@ -271,9 +403,12 @@ class FrankaBallTwin(BridgedFranka):
         t0 = time.monotonic()
         wall0 = time.time()
         next_state = t0
+        scale = o.time_scale
+        state_period = 1.0 / (o.state_rate_hz * scale)  # wall seconds
         while True:
             now = time.monotonic()
-            self.advance_to(now - t0 - self.time_dropped)
+            self.advance_to((now - t0) * scale - self.time_dropped, deadline=next_state)
+            now = time.monotonic()
             self.p, self.R, _ = self.world.ee_pose()
             # The robot's clock is the simulation's: stamps advance with simulated time, so
             # finite differences over stamps see the simulated motion even when it runs slower
@@ -286,10 +421,10 @@ class FrankaBallTwin(BridgedFranka):
                 self._last_state_t = self.world.t
                 if not self.state_paused:
                     self.publish_state(stamp)
-                next_state += 1.0 / o.state_rate_hz
+                next_state += state_period
                 if next_state < now:  # fell behind: skip, do not burst
-                    next_state = now + 1.0 / o.state_rate_hz
-            wait = min(next_state, t0 + self.time_dropped + self.world.t + o.sim_dt
+                    next_state = now + state_period
+            wait = min(next_state, t0 + (self.time_dropped + self.world.t + o.sim_dt) / scale
                        ) - time.monotonic()
             await asyncio.sleep(max(0.0, wait))
 
@@ -339,6 +474,10 @@ def twin_command(args: Any) -> int:
         import dataclasses
 
         options = dataclasses.replace(options, world=args.world)
+    if getattr(args, "controller", None):
+        import dataclasses
+
+        options = dataclasses.replace(options, controller=args.controller)
     duration = getattr(args, "duration", None)
     status_interval = getattr(args, "status_interval", 5.0)
     from .rosbridge.auth import load_secret
