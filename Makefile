@@ -40,7 +40,8 @@ test: $(STAMP) $(JS_STAMP)
 	@$(CHROMIUM_INSTALL)
 	$(PY) -m pytest -q
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) $(JS_STAMP)
+	$(PY) -m pip install --quiet -e ".[all,libfranka]"
 	@$(CHROMIUM_INSTALL)
 	$(PY) -m pytest -q -m slow
 
