@@ -134,9 +134,12 @@ class LocalGlobalSystem:
         A: (n_free, n_free) csc system matrix M + h² Gᵀ W G restricted to the free nodes.
         inverse: the :class:`SparseInverse` of A (``global_step="sparse_inverse"``).
         precompute_time: seconds spent assembling A and building S.
+
+    ``prefactor=False`` assembles the bodies and A but neither factors A nor builds S (the
+    "nsn" solver's use).
     """
 
-    def __init__(self, world: DeformableWorld, dt: float, options: FBAOptions):
+    def __init__(self, world: DeformableWorld, dt: float, options: FBAOptions, prefactor: bool = True):
         t0 = time.perf_counter()
         self.world, self.h, self.options = world, float(dt), options
         offsets = np.cumsum([0] + [b.n_nodes for b in world.bodies])
@@ -175,7 +178,9 @@ class LocalGlobalSystem:
         self.A = A_full[self.free][:, self.free].tocsc()
         self.A_fk = A_full[self.free][:, self.pinned].tocsc()
         self.inverse: SparseInverse | None = None
-        if options.global_step == "sparse_inverse":
+        if not prefactor:  # seed 002's solver needs the assembled bodies, not A's factor
+            pass
+        elif options.global_step == "sparse_inverse":
             self.inverse = SparseInverse.from_matrix(self.A)
             self._S_csc = self.inverse.S.tocsc()
         else:
