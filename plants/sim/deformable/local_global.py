@@ -34,6 +34,7 @@ __all__ = ["FBAOptions", "LocalGlobalSystem", "StepStats", "PRECONDITIONERS", "G
 
 PRECONDITIONERS = ("w_diagonal", "mass_inverse")
 GLOBAL_STEPS = ("sparse_inverse", "jacobi")
+INITIAL_GUESSES = ("extrapolated", "predicted", "previous")
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ class FBAOptions:
             The paper does not state its λ⁰ (digest §2.2 [unsure]).
         initial_guess: q⁰ of the local-global loop: "extrapolated" (x_t + h v_t: with warm-started
             contact forces balancing gravity, a resting body starts at zero relative velocity) or
-            "predicted" (x̃ = x_t + h v_t + h² M⁻¹ f_ext). The paper does not state its q⁰.
+            "predicted" (x̃ = x_t + h v_t + h² M⁻¹ f_ext) or "previous" (x_t; pinned nodes at their
+            new positions). The paper does not state its q⁰.
     """
 
     iterations: int = 5
@@ -79,8 +81,8 @@ class FBAOptions:
             raise ValueError(f"preconditioner must be one of {PRECONDITIONERS}, got {self.preconditioner!r}")
         if self.global_step not in GLOBAL_STEPS:
             raise ValueError(f"global_step must be one of {GLOBAL_STEPS}, got {self.global_step!r}")
-        if self.initial_guess not in ("extrapolated", "predicted"):
-            raise ValueError(f"initial_guess must be 'extrapolated' or 'predicted', got {self.initial_guess!r}")
+        if self.initial_guess not in INITIAL_GUESSES:
+            raise ValueError(f"initial_guess must be one of {INITIAL_GUESSES}, got {self.initial_guess!r}")
         if not isinstance(self.warm_start, bool):
             raise TypeError(f"warm_start must be a bool, got {type(self.warm_start).__name__}")
         if isinstance(self.contact_margin, bool) or not (np.isfinite(self.contact_margin) and self.contact_margin >= 0):

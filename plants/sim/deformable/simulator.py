@@ -323,7 +323,7 @@ class DeformableSimulator:
         x_t, v_t = self.x, self.v
         x_tilde = x_t + h * v_t + h * h * self.world.gravity
         x_pin = self._pinned_at(self.t + h)
-        q = x_tilde.copy() if opt.initial_guess == "predicted" else x_t + h * v_t
+        q = {"predicted": x_tilde, "previous": x_t, "extrapolated": x_t + h * v_t}[opt.initial_guess].copy()
         q[pinned] = x_pin
         qf = q[free]
         duals = [None if p.projective else np.zeros((p.elements.stop - p.elements.start, p.dim, 3)) for p in sysm.parts]
