@@ -25,6 +25,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import scipy.sparse as sp
 
+from .backend import BACKENDS, make_backend
 from .body import bending_matrix, rest_shape
 from .ncp import NCP_FUNCTIONS
 from .sparse_inverse import SparseInverse
@@ -59,6 +60,8 @@ class FBAOptions:
             contact forces balancing gravity, a resting body starts at zero relative velocity) or
             "predicted" (x̃ = x_t + h v_t + h² M⁻¹ f_ext) or "previous" (x_t; pinned nodes at their
             new positions). The paper does not state its q⁰.
+        backend: "numpy" (CPU, default) or "cupy" (the global step Sᵀ(S b) and the constraint
+            solve on an NVIDIA GPU; needs CuPy, imported only then; :mod:`.backend`).
     """
 
     iterations: int = 5
@@ -69,6 +72,7 @@ class FBAOptions:
     contact_margin: float = 1e-3
     warm_start: bool = True
     initial_guess: str = "extrapolated"
+    backend: str = "numpy"
 
     def __post_init__(self):
         for name in ("iterations", "cr_iterations"):
@@ -83,6 +87,8 @@ class FBAOptions:
             raise ValueError(f"global_step must be one of {GLOBAL_STEPS}, got {self.global_step!r}")
         if self.initial_guess not in INITIAL_GUESSES:
             raise ValueError(f"initial_guess must be one of {INITIAL_GUESSES}, got {self.initial_guess!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         if not isinstance(self.warm_start, bool):
             raise TypeError(f"warm_start must be a bool, got {type(self.warm_start).__name__}")
         if isinstance(self.contact_margin, bool) or not (np.isfinite(self.contact_margin) and self.contact_margin >= 0):
@@ -185,6 +191,10 @@ class LocalGlobalSystem:
         elif options.global_step == "sparse_inverse":
             self.inverse = SparseInverse.from_matrix(self.A)
             self._S_csc = self.inverse.S.tocsc()
+        self.backend = make_backend(options.backend if prefactor else "numpy")
+        if self.inverse is not None and self.backend.name != "numpy":  # S and Sᵀ as device CSR
+            self._S_dev = self.backend.sparse(self.inverse.S)
+            self._ST_dev = self.backend.sparse(self.inverse.S.T.tocsr())
         else:
             self.A_diag = self.A.diagonal()
             self.A_off = (self.A - sp.diags(self.A_diag)).tocsr()
@@ -233,9 +243,13 @@ class LocalGlobalSystem:
         return float(0.5 / self.h**2 * (self.mass * (dx * dx).sum(1)).sum()) + self.elastic_energy(x)
 
     def solve(self, b: np.ndarray, q_prev: np.ndarray | None = None) -> np.ndarray:
-        """The global step on free nodes: A⁻¹ b = Sᵀ(S b), or one Jacobi sweep from q_prev."""
+        """The global step on free nodes: A⁻¹ b = Sᵀ(S b) (on the backend's device; host arrays in
+        and out), or one Jacobi sweep from q_prev."""
         if self.inverse is not None:
-            return self.inverse.solve(b)
+            if self.backend.name == "numpy":
+                return self.inverse.solve(b)
+            be = self.backend
+            return be.to_host(self._ST_dev @ (self._S_dev @ be.to_device(np.ascontiguousarray(b))))
         return (b - self.A_off @ q_prev) / self.A_diag[:, None]
 
     def inverse_block(self, nodes: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import SimulationDivergedError
 from ..._validation import duration_steps
 from ...progress import ProgressLine
-from ..stepper import Trajectory
+from ..trajectory import Trajectory
 from .cr import conjugate_residual
 from .local_global import FBAOptions, LocalGlobalSystem, StepStats
 from .materials import local_step
@@ -75,21 +75,28 @@ class Delassus:
         C: (m, 3) unit row directions.
     """
 
-    def __init__(self, block: np.ndarray, pos: np.ndarray, C: np.ndarray):
+    def __init__(self, block: np.ndarray, pos: np.ndarray, C: np.ndarray, backend=None):
         import scipy.sparse as sp
+
+        from .backend import make_backend
 
         self.block, self.pos, self.C = block, pos, C
         m = pos.size
         self._P = sp.csr_matrix((np.ones(m), (np.arange(m), pos)), shape=(m, block.shape[0]))
+        self.backend = make_backend("numpy") if backend is None else backend
+        be = self.backend
+        # device copies for matvec (the same objects on the CPU backend)
+        self._block_d, self._pos_d, self._C_d = be.to_device(block), be.to_device(pos), be.to_device(C)
+        self._PT_d = be.sparse(self._P.T.tocsr())
 
     def diagonal(self) -> np.ndarray:
         """(m,) W_jj = (A⁻¹)_{i_j i_j} (unit directions)."""
         return self.block[self.pos, self.pos] * (self.C * self.C).sum(1)
 
-    def matvec(self, x: np.ndarray) -> np.ndarray:
-        """W x for x (m,)."""
-        F = self._P.T @ (self.C * x[:, None])  # (|U|, 3) per-node sums of c_l x_l
-        return (self.C * (self.block @ F)[self.pos]).sum(1)
+    def matvec(self, x):
+        """W x for x (m,), an array of the backend (device arrays in and out)."""
+        F = self._PT_d @ (self._C_d * x[:, None])  # (|U|, 3) per-node sums of c_l x_l
+        return (self._C_d * (self._block_d @ F)[self._pos_d]).sum(1)
 
     def toarray(self) -> np.ndarray:
         """Dense W (m, m) (tests and small problems)."""
@@ -334,7 +341,7 @@ class DeformableSimulator:
         if m_r:
             nc = rows.n_contacts
             uniq, pos = np.unique(rows.node, return_inverse=True)
-            W = Delassus(sysm.inverse_block(uniq), pos, rows.C)
+            W = Delassus(sysm.inverse_block(uniq), pos, rows.C, sysm.backend)
             Wd = W.diagonal()
             if opt.preconditioner == "w_diagonal":
                 r_n = h * h * Wd[0:3 * nc:3]
@@ -387,10 +394,14 @@ class DeformableSimulator:
                 Ju = omega * (rows.C * u[rows.node]).sum(1)
                 stats.global_time += time.perf_counter() - t0
                 t0 = time.perf_counter()
-                def K(x, omega=omega, Ep=Ep):  # (ΩWΩ + Ē) x
-                    return omega * W.matvec(omega * x) + Ep * x
+                be = sysm.backend  # the constraint solve runs on its device (CPU: the identity moves)
+                om_d, Ep_d = be.to_device(omega), be.to_device(Ep)
 
-                x_sol = conjugate_residual(K, hv - Ju, opt.cr_iterations, diagonal=omega**2 * Wd + Ep)  # = h² Δλ
+                def K(x, om_d=om_d, Ep_d=Ep_d):  # (ΩWΩ + Ē) x
+                    return om_d * W.matvec(om_d * x) + Ep_d * x
+
+                x_sol = be.to_host(conjugate_residual(K, be.to_device(hv - Ju), opt.cr_iterations,
+                                                      diagonal=be.to_device(omega**2 * Wd + Ep)))  # = h² Δλ
                 lam += x_sol / h**2
                 dJT = np.zeros_like(qf)
                 np.add.at(dJT, rows.node, (omega * x_sol)[:, None] * rows.C)

@@ -22,7 +22,8 @@ import scipy.sparse.linalg as sla
 
 from lcs._numba import HAVE_NUMBA, njit
 
-__all__ = ["SparseInverse", "elimination_tree", "cholesky_min_degree", "sparse_inverse_factor_numpy", "HAVE_NUMBA"]
+__all__ = ["SparseInverse", "elimination_tree", "cholesky_min_degree", "sparse_inverse_factor_numpy", "linv_scipy",
+           "HAVE_NUMBA"]
 
 
 def cholesky_min_degree(A: sp.spmatrix) -> tuple[sp.csc_matrix, np.ndarray]:
@@ -99,6 +100,21 @@ def _linv_columns(parent, Lp, Lj, Lx, diag):  # pragma: no cover - compiled
     return indptr, rows, vals
 
 
+def linv_scipy(L: sp.csc_matrix, block: int = 256) -> sp.csc_matrix:
+    """L⁻¹ (csc) by SciPy's sparse triangular solves on blocks of identity columns: the path
+    without numba (e.g. a GPU machine with only numpy/scipy/cupy). Forward substitution leaves the
+    entries outside Theorem 1's pattern exactly zero, so the result has the same pattern."""
+    n = L.shape[0]
+    Lr = sp.csr_matrix(L)
+    cols = []
+    for j0 in range(0, n, block):
+        j1 = min(n, j0 + block)
+        E = np.zeros((n, j1 - j0))
+        E[np.arange(j0, j1), np.arange(j1 - j0)] = 1.0
+        cols.append(sp.csc_matrix(sla.spsolve_triangular(Lr, E, lower=True)))
+    return sp.hstack(cols, format="csc") if cols else sp.csc_matrix((0, 0))
+
+
 def sparse_inverse_factor_numpy(A: sp.spmatrix) -> np.ndarray:
     """Dense reference of S = L⁻¹P (n, n) (small A only), from the same L and ordering."""
     L, p = cholesky_min_degree(A)
@@ -127,12 +143,15 @@ class SparseInverse:
         """Factor A (SPD, sparse) once and build S (Theorem 1 pattern)."""
         L, p = cholesky_min_degree(A)
         parent = elimination_tree(L)
-        Lr = L.tocsr()
-        Lr.sort_indices()
-        indptr, rows, vals = _linv_columns(parent, Lr.indptr.astype(np.int64), Lr.indices.astype(np.int64),
-                                           Lr.data, L.diagonal())
         n = L.shape[0]
-        Linv = sp.csc_matrix((vals, rows, indptr), shape=(n, n))
+        if HAVE_NUMBA:
+            Lr = L.tocsr()
+            Lr.sort_indices()
+            indptr, rows, vals = _linv_columns(parent, Lr.indptr.astype(np.int64), Lr.indices.astype(np.int64),
+                                               Lr.data, L.diagonal())
+            Linv = sp.csc_matrix((vals, rows, indptr), shape=(n, n))
+        else:  # pragma: no cover - installs without numba (tested by forcing this branch)
+            Linv = linv_scipy(L)
         S = Linv[:, np.argsort(p)].tocsr()  # S[:, j] = L⁻¹[:, k] where p[k] = j
         return cls(S=S, L=L, perm=p, parent=parent)
 
