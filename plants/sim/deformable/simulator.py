@@ -366,6 +366,8 @@ class DeformableSimulator:
                 qf = sysm.solve(b, qf)
                 stats.global_time += time.perf_counter() - t0
             else:
+                stats.global_time += time.perf_counter() - t0
+                t0 = time.perf_counter()  # assembly: gaps, NCP indicators Ω, E and h (Eqs. 19, 24)
                 Hq = (rows.C * qf[rows.node]).sum(1)
                 omega = np.ones(m_r)
                 Ep = np.zeros(m_r)  # E of Eq. 21 (already divided by h² or h)
@@ -387,7 +389,9 @@ class DeformableSimulator:
                 if iB.size:
                     Ep[iB] = rows.compliance / h**2
                     hv[iB] = rows.offset[iB] - rows.compliance * lam[iB]
-                # g = b + h² Jᵀλ; u = A⁻¹ g; Schur solve; correction
+                stats.assembly_time += time.perf_counter() - t0
+                t0 = time.perf_counter()
+                # g = b + h² Jᵀλ; u = A⁻¹ g (the global step); Schur solve; correction
                 JT = np.zeros_like(qf)
                 np.add.at(JT, rows.node, (omega * lam)[:, None] * rows.C)
                 u = sysm.solve(b + h * h * JT)
@@ -403,10 +407,12 @@ class DeformableSimulator:
                 x_sol = be.to_host(conjugate_residual(K, be.to_device(hv - Ju), opt.cr_iterations,
                                                       diagonal=be.to_device(omega**2 * Wd + Ep)))  # = h² Δλ
                 lam += x_sol / h**2
+                stats.constraint_time += time.perf_counter() - t0
+                t0 = time.perf_counter()  # correction: q = u + A⁻¹(h² JᵀΔλ) (Eq. 23)
                 dJT = np.zeros_like(qf)
                 np.add.at(dJT, rows.node, (omega * x_sol)[:, None] * rows.C)
                 qf = u + sysm.solve(dJT)
-                stats.constraint_time += time.perf_counter() - t0
+                stats.correction_time += time.perf_counter() - t0
             q[free] = qf
             if record is not None:
                 record.append(q.copy())
