@@ -165,7 +165,7 @@ def test_nsn_options_reject_bad_input():
 SCENES = [("deformable-slope", dict(cells=2)), ("twisting-bar", dict(cells_along=4, cells_across=1)),
           ("squeeze-ball", dict(cells=3)), ("cloth-corner", dict(cells=6)), ("cloth-extension", dict(cells=(8, 2))),
           ("pulled-through-gap", dict(cells=4)), ("fem-bar", dict(cells_along=6)),
-          ("gripper-ball", dict(cells=3))]
+          ("gripper-ball", dict(cells=3)), ("panda-pinch", dict(cells=3))]
 
 
 @pytest.mark.parametrize("name,params", SCENES, ids=[s[0] for s in SCENES])

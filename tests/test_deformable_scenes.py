@@ -280,3 +280,40 @@ def test_gripper_lifts_the_soft_ball_and_the_finger_forces_carry_its_weight():
     assert np.allclose(ground, 0.0)
     assert left[1] < -5.0 and left[1] + right[1] == pytest.approx(0.0, abs=0.05 * abs(left[1]))
     assert traj.stats["min_gap"].min() > -1e-3
+
+
+def test_panda_pinch_lifts_the_ball_with_pads_placed_by_forward_kinematics():
+    """A Panda (example-robot-data URDF) pinches and lifts a soft ball: the pads follow Pinocchio's
+    forward kinematics of the planned joint trajectory (at the lift's end they have risen by the
+    commanded 10 cm, mid-lift their velocity is the smoothstep's 1.5 lift / lift_time, upwards),
+    the ball rises with them, and the pads' vertical forces carry its weight."""
+    import pinocchio as pin
+
+    from plants.sim.deformable.robot_obstacles import PAD_HALF_EXTENTS, PAD_OFFSET
+
+    sim = load_scene("panda-pinch", cells=4)
+    left = sim.world.obstacles[0]
+    info = sim.info
+    # forward kinematics, independently: the left pad's centre at t = 0 and after the lift
+    model = pin.buildModelFromUrdf(str(__import__("plants.multibody.resources", fromlist=["x"])
+                                       .example_robot_data_path("robots/panda_description/urdf/panda.urdf")))
+    data = model.createData()
+
+    def pad(t):
+        pin.framesForwardKinematics(model, data, info["trajectory"](t))
+        R = data.oMf[model.getFrameId("panda_hand")].rotation
+        return data.oMf[model.getFrameId("panda_leftfinger")].translation + R @ [0, PAD_HALF_EXTENTS[1], PAD_OFFSET]
+
+    np.testing.assert_allclose(left.center, pad(0.0), atol=1e-12)
+    d_end, _ = left.translation(0.8)
+    np.testing.assert_allclose(d_end, pad(0.8) - pad(0.0), atol=1e-12)
+    np.testing.assert_allclose(d_end, [0, 0, info["lift"]] + (pad(0.3) - pad(0.0)), atol=1e-6)
+    _, v_mid = left.translation(0.6)
+    np.testing.assert_allclose(v_mid, [0, 0, 1.5 * info["lift"] / 0.4], atol=0.02 * 1.5 * info["lift"] / 0.4)
+    z0 = sim.x[:, 2].mean()
+    traj = sim.run(1.0)
+    X = traj.deformable_positions["ball"]
+    assert np.isfinite(X).all() and X[-1, :, 2].min() > 0.05  # off the ground
+    assert X[-1, :, 2].mean() - z0 == pytest.approx(info["lift"], abs=3e-3)
+    f = sim.obstacle_forces()
+    assert f["panda_left_pad"][2] + f["panda_right_pad"][2] == pytest.approx(info["mass"] * 9.81, rel=1e-2)

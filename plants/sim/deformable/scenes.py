@@ -271,3 +271,24 @@ def gripper_ball(dt=None, radius: float = 0.04, cells: int = 5, youngs: float = 
     return DeformableSceneSpec(world, 0.01 if dt is None else dt,
                                info={"lift": lift, "lift_end": lift_start + lift_time, "radius": radius,
                                      "mass": float(body.node_masses().sum())})
+
+
+@register_scene("panda-pinch")
+def panda_pinch(dt=None, radius: float = 0.03, cells: int = 5, youngs: float = 1e5, poisson: float = 0.4,
+                density: float = 1000.0, mu: float = 0.8, squeeze: float = 0.006, lift: float = 0.1,
+                close_time: float = 0.3, lift_start: float = 0.4, lift_time: float = 0.4, center=(0.45, 0.0),
+                material: str = "neohookean") -> DeformableSceneSpec:
+    """A Franka Panda (example-robot-data URDF, Pinocchio forward kinematics) pinches a soft ball on
+    the ground from above between its two fingertip pads and lifts it by ``lift`` [m]: the pads are
+    moving obstacles with the velocities of the robot's joint trajectory (one-way coupling;
+    :mod:`.robot_obstacles`). ``info["trajectory"]``: the Panda's joint trajectory q(t)."""
+    from .robot_obstacles import panda_finger_pads, panda_pinch_trajectory
+
+    c = np.array([float(center[0]), float(center[1]), radius])
+    traj = panda_pinch_trajectory(c, radius, squeeze, lift, close_time, lift_start, lift_time)
+    mesh = sphere_tet_mesh(radius, cells, center=tuple(c))
+    body = DeformableBody("ball", mesh, make_material(material, youngs, poisson), density=density)
+    world = DeformableWorld((body,), panda_finger_pads(traj, mu) + (HalfSpace(name="ground", mu=0.5),))
+    return DeformableSceneSpec(world, 0.01 if dt is None else dt,
+                               info={"lift": lift, "radius": radius, "mass": float(body.node_masses().sum()),
+                                     "trajectory": traj})
