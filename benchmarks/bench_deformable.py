@@ -388,8 +388,10 @@ def render(res: dict) -> str:
               "(finite-difference Hessian; PD shrinks each eigen-component of the error by |1 − λ| per iteration).", "",
               "| E [Pa] | twist | e_5 | e_10 | contraction / iteration | λ_min | λ_max |", "|---|---|---|---|---|---|---|"]
         for r in res["twist_sweep"]:
+            lo, hi = (("–", "–") if not np.isfinite(r["lambda_min"])
+                      else (f"{r['lambda_min']:.4f}", f"{r['lambda_max']:.4f}"))
             L.append(f"| {r['youngs']:.0e} | {r['twist_deg']:.0f}° | {r['e5']:.1e} | {r['e10']:.1e} | {r['energy_rate']:.3f} | "
-                     f"{r['lambda_min']:.4f} | {r['lambda_max']:.4f} |")
+                     f"{lo} | {hi} |")
     if "nsn" in res:
         L += render_nsn(res["nsn"])
     L.append(end)
