@@ -339,15 +339,14 @@ class NSNStepper:
             JT = J.T.tocsr()
             eps = opt.regularization
 
-            def K(y, J=J, JT=JT, Hinv=Hinv, Es=Es, Cd=Cd):
-                out = J @ (Hinv * (JT @ y)) + eps * y
-                o = 0
-                for er, E in zip(self.elastic, Es):
-                    k = er.n_rows
-                    out[o:o + k] += np.einsum("mij,mj->mi", E, y[o:o + k].reshape(er.m, er.ns)).reshape(-1) / h**2
-                    o += k
-                out[ne:] += Cd[ne:] * y[ne:]
-                return out
+            # C: the elastic compliance blocks (ns × ns per element) and the diagonal of the rest
+            blocks_C = [sp.bsr_matrix((E / h**2, np.arange(er.m), np.arange(er.m + 1)), shape=(er.n_rows, er.n_rows))
+                        for er, E in zip(self.elastic, Es)]
+            Cmat = sp.block_diag(blocks_C + [sp.diags(Cd[ne:] + eps)], format="csr")
+            Cmat = Cmat + sp.diags(np.r_[np.full(ne, eps), np.zeros(Cd.size - ne)])
+
+            def K(y, J=J, JT=JT, Hinv=Hinv, Cmat=Cmat):
+                return J @ (Hinv * (JT @ y)) + Cmat @ y
 
             diag = J.multiply(J) @ Hinv + Cd + eps
             y = conjugate_residual(K, J @ (Hinv * g) - hres, opt.cr_iterations, diagonal=diag)  # = hΔλ
