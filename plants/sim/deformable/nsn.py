@@ -40,6 +40,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import scipy.sparse as sp
 
+from ...errors import SimulationDivergedError
 from .body import boundary_nodes, cotangent_laplacian, mixed_voronoi_areas, rest_shape
 from .cr import conjugate_residual
 from .materials import signed_svd
@@ -274,6 +275,10 @@ class NSNStepper:
         for _ in range(n_it):
             t0 = time.perf_counter()
             q = xt + h * u
+            if not np.isfinite(q).all():
+                raise SimulationDivergedError(
+                    f"the non-smooth Newton iteration diverged at step {sim.step_index} (t = {sim.t:.6g} s): "
+                    "non-finite positions (state left unchanged)", rows, None, sim.step_index, sim.t)
             X = q.reshape(-1, 3)
             # ---- elasticity rows
             Js, Es, res_el = [], [], []
@@ -289,9 +294,11 @@ class NSNStepper:
             # ---- geometric stiffness: diagonal secant of the change of J_elᵀλ (λ fixed)
             if opt.geometric_stiffness and J_el_prev is not None:
                 gamma = -h * ((J_el - J_el_prev).T @ lam_el)
-                ok = np.abs(du_prev) > 1e-12 * (1.0 + np.abs(u))
+                ok = np.abs(du_prev) > 1e-12 * np.abs(du_prev).max()
                 shift = np.zeros_like(gamma)
-                shift[ok] = np.maximum(0.0, gamma[ok] / du_prev[ok])
+                # guard (the paper gives none): the shift is capped at the DoF's mass (H ≤ 2M); an
+                # uncapped secant freezes DoFs whose Δu_k is small and stalls large-strain steps
+                shift[ok] = np.minimum(np.maximum(0.0, gamma[ok] / du_prev[ok]), self.mass[ok])
                 H_diag = self.mass + shift
             Hinv = np.where(self.free_dof, 1.0 / H_diag, 0.0)
             blocks = [J_el]
