@@ -140,11 +140,12 @@ def main(argv=None) -> None:
     parser = _report.argument_parser(__doc__, "two smaller balls (729 and 2197 vertices), fewer steps")
     parser.add_argument("--cells", nargs="+", type=int, default=None,
                         help="ball resolutions (cells per diameter; (cells+1)³ vertices), default 12 16 21")
+    parser.add_argument("--steps", type=int, default=None, help="steps per run (default 25; --quick 15)")
     args = parser.parse_args(argv)
     import pydrake
 
     cells = args.cells or ([8, 12] if args.quick else [12, 16, 21])
-    steps = 15 if args.quick else 25
+    steps = args.steps or (15 if args.quick else 25)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for c in _report.track(cells, "drake", args.quiet, "meshes"):
