@@ -51,17 +51,33 @@ def cholesky_min_degree(A: sp.spmatrix) -> tuple[sp.csc_matrix, np.ndarray]:
     return L, p
 
 
-def elimination_tree(L: sp.csc_matrix) -> np.ndarray:
-    """(n,) parent of each column in the elimination tree (−1 at roots): the first sub-diagonal
-    non-zero row of column j of the Cholesky factor L."""
-    L = sp.csc_matrix(L)
-    n = L.shape[0]
-    parent = np.full(n, -1, dtype=np.int64)
-    for j in range(n):
-        rows = L.indices[L.indptr[j]:L.indptr[j + 1]]
-        below = rows[rows > j]
-        if below.size:
-            parent[j] = below.min()
+def elimination_tree(M: sp.spmatrix) -> np.ndarray:
+    """(n,) parent of each column in the elimination tree of a structurally symmetric matrix
+    (−1 at roots), from its *pattern* by Liu's algorithm with path compression (CSparse's
+    ``cs_etree``). Pass A (permuted) or its Cholesky factor L (lower; its pattern is taken as
+    L + Lᵀ): fill does not change the tree. The pattern, not the values: reading the tree off L's
+    first sub-diagonal non-zero breaks when a factor entry cancels to an exact zero and is dropped
+    (a stiff 30×6×6 bar did that, and S then missed entries)."""
+    M = sp.csc_matrix(M)
+    n = M.shape[0]
+    P = (abs(M) + abs(M).T).tocsc()  # structural symmetry (values irrelevant)
+    P.sort_indices()
+    return _etree_kernel(n, P.indptr.astype(np.int64), P.indices.astype(np.int64))
+
+
+@njit(cache=True)
+def _etree_kernel(n, indptr, indices):  # pragma: no cover - compiled
+    parent = np.full(n, -1, np.int64)
+    ancestor = np.full(n, -1, np.int64)
+    for k in range(n):
+        for p in range(indptr[k], indptr[k + 1]):
+            i = indices[p]
+            while i != -1 and i < k:
+                inext = ancestor[i]
+                ancestor[i] = k
+                if inext == -1:
+                    parent[i] = k
+                i = inext
     return parent
 
 
@@ -142,7 +158,7 @@ class SparseInverse:
     def from_matrix(cls, A: sp.spmatrix) -> "SparseInverse":
         """Factor A (SPD, sparse) once and build S (Theorem 1 pattern)."""
         L, p = cholesky_min_degree(A)
-        parent = elimination_tree(L)
+        parent = elimination_tree(sp.csc_matrix(A)[p][:, p])
         n = L.shape[0]
         if HAVE_NUMBA:
             Lr = L.tocsr()
