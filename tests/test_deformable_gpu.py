@@ -54,20 +54,20 @@ def test_sparse_inverse_without_numba_has_the_same_pattern_and_values():
     assert abs(S - ref).max() <= 1e-12 * abs(ref).max()
 
 
-def test_gpu_benchmark_runs_where_pinocchio_coal_and_meshio_are_missing(tmp_path):
+def test_gpu_benchmark_runs_where_pinocchio_coal_meshio_and_numba_are_missing(tmp_path):
     """benchmarks/bench_deformable_gpu.py on a 'numpy/scipy/cupy only' machine: with pinocchio,
-    coal and meshio made unimportable, the quick CPU run imports the deformable sub-package
-    without plants/__init__, builds S (nnz > n) and agrees with A⁻¹ b (the CPU rows)."""
+    coal, meshio and numba made unimportable, the quick CPU run imports the deformable sub-package
+    without plants/__init__, builds S without numba (nnz > n) and steps a contact scene."""
     out = tmp_path / "gpu.json"
     code = ("import sys, runpy\n"
-            "for m in ('pinocchio', 'coal', 'hppfcl', 'meshio'): sys.modules[m] = None\n"
+            "for m in ('pinocchio', 'coal', 'hppfcl', 'meshio', 'numba'): sys.modules[m] = None\n"
             f"sys.argv = ['bench', '--quick', '--cpu-only', '--out', {str(out)!r}]\n"
             f"runpy.run_path({str(ROOT / 'benchmarks' / 'bench_deformable_gpu.py')!r}, run_name='__main__')\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ""})
     assert proc.returncode == 0, proc.stderr[-2000:]
     res = json.loads(out.read_text())
-    assert res["pinocchio_imported"] is False and res["plants_init_ran"] is False
+    assert res["pinocchio_imported"] is False and res["plants_init_ran"] is False and res["machine"]["numba"] is False
     assert [r["vertices"] for r in res["rows"]] == [99, 525]
     assert all(r["nnz_S"] > r["vertices"] and r["global_cpu_ms"] > 0 for r in res["rows"])
     assert res["steps"][0]["contacts_numpy"] > 0
