@@ -218,3 +218,102 @@ def test_robot_mesh_from_a_file_as_a_cloth_shell():
     assert np.isfinite(P).all()
     assert P[-1, :, 2].min() == pytest.approx(0.0, abs=1e-3)  # resting on the ground
     assert traj.stats["min_gap"].min() > -1e-3
+
+
+def _lateral_stretch_3d(material, s, nu=0.45, E=1e5):
+    """σ₂ = σ₃ of a bar in uniaxial stress at axial stretch s (∂ψ/∂σ₂ = 0, 3-D Lamé)."""
+    mu, lam = E / (2 * (1 + nu)), E * nu / ((1 + nu) * (1 - 2 * nu))
+    if material == "corotational":
+        return 1 - lam * (s - 1) / (2 * mu + 2 * lam)  # = 1 − ν(s − 1)
+    m, l = 4 * mu / 3, lam + 5 * mu / 6  # Stable Neo-Hookean, d = 3
+    a = 1 + mu / l
+
+    def p22(t):
+        return m * t * (1 - 1 / (s * s + 2 * t * t + 1)) + l * (s * t * t - a) * s * t
+
+    lo, hi = 0.05, 1.5
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if p22(mid) < 0 else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+@pytest.mark.parametrize("solver", ["fba", "nsn"])
+def test_fem_bar_extension_corotational_loses_volume_neohookean_keeps_it(solver):
+    """Seed 002 Fig. 13: a bar pulled to twice its length (E = 1e5, ν = 0.45). Its middle is in
+    uniaxial stress, so the lateral stretch matches each energy's closed form at the measured
+    axial stretch (3e-3): co-rotational contracts by 1 − ν(σ₁ − 1) and loses a third of its
+    volume; Stable Neo-Hookean keeps it within 10 %."""
+    from plants.sim.deformable.materials import signed_svd
+
+    vol = {}
+    for material in ("corotational", "neohookean"):
+        sim = load_scene("fem-bar", solver=solver, material=material, dt=0.05)
+        X = sim.run(2.0).deformable_positions["bar"][-1]
+        body = sim.world.body("bar")
+        centre = np.abs(body.mesh.X[body.mesh.elements].mean(1)[:, 0]) < 0.05
+        Ft = sim.system.deformation_gradients(X)[0][centre]
+        _, s, _ = signed_svd(np.transpose(Ft, (0, 2, 1)))
+        s1, s2 = s[:, 0].mean(), s[:, 1:].mean()
+        assert s1 > 1.95
+        assert s2 == pytest.approx(_lateral_stretch_3d(material, s1), abs=3e-3)
+        vol[material] = _tet_volume(X, body.mesh.elements) / sim.info["rest_volume"]
+    assert vol["corotational"] < 0.7
+    assert abs(vol["neohookean"] - 1) < 0.15
+
+
+def test_gripper_lifts_the_soft_ball_and_the_finger_forces_carry_its_weight():
+    """Two kinematic finger pads pinch a Neo-Hookean ball on the ground and lift it 10 cm: the ball
+    rises with them (slip < 2 mm), leaves the ground, and while held the vertical friction forces
+    of the two pads sum to its weight (1 %), their squeezing forces cancel."""
+    sim = load_scene("gripper-ball", cells=4)
+    z0 = sim.x[:, 2].mean()
+    traj = sim.run(1.0)
+    X = traj.deformable_positions["ball"]
+    assert np.isfinite(X).all()
+    assert X[-1, :, 2].mean() - z0 == pytest.approx(sim.info["lift"], abs=2e-3)
+    assert X[-1, :, 2].min() > 0.05
+    f = sim.obstacle_forces()
+    left, right, ground = f["finger_left"], f["finger_right"], f["ground"]
+    weight = sim.info["mass"] * 9.81
+    assert left[2] + right[2] == pytest.approx(weight, rel=1e-2)
+    assert np.allclose(ground, 0.0)
+    assert left[1] < -5.0 and left[1] + right[1] == pytest.approx(0.0, abs=0.05 * abs(left[1]))
+    assert traj.stats["min_gap"].min() > -1e-3
+
+
+def test_panda_pinch_lifts_the_ball_with_pads_placed_by_forward_kinematics():
+    """A Panda (example-robot-data URDF) pinches and lifts a soft ball: the pads follow Pinocchio's
+    forward kinematics of the planned joint trajectory (at the lift's end they have risen by the
+    commanded 10 cm, mid-lift their velocity is the smoothstep's 1.5 lift / lift_time, upwards),
+    the ball rises with them, and the pads' vertical forces carry its weight."""
+    import pinocchio as pin
+
+    from plants.sim.deformable.robot_obstacles import PAD_HALF_EXTENTS, PAD_OFFSET
+
+    sim = load_scene("panda-pinch", cells=4)
+    left = sim.world.obstacles[0]
+    info = sim.info
+    # forward kinematics, independently: the left pad's centre at t = 0 and after the lift
+    model = pin.buildModelFromUrdf(str(__import__("plants.multibody.resources", fromlist=["x"])
+                                       .example_robot_data_path("robots/panda_description/urdf/panda.urdf")))
+    data = model.createData()
+
+    def pad(t):
+        pin.framesForwardKinematics(model, data, info["trajectory"](t))
+        R = data.oMf[model.getFrameId("panda_hand")].rotation
+        return data.oMf[model.getFrameId("panda_leftfinger")].translation + R @ [0, PAD_HALF_EXTENTS[1], PAD_OFFSET]
+
+    np.testing.assert_allclose(left.center, pad(0.0), atol=1e-12)
+    d_end, _ = left.translation(0.8)
+    np.testing.assert_allclose(d_end, pad(0.8) - pad(0.0), atol=1e-12)
+    np.testing.assert_allclose(d_end, [0, 0, info["lift"]] + (pad(0.3) - pad(0.0)), atol=1e-6)
+    _, v_mid = left.translation(0.6)
+    np.testing.assert_allclose(v_mid, [0, 0, 1.5 * info["lift"] / 0.4], atol=0.02 * 1.5 * info["lift"] / 0.4)
+    z0 = sim.x[:, 2].mean()
+    traj = sim.run(1.0)
+    X = traj.deformable_positions["ball"]
+    assert np.isfinite(X).all() and X[-1, :, 2].min() > 0.05  # off the ground
+    assert X[-1, :, 2].mean() - z0 == pytest.approx(info["lift"], abs=3e-3)
+    f = sim.obstacle_forces()
+    assert f["panda_left_pad"][2] + f["panda_right_pad"][2] == pytest.approx(info["mass"] * 9.81, rel=1e-2)

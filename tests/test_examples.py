@@ -70,3 +70,12 @@ def test_deformables_stick_above_and_slide_below_the_friction_threshold():
     assert out.returncode == 0, out.stdout + out.stderr[-2000:]
     w_diag = [line for line in out.stdout.splitlines() if "w_diagonal" in line]
     assert w_diag[0].endswith("-> slides") and w_diag[1].endswith("-> sticks")
+
+
+def test_deformable_grasp_lifts_the_ball_and_records_it(tmp_path):
+    out = run_example("deformable_grasp.py", "--cells", "3", "--html", str(tmp_path / "grasp.html"))
+    assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+    ratio = float(out.stdout.split("vertical force / weight:")[1].split()[0])
+    assert abs(ratio - 1) < 0.02
+    assert "lifted 9." in out.stdout or "lifted 10." in out.stdout
+    assert (tmp_path / "grasp.html").stat().st_size > 200_000

@@ -100,7 +100,7 @@ def load_scene(name: Any, solver: Any = None, dt: float | None = None, scheme: s
             or a URDF/MJCF file (the robot alone, ``SceneBuilder.add_urdf`` with default
             :class:`ContactParams`; ``params`` go to ``add_urdf``).
         solver: contact solver name or instance; default: the task file's, else "sap" (rigid
-            scenes) or "fba" (deformable).
+            scenes) or "fba" (deformable; "nsn" for seed 002's solver).
         dt: time step [s]; default: the scene's (a model file: 1 ms).
         scheme: θ-method ("symplectic_euler", "midpoint", ...); default: the scene's.
         solver_options: options of the named solver: keywords (e.g. ``{"rel_tol": 1e-5}``), a preset

@@ -17,6 +17,7 @@ The math, with seed 004's equation numbers: ``docs/deformables.md``.
 from .body import DeformableBody, lumped_mass, rest_shape
 from .local_global import FBAOptions, LocalGlobalSystem, StepStats
 from .materials import ARAP, CoRotational, Material, StableNeoHookean, energy_density, first_piola, local_step
+from .nsn import NSNOptions
 from .mesh import SimplexMesh, bar_tet_mesh, box_tet_mesh, cloth_sheet, load_mesh, sphere_tet_mesh
 from .obstacles import BoxObstacle, CylinderObstacle, HalfSpace, Obstacle, SphereObstacle
 from .simulator import SOLVERS, DeformableSimulator, DeformableTrajectory
@@ -26,7 +27,7 @@ from .world import Attachment, DeformableWorld
 __all__ = [
     "ARAP", "Attachment", "BoxObstacle", "CoRotational", "CylinderObstacle", "DeformableBody",
     "DeformableSimulator", "DeformableTrajectory", "DeformableWorld", "FBAOptions", "HalfSpace",
-    "LocalGlobalSystem", "Material", "Obstacle", "SOLVERS", "SimplexMesh", "SparseInverse",
+    "LocalGlobalSystem", "Material", "NSNOptions", "Obstacle", "SOLVERS", "SimplexMesh", "SparseInverse",
     "SphereObstacle", "StableNeoHookean", "StepStats", "bar_tet_mesh", "box_tet_mesh", "cloth_sheet",
     "energy_density", "first_piola", "load_mesh", "local_step", "lumped_mass", "rest_shape", "sphere_tet_mesh",
 ]

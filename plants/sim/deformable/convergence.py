@@ -41,7 +41,7 @@ def relative_energy_error(sim: DeformableSimulator, iterations: int = 20, refere
     q_star = rec[-1]
     sysm = ref.system
     e_star = sysm.incremental_potential(q_star, x_tilde)
-    q0 = x + h * v if sim.options.initial_guess == "extrapolated" else x_tilde.copy()
+    q0 = {"predicted": x_tilde, "previous": x, "extrapolated": x + h * v}[sim.options.initial_guess].copy()
     q0[sysm.pinned] = np.concatenate([b.pinned_positions(t + h) for b in sim.world.bodies])
     e0 = sysm.incremental_potential(q0, x_tilde)
     g_star = np.linalg.norm(sysm.incremental_potential_gradient(q_star, x_tilde)[free])

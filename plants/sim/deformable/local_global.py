@@ -25,6 +25,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import scipy.sparse as sp
 
+from .backend import BACKENDS, make_backend
 from .body import bending_matrix, rest_shape
 from .ncp import NCP_FUNCTIONS
 from .sparse_inverse import SparseInverse
@@ -34,6 +35,7 @@ __all__ = ["FBAOptions", "LocalGlobalSystem", "StepStats", "PRECONDITIONERS", "G
 
 PRECONDITIONERS = ("w_diagonal", "mass_inverse")
 GLOBAL_STEPS = ("sparse_inverse", "jacobi")
+INITIAL_GUESSES = ("extrapolated", "predicted", "previous")
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,10 @@ class FBAOptions:
             The paper does not state its λ⁰ (digest §2.2 [unsure]).
         initial_guess: q⁰ of the local-global loop: "extrapolated" (x_t + h v_t: with warm-started
             contact forces balancing gravity, a resting body starts at zero relative velocity) or
-            "predicted" (x̃ = x_t + h v_t + h² M⁻¹ f_ext). The paper does not state its q⁰.
+            "predicted" (x̃ = x_t + h v_t + h² M⁻¹ f_ext) or "previous" (x_t; pinned nodes at their
+            new positions). The paper does not state its q⁰.
+        backend: "numpy" (CPU, default) or "cupy" (the global step Sᵀ(S b) and the constraint
+            solve on an NVIDIA GPU; needs CuPy, imported only then; :mod:`.backend`).
     """
 
     iterations: int = 5
@@ -67,6 +72,7 @@ class FBAOptions:
     contact_margin: float = 1e-3
     warm_start: bool = True
     initial_guess: str = "extrapolated"
+    backend: str = "numpy"
 
     def __post_init__(self):
         for name in ("iterations", "cr_iterations"):
@@ -79,8 +85,10 @@ class FBAOptions:
             raise ValueError(f"preconditioner must be one of {PRECONDITIONERS}, got {self.preconditioner!r}")
         if self.global_step not in GLOBAL_STEPS:
             raise ValueError(f"global_step must be one of {GLOBAL_STEPS}, got {self.global_step!r}")
-        if self.initial_guess not in ("extrapolated", "predicted"):
-            raise ValueError(f"initial_guess must be 'extrapolated' or 'predicted', got {self.initial_guess!r}")
+        if self.initial_guess not in INITIAL_GUESSES:
+            raise ValueError(f"initial_guess must be one of {INITIAL_GUESSES}, got {self.initial_guess!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         if not isinstance(self.warm_start, bool):
             raise TypeError(f"warm_start must be a bool, got {type(self.warm_start).__name__}")
         if isinstance(self.contact_margin, bool) or not (np.isfinite(self.contact_margin) and self.contact_margin >= 0):
@@ -100,7 +108,12 @@ class FBAOptions:
 @dataclass
 class StepStats:
     """Per-step diagnostics: contact rows, the deepest normal gap at the end [m] (negative:
-    penetration), and wall times [s] of the phases of seed 004 Table 3."""
+    penetration), and wall times [s] of the phases of seed 004 Table 3, summed over the step's
+    iterations: ``schur_time`` (contact detection, W and r), ``local_time``, ``global_time``
+    (A⁻¹ b, with contacts A⁻¹ g), ``assembly_time`` (gaps, Ω, E, h), ``constraint_time`` (the CR
+    solve), ``correction_time`` (q = u + A⁻¹ h² JᵀΔλ), ``step_time`` (the frame). For the "nsn"
+    solver: ``local_time`` is the row assembly (SVDs, Jacobians), ``constraint_time`` the PCR solve.
+    """
 
     n_contacts: int = 0
     min_gap: float = np.inf
@@ -108,6 +121,8 @@ class StepStats:
     local_time: float = 0.0
     global_time: float = 0.0
     constraint_time: float = 0.0
+    assembly_time: float = 0.0
+    correction_time: float = 0.0
     step_time: float = 0.0
 
 
@@ -134,9 +149,12 @@ class LocalGlobalSystem:
         A: (n_free, n_free) csc system matrix M + h² Gᵀ W G restricted to the free nodes.
         inverse: the :class:`SparseInverse` of A (``global_step="sparse_inverse"``).
         precompute_time: seconds spent assembling A and building S.
+
+    ``prefactor=False`` assembles the bodies and A but neither factors A nor builds S (the
+    "nsn" solver's use).
     """
 
-    def __init__(self, world: DeformableWorld, dt: float, options: FBAOptions):
+    def __init__(self, world: DeformableWorld, dt: float, options: FBAOptions, prefactor: bool = True):
         t0 = time.perf_counter()
         self.world, self.h, self.options = world, float(dt), options
         offsets = np.cumsum([0] + [b.n_nodes for b in world.bodies])
@@ -175,9 +193,15 @@ class LocalGlobalSystem:
         self.A = A_full[self.free][:, self.free].tocsc()
         self.A_fk = A_full[self.free][:, self.pinned].tocsc()
         self.inverse: SparseInverse | None = None
-        if options.global_step == "sparse_inverse":
+        if not prefactor:  # seed 002's solver needs the assembled bodies, not A's factor
+            pass
+        elif options.global_step == "sparse_inverse":
             self.inverse = SparseInverse.from_matrix(self.A)
             self._S_csc = self.inverse.S.tocsc()
+        self.backend = make_backend(options.backend if prefactor else "numpy")
+        if self.inverse is not None and self.backend.name != "numpy":  # S and Sᵀ as device CSR
+            self._S_dev = self.backend.sparse(self.inverse.S)
+            self._ST_dev = self.backend.sparse(self.inverse.S.T.tocsr())
         else:
             self.A_diag = self.A.diagonal()
             self.A_off = (self.A - sp.diags(self.A_diag)).tocsr()
@@ -226,9 +250,13 @@ class LocalGlobalSystem:
         return float(0.5 / self.h**2 * (self.mass * (dx * dx).sum(1)).sum()) + self.elastic_energy(x)
 
     def solve(self, b: np.ndarray, q_prev: np.ndarray | None = None) -> np.ndarray:
-        """The global step on free nodes: A⁻¹ b = Sᵀ(S b), or one Jacobi sweep from q_prev."""
+        """The global step on free nodes: A⁻¹ b = Sᵀ(S b) (on the backend's device; host arrays in
+        and out), or one Jacobi sweep from q_prev."""
         if self.inverse is not None:
-            return self.inverse.solve(b)
+            if self.backend.name == "numpy":
+                return self.inverse.solve(b)
+            be = self.backend
+            return be.to_host(self._ST_dev @ (self._S_dev @ be.to_device(np.ascontiguousarray(b))))
         return (b - self.A_off @ q_prev) / self.A_diag[:, None]
 
     def inverse_block(self, nodes: np.ndarray) -> np.ndarray:

@@ -4,12 +4,14 @@ Each obstacle answers ``query(x, t) -> (phi, normal, velocity)`` for points x (N
 the signed distance φ [m] (> 0 outside), the outward unit normal ∇φ, and the velocity [m/s] of
 the obstacle's material point there (for moving obstacles: the û of seed 004's friction rows
 d_f = f·û, and the normal drift n·û of d_n). Obstacles move kinematically (prescribed linear
-velocity, and a spin about their own axis for cylinders: the rollers of ``squeeze-ball``).
+velocity, or a translation path ``motion(t) -> (displacement, velocity)`` (robot fingers), and a
+spin about their own axis for cylinders: the rollers of ``squeeze-ball``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -33,16 +35,28 @@ def _unit(v, name) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Obstacle:
-    """Base of the analytic obstacles: ``name``, friction ``mu`` and a linear ``velocity`` [m/s]."""
+    """Base of the analytic obstacles: ``name``, friction ``mu``, and either a constant linear
+    ``velocity`` [m/s] or a translation path ``motion(t) -> (displacement (3,) [m], velocity (3,)
+    [m/s])`` from the initial placement (e.g. a robot finger's forward kinematics)."""
 
     name: str = "obstacle"
     mu: float = 0.5
     velocity: tuple = (0.0, 0.0, 0.0)
+    motion: Callable[[float], tuple] | None = None
 
     def __post_init__(self):
         if not (np.isfinite(self.mu) and self.mu >= 0):
             raise ValueError(f"mu of obstacle {self.name!r} must be >= 0, got {self.mu}")
         object.__setattr__(self, "velocity", _vec(self.velocity, "velocity"))
+        if self.motion is not None and not callable(self.motion):
+            raise TypeError(f"motion of obstacle {self.name!r} must be callable(t) -> (displacement, velocity)")
+
+    def translation(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """(displacement (3,) [m], velocity (3,) [m/s]) of the obstacle at time t [s]."""
+        if self.motion is None:
+            return t * self.velocity, self.velocity
+        d, v = self.motion(float(t))
+        return _vec(d, f"motion displacement of {self.name!r}"), _vec(v, f"motion velocity of {self.name!r}")
 
     def query(self, x: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
         """(φ (N,), normal (N, 3), velocity (N, 3)) at points x (N, 3) and time t [s]."""
@@ -62,9 +76,9 @@ class HalfSpace(Obstacle):
         object.__setattr__(self, "point", _vec(self.point, "point"))
 
     def query(self, x, t):
-        p = self.point + t * self.velocity
-        phi = (x - p) @ self.normal
-        return phi, np.broadcast_to(self.normal, x.shape), np.broadcast_to(self.velocity, x.shape)
+        d, v = self.translation(t)
+        phi = (x - (self.point + d)) @ self.normal
+        return phi, np.broadcast_to(self.normal, x.shape), np.broadcast_to(v, x.shape)
 
 
 @dataclass(frozen=True)
@@ -81,11 +95,12 @@ class SphereObstacle(Obstacle):
             raise ValueError(f"radius must be > 0 [m], got {self.radius}")
 
     def query(self, x, t):
-        d = x - (self.center + t * self.velocity)
+        off, v = self.translation(t)
+        d = x - (self.center + off)
         r = np.linalg.norm(d, axis=1)
         n = d / np.maximum(r, 1e-300)[:, None]
         n[r == 0] = (0.0, 0.0, 1.0)
-        return r - self.radius, n, np.broadcast_to(self.velocity, x.shape)
+        return r - self.radius, n, np.broadcast_to(v, x.shape)
 
 
 def _box_sdf(local: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -124,9 +139,10 @@ class BoxObstacle(Obstacle):
         object.__setattr__(self, "rotation", R)
 
     def query(self, x, t):
-        local = (x - (self.center + t * self.velocity)) @ self.rotation
+        off, v = self.translation(t)
+        local = (x - (self.center + off)) @ self.rotation
         phi, g = _box_sdf(local, self.half_extents)
-        return phi, g @ self.rotation.T, np.broadcast_to(self.velocity, x.shape)
+        return phi, g @ self.rotation.T, np.broadcast_to(v, x.shape)
 
 
 @dataclass(frozen=True)
@@ -148,7 +164,8 @@ class CylinderObstacle(Obstacle):
             raise ValueError("radius and half_length must be > 0 [m]")
 
     def query(self, x, t):
-        rel = x - (self.center + t * self.velocity)
+        off, v = self.translation(t)
+        rel = x - (self.center + off)
         a = rel @ self.axis
         radial = rel - a[:, None] * self.axis
         r = np.linalg.norm(radial, axis=1)
@@ -162,5 +179,5 @@ class CylinderObstacle(Obstacle):
                       out / np.maximum(ro, 1e-300)[:, None])
         n = g2[:, :1] * er + g2[:, 1:] * np.sign(a)[:, None] * self.axis
         n /= np.maximum(np.linalg.norm(n, axis=1), 1e-300)[:, None]
-        vel = self.velocity + self.spin * np.cross(self.axis, radial)
+        vel = v + self.spin * np.cross(self.axis, radial)
         return phi, n, vel

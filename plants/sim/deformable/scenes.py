@@ -15,6 +15,7 @@ import numpy as np
 from ..scenes import register_scene
 from .body import DeformableBody
 from .local_global import FBAOptions
+from .nsn import NSNOptions
 from .materials import ARAP, CoRotational, Material, StableNeoHookean
 from .mesh import bar_tet_mesh, box_tet_mesh, cloth_sheet, sphere_tet_mesh
 from .obstacles import BoxObstacle, CylinderObstacle, HalfSpace
@@ -42,20 +43,23 @@ class DeformableSceneSpec:
     dt: float
     solver_options: dict = field(default_factory=dict)
     info: dict | None = None
+    nsn_options: dict = field(default_factory=dict)
 
     def make_simulator(self, solver=None, dt: float | None = None, solver_options: dict | None = None,
                        scheme: str | None = None) -> DeformableSimulator:
-        """The :class:`DeformableSimulator` (solver "fba" by default; the scene's solver options,
-        updated by ``solver_options``)."""
+        """The :class:`DeformableSimulator` (solver "fba" by default, or "nsn"; the scene's
+        options for that solver, updated by ``solver_options``)."""
         if scheme is not None:
             raise ValueError(f"deformable scenes integrate with implicit Euler only; scheme must be None, got {scheme!r}")
         solver = "fba" if solver is None else solver
         if solver not in SOLVERS:
             raise ValueError(f"solver must be one of {SOLVERS} for a deformable scene, got {solver!r}")
-        if isinstance(solver_options, FBAOptions):
+        if isinstance(solver_options, (FBAOptions, NSNOptions)):
             opts = solver_options
-        else:
+        elif solver == "fba":
             opts = FBAOptions.from_dict({**self.solver_options, **(solver_options or {})})
+        else:
+            opts = NSNOptions.from_dict({**self.nsn_options, **(solver_options or {})})
         return DeformableSimulator(self.world, solver=solver, dt=self.dt if dt is None else dt, solver_options=opts)
 
 
@@ -198,3 +202,93 @@ def pulled_through_gap(dt=None, radius: float = 0.1, cells: int = 6, youngs: flo
     world = DeformableWorld((body,), posts, attachments=(pull,), gravity=(0.0, 0.0, 0.0))
     return DeformableSceneSpec(world, 0.01 if dt is None else dt,
                                info={"exit_x": post_radius + 2 * radius, "gap": gap, "handle_nodes": front})
+
+
+@register_scene("fem-bar")
+def fem_bar(dt=None, length: float = 1.0, width: float = 0.2, cells_along: int = 10, cells_across: int = 2,
+            stretch: float = 2.0, ramp_time: float = 1.0, youngs: float = 1e5, poisson: float = 0.45,
+            density: float = 1000.0, material: str = "corotational") -> DeformableSceneSpec:
+    """Seed 002 Fig. 13 (material extension): a bar along x whose end faces (pinned) are pulled
+    apart to ``stretch`` × its length over ``ramp_time`` [s] (smoothstep), then held; no gravity.
+    Linear co-rotational elasticity loses volume at large stretch; Stable Neo-Hookean keeps it
+    (``info["rest_volume"]`` [m³] to compare with)."""
+    if not stretch > 0:
+        raise ValueError(f"stretch must be > 0, got {stretch}")
+    mesh = bar_tet_mesh(length, width, cells_along, cells_across)
+    ends = np.flatnonzero(np.isclose(np.abs(mesh.X[:, 0]), length / 2))
+
+    def motion(t, X0):
+        a = min(max(t / ramp_time, 0.0), 1.0) if ramp_time > 0 else 1.0
+        out = X0.copy()
+        out[:, 0] *= 1.0 + (stretch - 1.0) * a * a * (3 - 2 * a)
+        return out
+
+    body = DeformableBody("bar", mesh, make_material(material, youngs, poisson), density=density, pinned=ends,
+                          pin_motion=motion)
+    return DeformableSceneSpec(DeformableWorld((body,), gravity=(0.0, 0.0, 0.0)), 0.01 if dt is None else dt,
+                               info={"stretch": stretch, "rest_volume": length * width * width, "ramp_time": ramp_time})
+
+
+def _smoothstep(t: float, t0: float, t1: float) -> tuple[float, float]:
+    """(s, ds/dt) of the cubic smoothstep from 0 at t0 to 1 at t1."""
+    if t <= t0:
+        return 0.0, 0.0
+    if t >= t1:
+        return 1.0, 0.0
+    a = (t - t0) / (t1 - t0)
+    return a * a * (3 - 2 * a), 6 * a * (1 - a) / (t1 - t0)
+
+
+@register_scene("gripper-ball")
+def gripper_ball(dt=None, radius: float = 0.04, cells: int = 5, youngs: float = 1e5, poisson: float = 0.4,
+                 density: float = 1000.0, mu: float = 0.8, squeeze: float = 0.008, lift: float = 0.1,
+                 close_time: float = 0.3, lift_start: float = 0.4, lift_time: float = 0.4,
+                 material: str = "neohookean") -> DeformableSceneSpec:
+    """A two-finger gripper pinches a soft ball resting on the ground and lifts it: two rigid finger
+    pads (boxes 2 × 6 × 6 cm, friction ``mu``) close along y until each has pressed ``squeeze`` [m]
+    into the ball (over ``close_time`` [s]), then rise by ``lift`` [m] (from ``lift_start`` over
+    ``lift_time``) and hold. The pads are kinematic obstacles with velocities (one-way coupling):
+    the ball's contact forces on each pad are :meth:`DeformableSimulator.obstacle_forces`."""
+    if not 0 < squeeze < radius:
+        raise ValueError(f"squeeze must lie in (0, radius) [m], got {squeeze}")
+    mesh = sphere_tet_mesh(radius, cells, center=(0.0, 0.0, radius))
+    body = DeformableBody("ball", mesh, make_material(material, youngs, poisson), density=density)
+    half = (0.03, 0.01, 0.03)  # pad half extents [m]: thin along y, the closing direction
+    start_gap = 0.01  # clearance of each pad from the ball at t = 0
+    travel = start_gap + squeeze
+
+    def finger(side: float):
+        def motion(t):
+            s, ds = _smoothstep(t, 0.0, close_time)
+            z, dz = _smoothstep(t, lift_start, lift_start + lift_time)
+            return (np.array([0.0, -side * travel * s, lift * z]), np.array([0.0, -side * travel * ds, lift * dz]))
+        return motion
+
+    pads = tuple(BoxObstacle(name=f"finger_{'left' if side > 0 else 'right'}", mu=mu,
+                             center=(0.0, side * (radius + start_gap + half[1]), radius), half_extents=half,
+                             motion=finger(side)) for side in (1.0, -1.0))
+    world = DeformableWorld((body,), pads + (HalfSpace(name="ground", mu=0.5),))
+    return DeformableSceneSpec(world, 0.01 if dt is None else dt,
+                               info={"lift": lift, "lift_end": lift_start + lift_time, "radius": radius,
+                                     "mass": float(body.node_masses().sum())})
+
+
+@register_scene("panda-pinch")
+def panda_pinch(dt=None, radius: float = 0.03, cells: int = 5, youngs: float = 1e5, poisson: float = 0.4,
+                density: float = 1000.0, mu: float = 0.8, squeeze: float = 0.006, lift: float = 0.1,
+                close_time: float = 0.3, lift_start: float = 0.4, lift_time: float = 0.4, center=(0.45, 0.0),
+                material: str = "neohookean") -> DeformableSceneSpec:
+    """A Franka Panda (example-robot-data URDF, Pinocchio forward kinematics) pinches a soft ball on
+    the ground from above between its two fingertip pads and lifts it by ``lift`` [m]: the pads are
+    moving obstacles with the velocities of the robot's joint trajectory (one-way coupling;
+    :mod:`.robot_obstacles`). ``info["trajectory"]``: the Panda's joint trajectory q(t)."""
+    from .robot_obstacles import panda_finger_pads, panda_pinch_trajectory
+
+    c = np.array([float(center[0]), float(center[1]), radius])
+    traj = panda_pinch_trajectory(c, radius, squeeze, lift, close_time, lift_start, lift_time)
+    mesh = sphere_tet_mesh(radius, cells, center=tuple(c))
+    body = DeformableBody("ball", mesh, make_material(material, youngs, poisson), density=density)
+    world = DeformableWorld((body,), panda_finger_pads(traj, mu) + (HalfSpace(name="ground", mu=0.5),))
+    return DeformableSceneSpec(world, 0.01 if dt is None else dt,
+                               info={"lift": lift, "radius": radius, "mass": float(body.node_masses().sum()),
+                                     "trajectory": traj})

@@ -18,17 +18,19 @@ import numpy as np
 from ...errors import SimulationDivergedError
 from ..._validation import duration_steps
 from ...progress import ProgressLine
-from ..stepper import Trajectory
+from ..trajectory import Trajectory
 from .cr import conjugate_residual
 from .local_global import FBAOptions, LocalGlobalSystem, StepStats
 from .materials import local_step
 from .ncp import friction_rows, normal_rows
+from .nsn import NSNOptions, NSNStepper
 from .world import DeformableWorld
 
 __all__ = ["DeformableSimulator", "DeformableTrajectory", "ContactRows", "Delassus", "SOLVERS"]
 
-SOLVERS = ("fba",)
-"""Deformable solver names accepted by ``load_scene(..., solver=)``: "fba" (seed 004)."""
+SOLVERS = ("fba", "nsn")
+"""Deformable solver names accepted by ``load_scene(..., solver=)``: "fba" (seed 004's local-global
+solver) and "nsn" (seed 002's non-smooth Newton solver, :mod:`.nsn`)."""
 
 
 @dataclass(frozen=True)
@@ -73,21 +75,28 @@ class Delassus:
         C: (m, 3) unit row directions.
     """
 
-    def __init__(self, block: np.ndarray, pos: np.ndarray, C: np.ndarray):
+    def __init__(self, block: np.ndarray, pos: np.ndarray, C: np.ndarray, backend=None):
         import scipy.sparse as sp
+
+        from .backend import make_backend
 
         self.block, self.pos, self.C = block, pos, C
         m = pos.size
         self._P = sp.csr_matrix((np.ones(m), (np.arange(m), pos)), shape=(m, block.shape[0]))
+        self.backend = make_backend("numpy") if backend is None else backend
+        be = self.backend
+        # device copies for matvec (the same objects on the CPU backend)
+        self._block_d, self._pos_d, self._C_d = be.to_device(block), be.to_device(pos), be.to_device(C)
+        self._PT_d = be.sparse(self._P.T.tocsr())
 
     def diagonal(self) -> np.ndarray:
         """(m,) W_jj = (A⁻¹)_{i_j i_j} (unit directions)."""
         return self.block[self.pos, self.pos] * (self.C * self.C).sum(1)
 
-    def matvec(self, x: np.ndarray) -> np.ndarray:
-        """W x for x (m,)."""
-        F = self._P.T @ (self.C * x[:, None])  # (|U|, 3) per-node sums of c_l x_l
-        return (self.C * (self.block @ F)[self.pos]).sum(1)
+    def matvec(self, x):
+        """W x for x (m,), an array of the backend (device arrays in and out)."""
+        F = self._PT_d @ (self._C_d * x[:, None])  # (|U|, 3) per-node sums of c_l x_l
+        return (self._C_d * (self._block_d @ F)[self._pos_d]).sum(1)
 
     def toarray(self) -> np.ndarray:
         """Dense W (m, m) (tests and small problems)."""
@@ -102,32 +111,39 @@ def _tangents(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class DeformableSimulator:
-    """Steps a :class:`DeformableWorld` with the local-global solver of seed 004.
+    """Steps a :class:`DeformableWorld` with the local-global solver of seed 004 ("fba") or the
+    non-smooth Newton solver of seed 002 ("nsn"), on the same bodies and contact rows.
 
     Args:
         world: bodies, obstacles, attachments, gravity.
-        solver: "fba" (the only deformable solver so far).
+        solver: "fba" (seed 004, default) or "nsn" (seed 002).
         dt: time step h [s] (paper: 0.01).
-        solver_options: :class:`FBAOptions` or a dict of its fields (unknown keys: ValueError).
+        solver_options: :class:`FBAOptions` ("fba") or :class:`NSNOptions` ("nsn"), or a dict of
+            its fields (unknown keys: ValueError).
         max_speed: largest node speed [m/s] a step may produce before the simulator raises
             :class:`plants.errors.SimulationDivergedError` (None: only non-finite values raise).
     """
 
     def __init__(self, world: DeformableWorld, solver: str = "fba", dt: float = 0.01,
-                 solver_options: FBAOptions | dict | None = None, max_speed: float | None = 1e3):
+                 solver_options: FBAOptions | NSNOptions | dict | None = None, max_speed: float | None = 1e3):
         if not isinstance(world, DeformableWorld):
             raise TypeError(f"world must be a DeformableWorld, got {type(world).__name__}")
         if solver not in SOLVERS:
             raise ValueError(f"solver must be one of {SOLVERS} for a deformable scene, got {solver!r}")
         if isinstance(dt, bool) or not isinstance(dt, (int, float, np.floating)) or not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"dt must be a finite time step > 0 [s], got {dt!r}")
-        self.options = solver_options if isinstance(solver_options, FBAOptions) else FBAOptions.from_dict(solver_options)
+        kind = FBAOptions if solver == "fba" else NSNOptions
+        if isinstance(solver_options, (FBAOptions, NSNOptions)) and not isinstance(solver_options, kind):
+            raise TypeError(f"solver={solver!r} takes {kind.__name__}, got {type(solver_options).__name__}")
+        self.options = solver_options if isinstance(solver_options, kind) else kind.from_dict(solver_options)
         self.world, self.solver, self.dt = world, solver, float(dt)
         if max_speed is not None and (isinstance(max_speed, bool) or not (np.isfinite(max_speed) and max_speed > 0)):
             raise ValueError(f"max_speed must be a finite speed > 0 [m/s] or None, got {max_speed!r}")
         self.max_speed = None if max_speed is None else float(max_speed)
-        self.system = LocalGlobalSystem(world, self.dt, self.options)
-        if self.options.global_step == "jacobi" and (world.obstacles or world.attachments):
+        self.system = LocalGlobalSystem(world, self.dt, self.options if solver == "fba" else FBAOptions(),
+                                        prefactor=solver == "fba")
+        self._nsn = NSNStepper(self) if solver == "nsn" else None
+        if solver == "fba" and self.options.global_step == "jacobi" and (world.obstacles or world.attachments):
             raise ValueError("global_step='jacobi' (the incomplete baseline) supports contact-free scenes only")
         self.info: dict = {}
         self.last_stats = StepStats()
@@ -154,6 +170,20 @@ class DeformableSimulator:
         i = [b.name for b in self.world.bodies].index(name)
         o = self.system.offsets
         return self.x[o[i]:o[i + 1]]
+
+    def obstacle_forces(self) -> dict:
+        """{obstacle name: (3,) force [N]} that each obstacle exerted on the deformable bodies over
+        the last step: Σ_j λ_j c_j over its contact rows (normal and friction). The force on the
+        obstacle (a robot finger) is its negative."""
+        out = {ob.name: np.zeros(3) for ob in self.world.obstacles}
+        rows, lam = self.last_rows, self.last_lambda
+        if rows is None or not rows.n_contacts or lam.size != rows.n_rows:
+            return out
+        nc = rows.n_contacts
+        f = (lam[:3 * nc, None] * rows.C[:3 * nc]).reshape(nc, 3, 3).sum(1)  # per contact
+        for k, ob in enumerate(self.world.obstacles):
+            out[ob.name] = f[rows.obstacle == k].sum(0)
+        return out
 
     def _pinned_at(self, t: float) -> np.ndarray:
         out = [b.pinned_positions(t) for b in self.world.bodies]
@@ -269,14 +299,38 @@ class DeformableSimulator:
         """Advance one step of h (Alg. 4). ``iterations`` overrides the local-global count;
         ``record`` (a list) receives a copy of all node positions after each iteration."""
         t_start = time.perf_counter()
+        stats = StepStats()
+        if self._nsn is not None:
+            q, lam, rows = self._nsn.step(iterations, record, stats)
+        else:
+            q, lam, rows = self._step_fba(iterations, record, stats)
+        if rows is not None and rows.n_rows:
+            self.last_lambda = lam
+        self.last_rows = rows
+        h, x_t = self.dt, self.x
+        v_new = (q - x_t) / h
+        peak = float(np.abs(v_new).max())
+        if not np.isfinite(peak) or (self.max_speed is not None and peak > self.max_speed):
+            raise SimulationDivergedError(
+                f"deformable simulation diverged at step {self.step_index} (t = {self.t:.6g} s): "
+                f"|v| = {peak:.3g} > max_speed = {self.max_speed} (state left unchanged)",
+                rows, None, self.step_index, self.t)
+        self.x, self.v = q, v_new
+        self.t += h
+        self.step_index += 1
+        stats.step_time = time.perf_counter() - t_start
+        self.last_stats = stats
+        return stats
+
+    def _step_fba(self, iterations, record, stats):
+        """Seed 004's Alg. 4 for one step; returns (q (n, 3), λ, rows)."""
         sysm, h, opt = self.system, self.dt, self.options
         n_it = opt.iterations if iterations is None else int(iterations)
-        stats = StepStats()
         free, pinned = sysm.free, sysm.pinned
         x_t, v_t = self.x, self.v
         x_tilde = x_t + h * v_t + h * h * self.world.gravity
         x_pin = self._pinned_at(self.t + h)
-        q = x_tilde.copy() if opt.initial_guess == "predicted" else x_t + h * v_t
+        q = {"predicted": x_tilde, "previous": x_t, "extrapolated": x_t + h * v_t}[opt.initial_guess].copy()
         q[pinned] = x_pin
         qf = q[free]
         duals = [None if p.projective else np.zeros((p.elements.stop - p.elements.start, p.dim, 3)) for p in sysm.parts]
@@ -287,7 +341,7 @@ class DeformableSimulator:
         if m_r:
             nc = rows.n_contacts
             uniq, pos = np.unique(rows.node, return_inverse=True)
-            W = Delassus(sysm.inverse_block(uniq), pos, rows.C)
+            W = Delassus(sysm.inverse_block(uniq), pos, rows.C, sysm.backend)
             Wd = W.diagonal()
             if opt.preconditioner == "w_diagonal":
                 r_n = h * h * Wd[0:3 * nc:3]
@@ -312,6 +366,8 @@ class DeformableSimulator:
                 qf = sysm.solve(b, qf)
                 stats.global_time += time.perf_counter() - t0
             else:
+                stats.global_time += time.perf_counter() - t0
+                t0 = time.perf_counter()  # assembly: gaps, NCP indicators Ω, E and h (Eqs. 19, 24)
                 Hq = (rows.C * qf[rows.node]).sum(1)
                 omega = np.ones(m_r)
                 Ep = np.zeros(m_r)  # E of Eq. 21 (already divided by h² or h)
@@ -333,44 +389,40 @@ class DeformableSimulator:
                 if iB.size:
                     Ep[iB] = rows.compliance / h**2
                     hv[iB] = rows.offset[iB] - rows.compliance * lam[iB]
-                # g = b + h² Jᵀλ; u = A⁻¹ g; Schur solve; correction
+                stats.assembly_time += time.perf_counter() - t0
+                t0 = time.perf_counter()
+                # g = b + h² Jᵀλ; u = A⁻¹ g (the global step); Schur solve; correction
                 JT = np.zeros_like(qf)
                 np.add.at(JT, rows.node, (omega * lam)[:, None] * rows.C)
                 u = sysm.solve(b + h * h * JT)
                 Ju = omega * (rows.C * u[rows.node]).sum(1)
                 stats.global_time += time.perf_counter() - t0
                 t0 = time.perf_counter()
-                def K(x, omega=omega, Ep=Ep):  # (ΩWΩ + Ē) x
-                    return omega * W.matvec(omega * x) + Ep * x
+                be = sysm.backend  # the constraint solve runs on its device (CPU: the identity moves)
+                om_d, Ep_d = be.to_device(omega), be.to_device(Ep)
 
-                x_sol = conjugate_residual(K, hv - Ju, opt.cr_iterations, diagonal=omega**2 * Wd + Ep)  # = h² Δλ
+                def K(x, om_d=om_d, Ep_d=Ep_d):  # (ΩWΩ + Ē) x
+                    return om_d * W.matvec(om_d * x) + Ep_d * x
+
+                x_sol = be.to_host(conjugate_residual(K, be.to_device(hv - Ju), opt.cr_iterations,
+                                                      diagonal=be.to_device(omega**2 * Wd + Ep)))  # = h² Δλ
                 lam += x_sol / h**2
+                stats.constraint_time += time.perf_counter() - t0
+                t0 = time.perf_counter()  # correction: q = u + A⁻¹(h² JᵀΔλ) (Eq. 23)
                 dJT = np.zeros_like(qf)
                 np.add.at(dJT, rows.node, (omega * x_sol)[:, None] * rows.C)
                 qf = u + sysm.solve(dJT)
-                stats.constraint_time += time.perf_counter() - t0
+                stats.correction_time += time.perf_counter() - t0
             q[free] = qf
             if record is not None:
                 record.append(q.copy())
 
-        if m_r:
+        if not m_r:
+            lam = np.zeros(0)
+        else:
             gaps = (rows.C[iN] * qf[rows.node[iN]]).sum(1) - rows.offset[iN]
             stats.min_gap = float(gaps.min()) if gaps.size else np.inf
-            self.last_lambda = lam
-        self.last_rows = rows
-        v_new = (q - x_t) / h
-        peak = float(np.abs(v_new).max())
-        if not np.isfinite(peak) or (self.max_speed is not None and peak > self.max_speed):
-            raise SimulationDivergedError(
-                f"deformable simulation diverged at step {self.step_index} (t = {self.t:.6g} s): "
-                f"|v| = {peak:.3g} > max_speed = {self.max_speed} (state left unchanged)",
-                rows, None, self.step_index, self.t)
-        self.x, self.v = q, v_new
-        self.t += h
-        self.step_index += 1
-        stats.step_time = time.perf_counter() - t_start
-        self.last_stats = stats
-        return stats
+        return q, lam, rows
 
     def run(self, duration: float, progress: bool = False, stream: Any = None) -> DeformableTrajectory:
         """Simulate ``duration`` seconds (rounded to whole steps) from the current state

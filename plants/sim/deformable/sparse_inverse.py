@@ -22,7 +22,8 @@ import scipy.sparse.linalg as sla
 
 from lcs._numba import HAVE_NUMBA, njit
 
-__all__ = ["SparseInverse", "elimination_tree", "cholesky_min_degree", "sparse_inverse_factor_numpy", "HAVE_NUMBA"]
+__all__ = ["SparseInverse", "elimination_tree", "cholesky_min_degree", "sparse_inverse_factor_numpy", "linv_scipy",
+           "HAVE_NUMBA"]
 
 
 def cholesky_min_degree(A: sp.spmatrix) -> tuple[sp.csc_matrix, np.ndarray]:
@@ -50,17 +51,33 @@ def cholesky_min_degree(A: sp.spmatrix) -> tuple[sp.csc_matrix, np.ndarray]:
     return L, p
 
 
-def elimination_tree(L: sp.csc_matrix) -> np.ndarray:
-    """(n,) parent of each column in the elimination tree (−1 at roots): the first sub-diagonal
-    non-zero row of column j of the Cholesky factor L."""
-    L = sp.csc_matrix(L)
-    n = L.shape[0]
-    parent = np.full(n, -1, dtype=np.int64)
-    for j in range(n):
-        rows = L.indices[L.indptr[j]:L.indptr[j + 1]]
-        below = rows[rows > j]
-        if below.size:
-            parent[j] = below.min()
+def elimination_tree(M: sp.spmatrix) -> np.ndarray:
+    """(n,) parent of each column in the elimination tree of a structurally symmetric matrix
+    (−1 at roots), from its *pattern* by Liu's algorithm with path compression (CSparse's
+    ``cs_etree``). Pass A (permuted) or its Cholesky factor L (lower; its pattern is taken as
+    L + Lᵀ): fill does not change the tree. The pattern, not the values: reading the tree off L's
+    first sub-diagonal non-zero breaks when a factor entry cancels to an exact zero and is dropped
+    (a stiff 30×6×6 bar did that, and S then missed entries)."""
+    M = sp.csc_matrix(M)
+    n = M.shape[0]
+    P = (abs(M) + abs(M).T).tocsc()  # structural symmetry (values irrelevant)
+    P.sort_indices()
+    return _etree_kernel(n, P.indptr.astype(np.int64), P.indices.astype(np.int64))
+
+
+@njit(cache=True)
+def _etree_kernel(n, indptr, indices):  # pragma: no cover - compiled
+    parent = np.full(n, -1, np.int64)
+    ancestor = np.full(n, -1, np.int64)
+    for k in range(n):
+        for p in range(indptr[k], indptr[k + 1]):
+            i = indices[p]
+            while i != -1 and i < k:
+                inext = ancestor[i]
+                ancestor[i] = k
+                if inext == -1:
+                    parent[i] = k
+                i = inext
     return parent
 
 
@@ -99,6 +116,21 @@ def _linv_columns(parent, Lp, Lj, Lx, diag):  # pragma: no cover - compiled
     return indptr, rows, vals
 
 
+def linv_scipy(L: sp.csc_matrix, block: int = 256) -> sp.csc_matrix:
+    """L⁻¹ (csc) by SciPy's sparse triangular solves on blocks of identity columns: the path
+    without numba (e.g. a GPU machine with only numpy/scipy/cupy). Forward substitution leaves the
+    entries outside Theorem 1's pattern exactly zero, so the result has the same pattern."""
+    n = L.shape[0]
+    Lr = sp.csr_matrix(L)
+    cols = []
+    for j0 in range(0, n, block):
+        j1 = min(n, j0 + block)
+        E = np.zeros((n, j1 - j0))
+        E[np.arange(j0, j1), np.arange(j1 - j0)] = 1.0
+        cols.append(sp.csc_matrix(sla.spsolve_triangular(Lr, E, lower=True)))
+    return sp.hstack(cols, format="csc") if cols else sp.csc_matrix((0, 0))
+
+
 def sparse_inverse_factor_numpy(A: sp.spmatrix) -> np.ndarray:
     """Dense reference of S = L⁻¹P (n, n) (small A only), from the same L and ordering."""
     L, p = cholesky_min_degree(A)
@@ -126,13 +158,16 @@ class SparseInverse:
     def from_matrix(cls, A: sp.spmatrix) -> "SparseInverse":
         """Factor A (SPD, sparse) once and build S (Theorem 1 pattern)."""
         L, p = cholesky_min_degree(A)
-        parent = elimination_tree(L)
-        Lr = L.tocsr()
-        Lr.sort_indices()
-        indptr, rows, vals = _linv_columns(parent, Lr.indptr.astype(np.int64), Lr.indices.astype(np.int64),
-                                           Lr.data, L.diagonal())
+        parent = elimination_tree(sp.csc_matrix(A)[p][:, p])
         n = L.shape[0]
-        Linv = sp.csc_matrix((vals, rows, indptr), shape=(n, n))
+        if HAVE_NUMBA:
+            Lr = L.tocsr()
+            Lr.sort_indices()
+            indptr, rows, vals = _linv_columns(parent, Lr.indptr.astype(np.int64), Lr.indices.astype(np.int64),
+                                               Lr.data, L.diagonal())
+            Linv = sp.csc_matrix((vals, rows, indptr), shape=(n, n))
+        else:  # pragma: no cover - installs without numba (tested by forcing this branch)
+            Linv = linv_scipy(L)
         S = Linv[:, np.argsort(p)].tocsr()  # S[:, j] = L⁻¹[:, k] where p[k] = j
         return cls(S=S, L=L, perm=p, parent=parent)
 
