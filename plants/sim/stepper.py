@@ -29,8 +29,9 @@ from ..errors import ContactSolveError, SimulationDivergedError
 from .._validation import duration_steps, number, vector
 from ..progress import ProgressLine
 from ._blas import blas_threads
-from ._geometry_kernels import HAVE_NUMBA, contact_jacobian
+from ._geometry_kernels import HAVE_NUMBA
 from ._linalg import cholesky, cholesky_solve
+from ._stepper_kernels import contact_rows, explicit_free_motion, geometry_poses, overlap_ratios
 from .contact_problem import (
     ContactBodies,
     ContactProblem,
@@ -49,7 +50,7 @@ from .diagnostics import (
     suggest_dt,
     suggest_margin_dt,
 )
-from .geometry import ContactDetector, HalfSpace, tangent_basis
+from .geometry import ContactDetector, HalfSpace, _empty_contacts, tangent_basis
 from .scene import Scene
 
 __all__ = ["SCHEMES", "Simulator", "Trajectory"]
@@ -61,6 +62,8 @@ SCHEMES: dict[str, tuple[float, float]] = {
     "midpoint": (0.5, 0.5),
 }
 """θ-method parameters (θ, θ_vq) of seed 001 §III (table after eq. 12)."""
+
+_NO_CONTACTS = _empty_contacts()
 
 STAT_FIELDS = (
     "status",
@@ -252,6 +255,10 @@ class Simulator:
         self._effort = effort if np.isfinite(effort).any() else None
         self._geom_size = body_sizes(scene.geometries)  # (n_geoms,) [m], for the penetration check
         self._geom_names = [g.name for g in scene.geometries]
+        self._zero_diagonal = np.zeros(nv)  # A = M + diag(0) for the explicit free motion
+        self._zero_diagonal.flags.writeable = False
+        self._joint_R = np.empty((len(self._geom_joints), 3, 3))  # poses of the joints carrying geometry
+        self._joint_p = np.empty((len(self._geom_joints), 3))
         self._hulls = self._hull_detector()
 
     def _hull_detector(self) -> ContactDetector | None:
@@ -310,9 +317,20 @@ class Simulator:
             tau = np.clip(tau, -self._effort, self._effort)
         return tau
 
-    def free_motion(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(v*, A) of stage 1 (eqs. 13 and 15)."""
+    def free_motion(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray,
+                    compiled: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(v*, A) of stage 1 (eqs. 13 and 15). ``compiled``: for θ = 0 (explicit in v*), one
+        compiled call (:func:`~plants.sim._stepper_kernels.explicit_free_motion`) when numba is
+        present; False: the readable reference below."""
         dt, th, tvq = self.dt, self.theta, self.theta_vq
+        if compiled and th == 0.0 and HAVE_NUMBA:
+            n = self.model.nv
+            A, v = np.empty((n, n)), np.empty(n)
+            M = self._pin.crba(self.model, self.data, q0)  # upper triangle filled
+            if explicit_free_motion(M, self._forces(q0, v0, tau), v0, dt, self._tree_starts, A, v):
+                self._fm_iterations = 0
+                self._mass_q, self._mass_diagonal = q0, self._zero_diagonal
+                return v, A
         M0 = self._mass(q0)
         k0 = self._forces(q0, v0, tau)
         v = v0 + dt * cholesky_solve(cholesky(M0), k0)
@@ -345,58 +363,24 @@ class Simulator:
         v_star, A = self.free_motion(q0, v0, tau)
         model, data, scene = self.model, self.data, self.scene
         pin.computeJointJacobians(model, data, q0)  # also forward kinematics at q0
-        Rg, pg = scene.geometry_poses(data, self._geom_joints, self._geom_slot)
+        Rg, pg = self._geometry_poses(data)
         c = scene.detector.detect(Rg, pg)
-        n_c = c.n_c
-        if n_c:
-            sa = self._geom_slot[c.a]
-            sb = self._geom_slot[c.b]
-            pair = c.a * self._n_geoms + c.b
-            point = c.point(self._pair_w[pair])  # on the stiffer surface (k_a/(k_a+k_b) weighting)
-            # World-frame joint Jacobians are data.J (6 x n_v) restricted to each joint's support
-            # (a 0/1 column mask), so J_b − J_a = data.J · (support_b − support_a) column-wise.
-            # Velocity of the material points at p: v_o + ω × p, projected on the frame rows f:
-            # f·(v_o − p × ω) = f·v_o + (p × f)·ω.
-            F = tangent_basis(c.normal)  # (n_c, 3, 3) rows (t1, t2, n)
-            Jw = np.reshape(data.J, (6, model.nv))
-            if HAVE_NUMBA:
-                J = np.empty((3 * n_c, model.nv))
-                contact_jacobian(F, np.ascontiguousarray(point), np.ascontiguousarray(Jw), self._slot_support, sa, sb, J)
-            else:
-                J = self._contact_jacobian_numpy(F, point, Jw, sa, sb)
-            k = self._pair_k[pair]
-            tau_d = self._pair_tau[pair]
-            mu = self._pair_mu[pair]
-            trees = np.empty((n_c, 2), dtype=np.int64)
-            trees[:, 0] = self._slot_tree[sa]
-            trees[:, 1] = self._slot_tree[sb]
-            joints = np.stack([scene.geom_joint[c.a], scene.geom_joint[c.b]], axis=1)
-            # the point in each joint's frame: r = R_geom (R_worldᵀ (p − p_world)) + p_geom (the geometry
-            # sits at (R_geom, p_geom) in its joint's frame and at (R_world, p_world) in the world)
-            local = np.empty((n_c, 2, 3))
-            for side, g in enumerate((c.a, c.b)):
-                d = np.einsum("cji,cj->ci", Rg[g], point - pg[g])  # in the geometry frame
-                local[:, side] = np.einsum("cij,cj->ci", scene.geom_R[g], d) + scene.geom_p[g]
-        else:
-            J = np.zeros((0, model.nv))
-            k, tau_d, mu = np.zeros(0), np.zeros(0), np.zeros(0)
-            trees = np.zeros((0, 2), dtype=np.int64)
-            F, point, joints = np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((0, 2), dtype=np.int64)
-            local = np.zeros((0, 2, 3))
+        Jw = np.array(data.J.reshape(6, model.nv), order="C")  # world-frame joint Jacobians (a copy: data changes)
+        rows = self._contact_rows if HAVE_NUMBA else self._contact_rows_numpy
+        F, point, J, k, tau_d, mu, trees, joints, local = rows(c, Rg, pg, Jw)
         # the bodies behind the contacts, for body-level splitting (SubADMM, seed 000 eq. 30-31)
-        bodies = ContactBodies(
-            model=model, q=q0, joints=joints, points=np.asarray(point, float), frames=F, local_points=local,
-            world_jacobian=np.array(np.reshape(data.J, (6, model.nv))), joint_support=scene.joint_support,
-            mass_q=self._mass_q, mass_diagonal=self._mass_diagonal,
+        bodies = ContactBodies.trusted(
+            model=model, q=q0, joints=joints, points=point, frames=F, local_points=local, world_jacobian=Jw,
+            joint_support=scene.joint_support, mass_q=self._mass_q, mass_diagonal=self._mass_diagonal,
         )
         phi0 = c.phi.copy()
         n_limits = 0
         if self._limit_dof.size:
-            rows, gap, dof = self._limit_rows(q0, v0, v_star)
+            signs, gap, dof = self._limit_rows(q0, v0, v_star)
             n_limits = gap.size
             if n_limits:
                 lim_J = np.zeros((3 * n_limits, model.nv))
-                lim_J[3 * np.arange(n_limits) + 2, dof] = rows
+                lim_J[3 * np.arange(n_limits) + 2, dof] = signs
                 J = np.concatenate([J, lim_J])
                 phi0 = np.concatenate([phi0, gap])
                 mu = np.concatenate([mu, np.zeros(n_limits)])
@@ -451,6 +435,63 @@ class Simulator:
         dof = np.concatenate([self._limit_dof[lo], self._limit_dof[hi]])
         return sign, gap, dof
 
+    def _geometry_poses(self, data: Any) -> tuple[np.ndarray, np.ndarray]:
+        """World poses (R (n_g, 3, 3), p (n_g, 3)) of the geometries after forward kinematics: the
+        compiled twin of :meth:`Scene.geometry_poses` (the reference) when numba is present."""
+        if not HAVE_NUMBA:
+            return self.scene.geometry_poses(data, self._geom_joints, self._geom_slot)
+        Rj, pj, oMi = self._joint_R, self._joint_p, data.oMi
+        for i, j in enumerate(self._geom_joints):  # loop over joints carrying geometry (Pinocchio objects)
+            M = oMi[j]
+            Rj[i] = M.rotation
+            pj[i] = M.translation
+        Rg, pg = np.empty((self._n_geoms, 3, 3)), np.empty((self._n_geoms, 3))
+        geometry_poses(Rj, pj, self._geom_slot, self.scene.geom_R, self.scene.geom_p, Rg, pg)
+        return Rg, pg
+
+    def _contact_rows(self, c, Rg: np.ndarray, pg: np.ndarray, Jw: np.ndarray) -> tuple:
+        """The contacts' rows of the problem, compiled (:func:`~plants.sim._stepper_kernels.contact_rows`);
+        the same arithmetic as :meth:`_contact_rows_numpy`, the reference."""
+        n_c, n_v, scene = c.n_c, self.model.nv, self.scene
+        F, point, J = np.empty((n_c, 3, 3)), np.empty((n_c, 3)), np.empty((3 * n_c, n_v))
+        k, tau_d, mu = np.empty(n_c), np.empty(n_c), np.empty(n_c)
+        trees, joints = np.empty((n_c, 2), dtype=np.int64), np.empty((n_c, 2), dtype=np.int64)
+        local = np.empty((n_c, 2, 3))
+        contact_rows(c.normal, c.point_a, c.point_b, c.a, c.b, self._n_geoms, self._pair_w, self._pair_k,
+                     self._pair_tau, self._pair_mu, self._geom_slot, self._slot_support, self._slot_tree,
+                     scene.geom_joint, Rg, pg, scene.geom_R, scene.geom_p, Jw,
+                     F, point, J, k, tau_d, mu, trees, joints, local)
+        return F, point, J, k, tau_d, mu, trees, joints, local
+
+    def _contact_rows_numpy(self, c, Rg: np.ndarray, pg: np.ndarray, Jw: np.ndarray) -> tuple:
+        """(F, point, J, k, τ_d, μ, trees, joints, local): the rows of the problem for the contacts ``c``
+        (the readable reference of :meth:`_contact_rows`)."""
+        model, scene, n_c = self.model, self.scene, c.n_c
+        if not n_c:
+            return (np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((0, model.nv)), np.zeros(0), np.zeros(0),
+                    np.zeros(0), np.zeros((0, 2), dtype=np.int64), np.zeros((0, 2), dtype=np.int64),
+                    np.zeros((0, 2, 3)))
+        sa = self._geom_slot[c.a]
+        sb = self._geom_slot[c.b]
+        pair = c.a * self._n_geoms + c.b
+        point = c.point(self._pair_w[pair])  # on the stiffer surface (k_a/(k_a+k_b) weighting)
+        # World-frame joint Jacobians are data.J (6 x n_v) restricted to each joint's support
+        # (a 0/1 column mask), so J_b − J_a = data.J · (support_b − support_a) column-wise.
+        # Velocity of the material points at p: v_o + ω × p, projected on the frame rows f:
+        # f·(v_o − p × ω) = f·v_o + (p × f)·ω.
+        F = tangent_basis(c.normal)  # (n_c, 3, 3) rows (t1, t2, n)
+        J = self._contact_jacobian_numpy(F, point, Jw, sa, sb)
+        trees = np.stack([self._slot_tree[sa], self._slot_tree[sb]], axis=1).astype(np.int64)
+        joints = np.stack([scene.geom_joint[c.a], scene.geom_joint[c.b]], axis=1)
+        # the point in each joint's frame: r = R_geom (R_worldᵀ (p − p_world)) + p_geom (the geometry
+        # sits at (R_geom, p_geom) in its joint's frame and at (R_world, p_world) in the world)
+        local = np.empty((n_c, 2, 3))
+        for side, g in enumerate((c.a, c.b)):
+            d = np.einsum("cji,cj->ci", Rg[g], point - pg[g])  # in the geometry frame
+            local[:, side] = np.einsum("cij,cj->ci", scene.geom_R[g], d) + scene.geom_p[g]
+        return (F, np.asarray(point, float), J, self._pair_k[pair], self._pair_tau[pair], self._pair_mu[pair],
+                trees, joints, local)
+
     def _contact_jacobian_numpy(self, F: np.ndarray, point: np.ndarray, Jw: np.ndarray, sa: np.ndarray,
                                 sb: np.ndarray) -> np.ndarray:
         """Reference of the compiled ``contact_jacobian``: (3 n_c, n_v) rows F·J_lin + (p × F)·J_ang,
@@ -495,7 +536,7 @@ class Simulator:
                 f" solve did not converge (status {result.status.name})",
                 problem, result, self.step_index, self.t,
             )
-        vq = self.theta_vq * v + (1.0 - self.theta_vq) * self.v
+        vq = v if self.theta_vq == 1.0 else self.theta_vq * v + (1.0 - self.theta_vq) * self.v
         self.q = self._pin.integrate(self.model, self.q, self.dt * vq)
         self.v = v
         self.t += self.dt
@@ -519,7 +560,7 @@ class Simulator:
         t[0], q[0], v[0] = self.t, self.q, self.v
         # deepest overlap (ratio, step, depth, size, geom a, geom b) in the run's initial state and after it
         self._initial = self._deepest = (0.0, -1, 0.0, 0.0, -1, -1, False)
-        self._prev_pairs = (np.zeros(0, dtype=np.int64), np.zeros(0))
+        self._prev_contacts = _NO_CONTACTS  # the previous step's contacts (for the cause of a first deep overlap)
         self._onset = (-1, 0.0, 0.0)  # (step, depth, size) of the first deep overlap after the start
         first_step = self.step_index
         bar = (ProgressLine(n, label=str(getattr(self, "info", {}).get("name", "")), stream=stream)
@@ -545,10 +586,8 @@ class Simulator:
             stats["min_phi"][i] = c.phi.min() if c.n_c else np.inf
             flags = 0 if r.ok else PlausibilityFlag.NOT_CONVERGED
             if c.n_c and self.plausibility is not None:
-                allow = self.plausibility.penetration_fraction * np.minimum(self._geom_size[c.a], self._geom_size[c.b])
-                measured, predicted = self._overlaps(c.phi, r)
-                ratios = np.maximum(measured, predicted) / allow
-                peak = stats["penetration_ratio"][i] = ratios.max()
+                peak, allow, measured, predicted, ratios = self._overlap_ratios(c, r)
+                stats["penetration_ratio"][i] = peak
                 if peak >= 1.0:
                     flags |= PlausibilityFlag.DEEP_PENETRATION
                 if i == 0:  # the run's initial state (measured) is kept apart from what the run produces
@@ -557,7 +596,7 @@ class Simulator:
                 elif peak > self._deepest[0]:
                     self._record("_deepest", ratios, allow, c, measured)
             if self.plausibility is not None:
-                self._prev_pairs = (c.a * self._n_geoms + c.b, c.phi)
+                self._prev_contacts = c
                 every = self.plausibility.hull_check_every
                 if self._hulls is not None and every and i % every == 0:  # body hulls (see _hull_detector)
                     h = self._hulls.detect(*self._last_poses)
@@ -578,6 +617,29 @@ class Simulator:
             t[i + 1], q[i + 1], v[i + 1] = self.t, self.q, self.v
         if bar is not None:
             bar.update(n)
+
+    def _overlap_ratios(self, c, result: ContactSolverResult) -> tuple[float, np.ndarray, np.ndarray, np.ndarray,
+                                                                       np.ndarray]:
+        """(peak, allow, measured, predicted, ratios) of the last step's contacts ``c``: ``allow`` (n_c,) the
+        overlap allowance [m] (``penetration_fraction`` × the smaller geometry's size), ``measured``
+        and ``predicted`` overlaps of :meth:`_overlaps`, ``ratios = max(measured, predicted) / allow``
+        and its largest entry. Compiled (:func:`~plants.sim._stepper_kernels.overlap_ratios`) when
+        numba is present, else :meth:`_overlap_ratios_numpy`, the reference."""
+        if not HAVE_NUMBA:
+            return self._overlap_ratios_numpy(c, result)
+        p = self.last_problem
+        vq = result.v if self.theta_vq == 1.0 else self.theta_vq * result.v + (1.0 - self.theta_vq) * p.v0
+        out = np.empty((4, c.n_c))
+        peak = overlap_ratios(c.phi, c.a, c.b, self._geom_size, self.plausibility.penetration_fraction, p.J, vq,
+                              self.dt, out)
+        return peak, out[0], out[1], out[2], out[3]
+
+    def _overlap_ratios_numpy(self, c, result: ContactSolverResult) -> tuple:
+        """Reference of :meth:`_overlap_ratios`."""
+        allow = self.plausibility.penetration_fraction * np.minimum(self._geom_size[c.a], self._geom_size[c.b])
+        measured, predicted = self._overlaps(c.phi, result)
+        ratios = np.maximum(measured, predicted) / allow
+        return float(ratios.max()), allow, measured, predicted, ratios
 
     def _overlaps(self, phi0: np.ndarray, result: ContactSolverResult) -> tuple[np.ndarray, np.ndarray]:
         """(measured, predicted): (n_c,) overlap of each contact of the last step at its start (−φ₀)
@@ -605,7 +667,8 @@ class Simulator:
                 if name == "_deepest":
                     self._onset = (self.step_index - 1, depth, float(size))
                 if measured is not None:
-                    pairs, phi = self._prev_pairs
+                    prev = self._prev_contacts
+                    pairs, phi = prev.a * self._n_geoms + prev.b, prev.phi
                     hit = np.flatnonzero(pairs == c.a[k] * self._n_geoms + c.b[k])
                     appeared = bool(measured[k] >= depth and (hit.size == 0 or phi[hit[0]] > 0))
             setattr(self, name, (float(ratios[k]), self.step_index - 1, depth, float(size), int(c.a[k]),
