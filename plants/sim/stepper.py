@@ -148,6 +148,11 @@ class Simulator:
             ``"near_rigid"`` (default: a stiffness whose period is one step on the dof's effective
             inertia, SAP's own regularization of a rigid constraint, seed 001 eq. 29; the other
             solvers converge much better with it) or ``"rigid"`` (k = inf).
+        compiled: run the per-step assembly (geometry poses, contact rows, the explicit free motion,
+            the penetration check) as compiled kernels (numba, :mod:`plants.sim._stepper_kernels`)
+            when numba is present; False: the readable numpy reference, which gives the same
+            trajectory to round-off (``tests/test_sim_fast_path.py``). The SAP solver has its own
+            switch (``solver_options={"compiled": False}``). See docs/sap.md §9 for the profile.
     """
 
     def __init__(
@@ -165,6 +170,7 @@ class Simulator:
         strict: bool = False,
         plausibility: PlausibilityOptions | None = PlausibilityOptions(),
         limit_stiffness: str = "near_rigid",
+        compiled: bool = True,
     ):
         import pinocchio as pin
 
@@ -212,6 +218,9 @@ class Simulator:
         if limit_stiffness not in ("near_rigid", "rigid"):
             raise ValueError(f"limit_stiffness must be 'near_rigid' or 'rigid', got {limit_stiffness!r}")
         self.limit_stiffness = limit_stiffness
+        if not isinstance(compiled, (bool, np.bool_)):
+            raise TypeError(f"compiled must be a bool, got {compiled!r}")
+        self.compiled = bool(compiled) and HAVE_NUMBA
         self.model = scene.model
         self.data = scene.model.createData()
         self._precompute()
@@ -317,13 +326,12 @@ class Simulator:
             tau = np.clip(tau, -self._effort, self._effort)
         return tau
 
-    def free_motion(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray,
-                    compiled: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """(v*, A) of stage 1 (eqs. 13 and 15). ``compiled``: for θ = 0 (explicit in v*), one
-        compiled call (:func:`~plants.sim._stepper_kernels.explicit_free_motion`) when numba is
-        present; False: the readable reference below."""
+    def free_motion(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(v*, A) of stage 1 (eqs. 13 and 15). For θ = 0 (explicit in v*) with ``compiled``, one
+        compiled call (:func:`~plants.sim._stepper_kernels.explicit_free_motion`); else the readable
+        reference below."""
         dt, th, tvq = self.dt, self.theta, self.theta_vq
-        if compiled and th == 0.0 and HAVE_NUMBA:
+        if th == 0.0 and self.compiled:
             n = self.model.nv
             A, v = np.empty((n, n)), np.empty(n)
             M = self._pin.crba(self.model, self.data, q0)  # upper triangle filled
@@ -366,7 +374,7 @@ class Simulator:
         Rg, pg = self._geometry_poses(data)
         c = scene.detector.detect(Rg, pg)
         Jw = np.array(data.J.reshape(6, model.nv), order="C")  # world-frame joint Jacobians (a copy: data changes)
-        rows = self._contact_rows if HAVE_NUMBA else self._contact_rows_numpy
+        rows = self._contact_rows if self.compiled else self._contact_rows_numpy
         F, point, J, k, tau_d, mu, trees, joints, local = rows(c, Rg, pg, Jw)
         # the bodies behind the contacts, for body-level splitting (SubADMM, seed 000 eq. 30-31)
         bodies = ContactBodies.trusted(
@@ -438,7 +446,7 @@ class Simulator:
     def _geometry_poses(self, data: Any) -> tuple[np.ndarray, np.ndarray]:
         """World poses (R (n_g, 3, 3), p (n_g, 3)) of the geometries after forward kinematics: the
         compiled twin of :meth:`Scene.geometry_poses` (the reference) when numba is present."""
-        if not HAVE_NUMBA:
+        if not self.compiled:
             return self.scene.geometry_poses(data, self._geom_joints, self._geom_slot)
         Rj, pj, oMi = self._joint_R, self._joint_p, data.oMi
         for i, j in enumerate(self._geom_joints):  # loop over joints carrying geometry (Pinocchio objects)
@@ -625,7 +633,7 @@ class Simulator:
         and ``predicted`` overlaps of :meth:`_overlaps`, ``ratios = max(measured, predicted) / allow``
         and its largest entry. Compiled (:func:`~plants.sim._stepper_kernels.overlap_ratios`) when
         numba is present, else :meth:`_overlap_ratios_numpy`, the reference."""
-        if not HAVE_NUMBA:
+        if not self.compiled:
             return self._overlap_ratios_numpy(c, result)
         p = self.last_problem
         vq = result.v if self.theta_vq == 1.0 else self.theta_vq * result.v + (1.0 - self.theta_vq) * p.v0
