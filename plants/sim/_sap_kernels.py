@@ -201,6 +201,9 @@ def regularization(W, dt, k, tau, phi0, mu, beta, sigma):  # pragma: no cover - 
 # by a dense Cholesky per island (connected group of trees).
 
 SOLVED, MAX_ITERATIONS, LINE_SEARCH_FAILED, NUMERICAL_ERROR = 0, 1, 2, 3  # ContactSolverStatus values
+LAPACK_ABOVE = 96
+"""Islands of more dofs than this are factored by LAPACK (``np.linalg.cholesky``, blocked) instead of
+the plain loops of :func:`cholesky_inplace`, which win below it (no copy, no call)."""
 
 
 @njit(cache=True)
@@ -356,6 +359,48 @@ def cholesky_solve_inplace(L, n, x):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _delassus_blocks_cholesky(A, J, tree_starts, contact_trees):  # pragma: no cover - compiled
+    """:func:`delassus_blocks` (same per-side sum) with each touched tree's block Cholesky-factored
+    instead of inverted: W_ii += Xᵀ X, X = L_t⁻¹ J_{i,t}ᵀ (the 6×6 LAPACK inverses cost ~1.5 µs each)."""
+    n_c = contact_trees.shape[0]
+    n_t = tree_starts.shape[0] - 1
+    W = np.zeros((n_c, 3, 3))
+    s_max = 0
+    for t in range(n_t):
+        s_max = max(s_max, tree_starts[t + 1] - tree_starts[t])
+    L = np.empty((n_t, s_max, s_max))
+    done = np.zeros(n_t, dtype=np.bool_)
+    X = np.empty((3, s_max))
+    for i in range(n_c):
+        for side in range(2):
+            t = contact_trees[i, side]
+            if t < 0:
+                continue
+            a = tree_starts[t]
+            s = tree_starts[t + 1] - a
+            if not done[t]:
+                for r in range(s):
+                    for c in range(r + 1):
+                        L[t, r, c] = A[a + r, a + c]
+                if not cholesky_inplace(L[t], s):  # A is SPD; a failure gives NaN, caught as NUMERICAL_ERROR
+                    L[t, :s, :s] = np.nan
+                done[t] = True
+            for r in range(3):  # forward substitution L x = J_{i,t}ᵀ column r
+                for k in range(s):
+                    acc = J[3 * i + r, a + k]
+                    for m in range(k):
+                        acc -= L[t, k, m] * X[r, m]
+                    X[r, k] = acc / L[t, k, k]
+            for r in range(3):
+                for c in range(3):
+                    acc = 0.0
+                    for k in range(s):
+                        acc += X[r, k] * X[c, k]
+                    W[i, r, c] += acc
+    return W
+
+
+@njit(cache=True)
 def _sap_cost(A, v, v_star, Av_star, J, dofs, count, y_shift, Rinv, R, mu, mu_hat, mu_tilde2, tree_starts,
               Av, vc, gamma, G, jc, grad):  # pragma: no cover - compiled
     """ℓ_p(v), with A v, γ, G, Jᵀγ and ∇ℓ_p written into the buffers (SAPSolver._evaluate)."""
@@ -439,7 +484,7 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
         k_k[j] = stiffness[i]
         tau_k[j] = dissipation[i]
     # ---- regularization (eqs. 29-30) and the per-problem data of the workspace
-    W = delassus_blocks(A, Jk, tree_starts, ct)
+    W = _delassus_blocks_cholesky(A, Jk, tree_starts, ct)
     R, v_hat, mu_tilde2, mu_hat, w = regularization(W, dt, k_k, tau_k, phi_k, mu_k, beta, sigma)
     Rinv = 1.0 / R
     y_shift = v_hat * Rinv
@@ -525,10 +570,19 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
                         if lq > lp:
                             continue
                         L[lp, lq] += Jk[3 * i, dp_] * GJ[0, q] + Jk[3 * i + 1, dp_] * GJ[1, q] + Jk[3 * i + 2, dp_] * GJ[2, q]
-            if not cholesky_inplace(L, m):
-                failed = True
-                break
-            cholesky_solve_inplace(L, m, x)
+            if m <= LAPACK_ABOVE:
+                if not cholesky_inplace(L, m):
+                    failed = True
+                    break
+                cholesky_solve_inplace(L, m, x)
+            else:  # a large island: LAPACK's blocked dpotrf (raises LinAlgError if not SPD)
+                Hs = np.empty((m, m))
+                for ii in range(m):
+                    for jj in range(ii + 1):
+                        Hs[ii, jj] = L[ii, jj]
+                        Hs[jj, ii] = L[ii, jj]
+                Lf = np.linalg.cholesky(Hs)
+                cholesky_solve_inplace(Lf, m, x)
             for ii in range(m):
                 dv[isl_dofs[a0 + ii]] = x[ii]
         if failed:

@@ -416,6 +416,11 @@ class SAPSolver(ContactSolver):
     def __init__(self, options: SAPOptions | str | None = None, **overrides):
         self.options = resolve_options(SAPOptions, options, overrides)
         self._island_cache: dict = {}
+        o = self.options  # the compiled solve's scalar arguments, converted once
+        self._kernel_options = (float(o.beta), float(o.sigma), float(o.rel_tol), float(o.abs_tol),
+                                int(o.max_iterations), o.line_search == "exact", float(o.alpha_max),
+                                float(o.armijo_rho), float(o.armijo_c), int(o.ls_max_iterations),
+                                float(o.ls_rel_tol), bool(o.islands))
 
     # ---------------------------------------------------------------- pieces (also used by tests)
     def workspace(self, problem: ContactProblem) -> _Workspace:
@@ -474,15 +479,21 @@ class SAPSolver(ContactSolver):
         v = np.empty(n_v)
         gamma = np.empty((problem.phi0.shape[0], 3))
         history = np.empty(int(opts.max_iterations) + 1)
-        status, it, ls_total, n_hist, cost, scale = newton_solve(
-            problem.A, problem.v_star, guess, problem.J, problem.phi0, problem.mu, problem.stiffness,
-            problem.dissipation, problem.dt, problem.tree_starts, problem.contact_trees, problem.M_diag,
-            float(opts.beta), float(opts.sigma), float(opts.rel_tol), float(opts.abs_tol), int(opts.max_iterations),
-            opts.line_search == "exact", float(opts.alpha_max), float(opts.armijo_rho), float(opts.armijo_c),
-            int(opts.ls_max_iterations), float(opts.ls_rel_tol), bool(opts.islands), v, gamma, history)
+        try:
+            status, it, ls_total, n_hist, cost, scale = newton_solve(
+                problem.A, problem.v_star, guess, problem.J, problem.phi0, problem.mu, problem.stiffness,
+                problem.dissipation, problem.dt, problem.tree_starts, problem.contact_trees, problem.M_diag,
+                *self._kernel_options, v, gamma, history)
+        except np.linalg.LinAlgError:  # LAPACK refused a large island's H: the reference says how
+            drop = inert_contacts(problem)
+            if not drop.any():
+                return self._solve(problem, v_guess)
+            return expand_impulses(self._solve(without_contacts(problem, drop), v_guess), drop)
         status = _STATUSES[status]
         res = float(history[n_hist - 1])
-        if status is ContactSolverStatus.NUMERICAL_ERROR:
+        if status is ContactSolverStatus.SOLVED:
+            message = ""
+        elif status is ContactSolverStatus.NUMERICAL_ERROR:
             message = "non-finite gradient" if not math.isfinite(res) else "Cholesky failed: H not positive definite"
         else:
             message = _MESSAGES[status].format(n=opts.max_iterations)

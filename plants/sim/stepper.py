@@ -314,11 +314,12 @@ class Simulator:
         return M
 
     def _forces(self, q, v, tau) -> np.ndarray:
-        return tau - self._pin.nonLinearEffects(self.model, self.data, q, v) + self.scene.spring_forces(q, v)
+        k = tau - self._pin.nonLinearEffects(self.model, self.data, q, v)
+        return k + self.scene.spring_forces(q, v) if self.scene.has_springs else k
 
     def _actuation(self, t, q, v) -> np.ndarray:
         if self.controller is None:
-            return np.zeros(self.model.nv)
+            return self._zero_diagonal  # read-only zeros (n_v,)
         tau = np.asarray(self.controller(t, q.copy(), v.copy()), dtype=float).reshape(-1)
         if tau.shape != (self.model.nv,) or not np.isfinite(tau).all():
             raise ValueError(f"controller must return finite generalized forces of shape ({self.model.nv},), got {tau.shape}")
