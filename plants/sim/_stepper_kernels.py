@@ -25,15 +25,16 @@ __all__ = ["HAVE_NUMBA", "contact_rows", "explicit_free_motion", "geometry_poses
 
 
 @njit(cache=True)
-def geometry_poses(Rj, pj, slot, geom_R, geom_p, Rg, pg):  # pragma: no cover - compiled
-    """World poses of the geometries: ``Rg[g] = Rj[s] geom_R[g]``, ``pg[g] = Rj[s] geom_p[g] + pj[s]``
-    with ``s = slot[g]`` (the geometry's joint among the joints carrying geometry)."""
+def geometry_poses(H, slot, geom_R, geom_p, Rg, pg):  # pragma: no cover - compiled
+    """World poses of the geometries: ``Rg[g] = R_s geom_R[g]``, ``pg[g] = R_s geom_p[g] + p_s`` with
+    (R_s, p_s) the homogeneous pose ``H[s]`` (4, 4) of the geometry's joint, ``s = slot[g]`` (its index
+    among the joints carrying geometry)."""
     for g in range(slot.shape[0]):
         s = slot[g]
         for a in range(3):
             for b in range(3):
-                Rg[g, a, b] = Rj[s, a, 0] * geom_R[g, 0, b] + Rj[s, a, 1] * geom_R[g, 1, b] + Rj[s, a, 2] * geom_R[g, 2, b]
-            pg[g, a] = (Rj[s, a, 0] * geom_p[g, 0] + Rj[s, a, 1] * geom_p[g, 1] + Rj[s, a, 2] * geom_p[g, 2]) + pj[s, a]
+                Rg[g, a, b] = H[s, a, 0] * geom_R[g, 0, b] + H[s, a, 1] * geom_R[g, 1, b] + H[s, a, 2] * geom_R[g, 2, b]
+            pg[g, a] = (H[s, a, 0] * geom_p[g, 0] + H[s, a, 1] * geom_p[g, 1] + H[s, a, 2] * geom_p[g, 2]) + H[s, a, 3]
 
 
 @njit(cache=True)

@@ -18,6 +18,7 @@ optional controller (the actuation hook), held constant over the step.
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -266,8 +267,7 @@ class Simulator:
         self._geom_names = [g.name for g in scene.geometries]
         self._zero_diagonal = np.zeros(nv)  # A = M + diag(0) for the explicit free motion
         self._zero_diagonal.flags.writeable = False
-        self._joint_R = np.empty((len(self._geom_joints), 3, 3))  # poses of the joints carrying geometry
-        self._joint_p = np.empty((len(self._geom_joints), 3))
+        self._joint_H = np.empty((len(self._geom_joints), 4, 4))  # poses of the joints carrying geometry
         self._hulls = self._hull_detector()
 
     def _hull_detector(self) -> ContactDetector | None:
@@ -412,8 +412,6 @@ class Simulator:
         regularization SAP applies to a rigid constraint (seed 001 eq. 29, R = β²w/(4π²)), given
         to every solver as a compliance (better conditioned for the AL/ADMM solvers than k = inf).
         """
-        import math
-
         if self.limit_stiffness == "rigid":
             return np.full(dof.size, np.inf)
         w = np.empty(dof.size)
@@ -449,13 +447,11 @@ class Simulator:
         compiled twin of :meth:`Scene.geometry_poses` (the reference) when numba is present."""
         if not self.compiled:
             return self.scene.geometry_poses(data, self._geom_joints, self._geom_slot)
-        Rj, pj, oMi = self._joint_R, self._joint_p, data.oMi
+        H, oMi = self._joint_H, data.oMi
         for i, j in enumerate(self._geom_joints):  # loop over joints carrying geometry (Pinocchio objects)
-            M = oMi[j]
-            Rj[i] = M.rotation
-            pj[i] = M.translation
+            H[i] = oMi[j].homogeneous  # one conversion (rotation + translation: two, ~2x the cost)
         Rg, pg = np.empty((self._n_geoms, 3, 3)), np.empty((self._n_geoms, 3))
-        geometry_poses(Rj, pj, self._geom_slot, self.scene.geom_R, self.scene.geom_p, Rg, pg)
+        geometry_poses(H, self._geom_slot, self.scene.geom_R, self.scene.geom_p, Rg, pg)
         return Rg, pg
 
     def _contact_rows(self, c, Rg: np.ndarray, pg: np.ndarray, Jw: np.ndarray) -> tuple:
@@ -536,7 +532,7 @@ class Simulator:
             )
         v = result.v
         peak = float(np.abs(v).max()) if v.size else 0.0
-        if not np.isfinite(peak) or (self.max_speed is not None and peak > self.max_speed):
+        if not math.isfinite(peak) or (self.max_speed is not None and peak > self.max_speed):
             raise SimulationDivergedError(
                 f"simulation diverged at step {self.step_index} (t = {self.t:.6g} s): the "
                 f"{result.solver or type(self.solver).__name__} solution has |v| = {peak:.3g}"
@@ -591,11 +587,16 @@ class Simulator:
             stats["iterations"][i] = r.iterations
             stats["line_search_iterations"][i] = r.line_search_iterations
             c = self._last_contacts
-            stats["n_contacts"][i] = c.n_c
-            stats["min_phi"][i] = c.phi.min() if c.n_c else np.inf
+            n_c = c.phi.size
+            stats["n_contacts"][i] = n_c
             flags = 0 if r.ok else PlausibilityFlag.NOT_CONVERGED
-            if c.n_c and self.plausibility is not None:
+            if not n_c:
+                stats["min_phi"][i] = np.inf
+            elif self.plausibility is None:
+                stats["min_phi"][i] = c.phi.min()
+            else:
                 peak, allow, measured, predicted, ratios = self._overlap_ratios(c, r)
+                stats["min_phi"][i] = -measured.max()  # measured = −φ₀
                 stats["penetration_ratio"][i] = peak
                 if peak >= 1.0:
                     flags |= PlausibilityFlag.DEEP_PENETRATION
