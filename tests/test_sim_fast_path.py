@@ -213,3 +213,28 @@ def test_compiled_switch_is_validated():
     sim = load_scene("cube-slide")
     with pytest.raises(TypeError, match="compiled"):
         Simulator(sim.scene, compiled="yes")
+
+
+@pytest.mark.parametrize("stiffness", ["near_rigid", "rigid"])
+def test_joint_limit_kernel_matches_reference(stiffness):
+    """Franka: every joint put near its lower limit, then its upper one (the fingers' and the arm's)."""
+    base = load_scene("franka-push-ball", hand_collision=False)
+    sim = Simulator(base.scene, dt=base.dt, controller=base.controller, limit_stiffness=stiffness)
+    assert sim._limit_dof.size >= 9
+    rng = np.random.default_rng(0)
+    for at in (sim._limit_lower + 1e-4, sim._limit_upper - 1e-4):
+        q = sim.q.copy()
+        q[sim._limit_q] = at
+        v = rng.normal(size=sim.model.nv) * 0.1
+        tau = np.zeros(sim.model.nv)
+        v_star, A = sim.free_motion(q, v, tau)
+        fast = sim._limits(q, v, v_star, A)
+        sim.compiled = False
+        try:
+            ref = sim._limits(q, v, v_star, A)
+        finally:
+            sim.compiled = True
+        assert fast[2].size == sim._limit_dof.size
+        for x, y in zip(fast[:3], ref[:3]):
+            np.testing.assert_array_equal(x, y)
+        np.testing.assert_allclose(fast[3], ref[3], rtol=1e-10)

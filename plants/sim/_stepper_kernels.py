@@ -14,6 +14,8 @@ and :meth:`plants.sim.stepper.Simulator.free_motion` with ``compiled=False``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from lcs._numba import HAVE_NUMBA, njit
@@ -21,7 +23,8 @@ from lcs._numba import HAVE_NUMBA, njit
 from ._geometry_kernels import contact_jacobian, tangent_frames
 from ._sap_kernels import cholesky_inplace, cholesky_solve_inplace
 
-__all__ = ["HAVE_NUMBA", "contact_rows", "explicit_free_motion", "geometry_poses", "overlap_ratios"]
+__all__ = ["HAVE_NUMBA", "contact_rows", "explicit_free_motion", "geometry_poses", "joint_limit_rows",
+           "overlap_ratios"]
 
 
 @njit(cache=True)
@@ -133,3 +136,57 @@ def overlap_ratios(phi, a, b, size, fraction, J, vq, dt, out):  # pragma: no cov
         out[3, i] = r
         peak = max(peak, r)
     return peak
+
+
+@njit(cache=True)
+def joint_limit_rows(q0, v0, v_star, limit_q, limit_dof, lower, upper, margin, dt, A, tree_starts, dof_tree,
+                     rigid, sign, gap, dof, k):  # pragma: no cover - compiled
+    """The step's joint-limit constraints (reference: ``Simulator._limit_rows`` and
+    ``Simulator._limit_stiffness``): lower limits first, then upper ones, each in the scene's
+    order, those whose gap is below ``margin + 2 δt max(|v₀|, |v*|)`` of their dof. Writes the row
+    sign (+1 lower, −1 upper), the gap φ₀, the dof and the near-rigid stiffness
+    k = 4π²/(δt² w), w = (A_t⁻¹)_kk from a Cholesky factor of the dof's tree block (``rigid``: inf)
+    into the outputs (each at least 2 n_limits long); returns how many."""
+    n = 0
+    for side in range(2):
+        for j in range(limit_q.shape[0]):
+            d = limit_dof[j]
+            reach = margin + 2.0 * dt * max(abs(v0[d]), abs(v_star[d]))
+            g = q0[limit_q[j]] - lower[j] if side == 0 else upper[j] - q0[limit_q[j]]
+            if g < reach:
+                sign[n] = 1.0 if side == 0 else -1.0
+                gap[n] = g
+                dof[n] = d
+                n += 1
+    if rigid:
+        for i in range(n):
+            k[i] = np.inf
+        return n
+    s_max = 0
+    for t in range(tree_starts.shape[0] - 1):
+        s_max = max(s_max, tree_starts[t + 1] - tree_starts[t])
+    L = np.empty((s_max, s_max))
+    x = np.empty(s_max)
+    done_tree = -1
+    for i in range(n):
+        t = dof_tree[dof[i]]
+        a = tree_starts[t]
+        s = tree_starts[t + 1] - a
+        if t != done_tree:  # limits come in the scene's order: refactor only when the tree changes
+            for r in range(s):
+                for c in range(r + 1):
+                    L[r, c] = A[a + r, a + c]
+            cholesky_inplace(L, s)
+            done_tree = t
+        e = dof[i] - a  # w = ‖L⁻¹ e_k‖²: forward substitution from row e (the entries above are 0)
+        w = 0.0
+        for r in range(s):
+            x[r] = 0.0
+        for r in range(e, s):
+            acc = 1.0 if r == e else 0.0
+            for m in range(e, r):
+                acc -= L[r, m] * x[m]
+            x[r] = acc / L[r, r]
+            w += x[r] * x[r]
+        k[i] = 4.0 * math.pi * math.pi / (dt * dt * w)
+    return n

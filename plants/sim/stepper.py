@@ -32,7 +32,7 @@ from ..progress import ProgressLine
 from ._blas import blas_threads
 from ._geometry_kernels import HAVE_NUMBA
 from ._linalg import cholesky, cholesky_solve
-from ._stepper_kernels import contact_rows, explicit_free_motion, geometry_poses, overlap_ratios
+from ._stepper_kernels import contact_rows, explicit_free_motion, geometry_poses, joint_limit_rows, overlap_ratios
 from .contact_problem import (
     ContactBodies,
     ContactProblem,
@@ -385,7 +385,7 @@ class Simulator:
         phi0 = c.phi.copy()
         n_limits = 0
         if self._limit_dof.size:
-            signs, gap, dof = self._limit_rows(q0, v0, v_star)
+            signs, gap, dof, lim_k = self._limits(q0, v0, v_star, A)
             n_limits = gap.size
             if n_limits:
                 lim_J = np.zeros((3 * n_limits, model.nv))
@@ -393,7 +393,7 @@ class Simulator:
                 J = np.concatenate([J, lim_J])
                 phi0 = np.concatenate([phi0, gap])
                 mu = np.concatenate([mu, np.zeros(n_limits)])
-                k = np.concatenate([k, self._limit_stiffness(A, dof)])
+                k = np.concatenate([k, lim_k])
                 tau_d = np.concatenate([tau_d, np.zeros(n_limits)])
                 lim_trees = np.full((n_limits, 2), -1, dtype=np.int64)
                 lim_trees[:, 0] = self._dof_tree[dof]
@@ -403,6 +403,21 @@ class Simulator:
             tree_starts=self._tree_starts, contact_trees=trees, v0=v0.copy(), bodies=bodies, n_limits=n_limits,
         )
         return problem, {"contacts": c, "tau": tau, "poses": (Rg, pg)}
+
+    def _limits(self, q0: np.ndarray, v0: np.ndarray, v_star: np.ndarray, A: np.ndarray) -> tuple:
+        """(sign, gap φ₀, dof, stiffness) of the step's joint-limit constraints (n_l,) each: compiled
+        (:func:`~plants.sim._stepper_kernels.joint_limit_rows`) with ``compiled``, else
+        :meth:`_limit_rows` and :meth:`_limit_stiffness`, the reference."""
+        if not self.compiled:
+            sign, gap, dof = self._limit_rows(q0, v0, v_star)
+            return sign, gap, dof, self._limit_stiffness(A, dof)
+        m = 2 * self._limit_dof.size
+        sign, gap, k = np.empty(m), np.empty(m), np.empty(m)
+        dof = np.empty(m, dtype=np.int64)
+        n = joint_limit_rows(q0, v0, v_star, self._limit_q, self._limit_dof, self._limit_lower, self._limit_upper,
+                             float(self.scene.margin), self.dt, A, self._tree_starts, self._dof_tree,
+                             self.limit_stiffness == "rigid", sign, gap, dof, k)
+        return sign[:n], gap[:n], dof[:n], k[:n]
 
     def _limit_stiffness(self, A: np.ndarray, dof: np.ndarray) -> np.ndarray:
         """Near-rigid stiffness of joint-limit constraints on ``dof``: k = 4π²/(β² δt² w), β = 1.
