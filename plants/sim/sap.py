@@ -348,6 +348,8 @@ class _Workspace:
             for side in range(2):
                 t = ct[:, side]
                 has = t >= 0
+                if side == 1:  # a same-tree contact (self-collision) has its tree's columns once
+                    has &= t != ct[:, 0]
                 start = np.where(has, ts[np.maximum(t, 0)], 0)
                 size = np.where(has, sizes[np.maximum(t, 0)], 0)
                 k = np.arange(s_max)
