@@ -150,10 +150,11 @@ class Simulator:
             inertia, SAP's own regularization of a rigid constraint, seed 001 eq. 29; the other
             solvers converge much better with it) or ``"rigid"`` (k = inf).
         compiled: run the per-step assembly (geometry poses, contact rows, the explicit free motion,
-            the penetration check) as compiled kernels (numba, :mod:`plants.sim._stepper_kernels`)
-            when numba is present; False: the readable numpy reference, which gives the same
-            trajectory to round-off (``tests/test_sim_fast_path.py``). The SAP solver has its own
-            switch (``solver_options={"compiled": False}``). See docs/sap.md §9 for the profile.
+            joint-limit rows, the penetration check) as compiled kernels (numba,
+            :mod:`plants.sim._stepper_kernels`) when numba is present; False: the readable numpy
+            reference, which gives the same trajectory to round-off (``tests/test_sim_fast_path.py``).
+            The SAP solver has its own switch (``solver_options={"compiled": False}``). The profile
+            behind it: docs/sap.md §9.1.
     """
 
     def __init__(
