@@ -242,3 +242,16 @@ def test_joint_limit_kernel_matches_reference(stiffness):
         for x, y in zip(fast[:3], ref[:3]):
             np.testing.assert_array_equal(x, y)
         np.testing.assert_allclose(fast[3], ref[3], rtol=1e-10)
+
+
+def test_compiled_newton_large_island_takes_lapack_and_matches_reference():
+    """An island above ``LAPACK_ABOVE`` dofs is factored by LAPACK inside the kernel: same answer."""
+    from plants.sim._sap_kernels import LAPACK_ABOVE
+
+    p = tree_problem(13, sizes=(6,) * 24, n_c=70, inert=0, self_contacts=2)
+    n_isl, start, _, _ = island_layout(p.tree_starts, p.contact_trees, True)
+    assert np.diff(start).max() > LAPACK_ABOVE
+    a = SAPSolver(rel_tol=1e-8).solve(p)
+    b = SAPSolver(rel_tol=1e-8, compiled=False).solve(p)
+    assert a.ok
+    assert_same_solution(a, b)
