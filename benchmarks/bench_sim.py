@@ -490,7 +490,9 @@ def markdown_pinocchio(res: dict) -> list[str]:
     L = ["", f"### Pinocchio's own solvers in our stepper (pinocchio {pp['pinocchio']})", "",
          f"Measured {pp.get('date', res['date'])} (load average {_report.load_average(pp.get('machine', m))[0]:.2f}) in one "
          "run together with the ours SAP, Drake and MuJoCo rows of these two tables (re-measured here, so they "
-         "differ from the tables above by the machine's load).", "",
+         "differ from the tables above by the machine's load)."
+         + (" Kept from that earlier run (`--part sim`): its ours SAP rows predate the changes measured above."
+            if pp.get("kept") else ""), "",
          "`pin-admm` / `pin-pgs` (`plants/sim/peer_pinocchio.py`): Pinocchio's `ADMMConstraintSolver` / "
          "`PGSConstraintSolver` (C++) solve our step's contact problem — Delassus operator G = J A⁻¹ Jᵀ "
          "(`DelassusOperatorDense`), free velocity g = J v* + (0, 0, φ₀/(δt + τ_d)), normal compliance "
@@ -747,9 +749,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="short runs (no markdown update)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the timed scenes (median reported)")
-    ap.add_argument("--part", choices=("all", "pinocchio"), default="all",
+    ap.add_argument("--part", choices=("all", "pinocchio", "sim"), default="all",
                     help="'pinocchio': run only the Pinocchio-solver comparison (with ours SAP, Drake, MuJoCo "
-                         "in the same run) and merge it into the existing JSON/markdown")
+                         "in the same run) and merge it into the existing JSON/markdown; 'sim': everything "
+                         "else, keeping the Pinocchio comparison of the existing JSON (it takes the longest)")
     _report.add_quiet(ap)
     args = ap.parse_args(argv)
     from plants.sim._blas import blas_threads
@@ -822,8 +825,15 @@ def main(argv: list[str] | None = None) -> int:
             "cube-drop-5 (1 s)": ours_scene("cube-drop-5", 0.2 if args.quick else 1.0),
         }
         bar.update(bar.done + 1)
-        res["pinocchio"] = pinocchio_part(dur, rounds, peers, bar)
-        res["pinocchio"]["date"] = res["date"]
+        if args.part == "sim":  # keep the previous run's Pinocchio comparison (it carries its own date)
+            kept = json.loads(JSON_PATH.read_text()).get("pinocchio") if JSON_PATH.exists() else None
+            if kept:
+                kept.setdefault("date", "an earlier run")
+                kept["kept"] = True
+                res["pinocchio"] = kept
+        else:
+            res["pinocchio"] = pinocchio_part(dur, rounds, peers, bar)
+            res["pinocchio"]["date"] = res["date"]
     print(json.dumps(res, indent=1))
     if not args.quick:
         _report.publish(res, markdown(res), "bench_sim", JSON_PATH, indent=1)
