@@ -663,10 +663,11 @@ def markdown(res: dict) -> str:
           f"1 kg cube), load F_i = {o['bottom_contact_load']:.4g} N (5/4 of a cube) → predicted "
           f"{-o['bottom_contact_predicted']:.4g} m, measured {-o['bottom_contact_phi']:.4g} m "
           f"({-o['bottom_contact_phi'] / single:.2f}× the single-body formula; docs/sap.md §3).", "",
-          "### Ours only", "", "| scene | δt | µs/step | iterations mean / max | contacts max | not converged |",
-          "|---|---|---|---|---|---|"]
+          "### Ours only", "", "| scene | δt | µs/step | CPU µs/step | iterations mean / max | contacts max | not converged |",
+          "|---|---|---|---|---|---|---|"]
     for key, row in res["ours_only"].items():
-        L.append(f"| {key} | {row['dt']:g} | {row['us_per_step']:.0f} | {row['iterations_mean']:.2f} / "
+        L.append(f"| {key} | {row['dt']:g} | {row['us_per_step']:.0f} | {_fmt(row.get('cpu_us_per_step'), '.0f')} | "
+                 f"{row['iterations_mean']:.2f} / "
                  f"{row['iterations_max']} | {row['contacts_max']} | {row['not_converged']} |")
     L += ["", "Spring-cylinder energy (δt = 20 ms; E relative to the oscillator energy E₀ = 0.5 J, the "
           "normalization of the seed's frictionless 28 %; seed: midpoint 0.16 % with friction over \"the first "
