@@ -117,10 +117,10 @@ class ContactBodies:
 
     @classmethod
     def trusted(cls, **fields: Any) -> "ContactBodies":
-        """Bodies from arrays already of the documented shapes and dtypes (``joints`` int64),
-        **without validation**: for the stepper, which builds them every step."""
+        """Bodies from arrays already of the documented shapes and dtypes (``joints`` int64), every
+        field given by name, **without validation**: for the stepper, which builds them every step."""
         self = object.__new__(cls)
-        self.__dict__.update({name: fields[name] for name in cls.__dataclass_fields__})
+        self.__dict__.update(fields)
         return self
 
     @property
