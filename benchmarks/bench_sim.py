@@ -19,7 +19,7 @@ plants/sim/peer_pinocchio.py) step the cube-slide and cube-rest-5 scenes inside 
 same run as ours SAP, Drake and MuJoCo (``--part pinocchio`` runs only that comparison and merges it
 into the existing JSON and markdown).
 
-The timed scenes (cube-rest-5, Franka) run in ``--rounds`` interleaved rounds (default 3); the
+The timed scenes (cube-slide, cube-rest-5, Franka) run in ``--rounds`` interleaved rounds (default 3); the
 table shows the median round and lists every round.
 
 Drake: ``MultibodyPlant`` with ``discrete_contact_approximation="sap"``, point contact, the same
@@ -63,11 +63,11 @@ CORNERS = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1], indexing="ij")).reshap
 # ----------------------------------------------------------------------------- ours
 def ours_slide(dt: float, scheme: str = "symplectic_euler", solver: str = "sap", solver_options: dict | None = None) -> dict:
     sim = load_scene("cube-slide", dt=dt, scheme=scheme, solver=solver, solver_options=solver_options)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     traj = sim.run(0.4)
-    el = time.perf_counter() - t0
+    el, cpu = time.perf_counter() - t0, time.process_time() - c0
     x = float(traj.q[-1, 0])
-    return {"distance": x, "error": (x - EXACT_SLIDE) / EXACT_SLIDE, "us_per_step": el / traj.n_steps * 1e6,
+    return {"distance": x, "error": (x - EXACT_SLIDE) / EXACT_SLIDE, "us_per_step": el / traj.n_steps * 1e6, "cpu_us_per_step": cpu / traj.n_steps * 1e6,
             "hop": float(traj.q[:, 2].max() - 0.05), "iterations_mean": float(traj.stats["iterations"].mean()),
             "iterations_max": int(traj.stats["iterations"].max())}
 
@@ -75,12 +75,12 @@ def ours_slide(dt: float, scheme: str = "symplectic_euler", solver: str = "sap",
 def ours_rest5(duration: float, solver: str = "sap", solver_options: dict | None = None) -> dict:
     sim = load_scene("cube-rest-5", dt=1e-3, solver=solver, solver_options=solver_options)
     sim.run(0.01)  # warm-up
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     traj = sim.run(duration)
-    el = time.perf_counter() - t0
+    el, cpu = time.perf_counter() - t0, time.process_time() - c0
     s = traj.stats
     if solver != "sap":  # the regularization prediction below is SAP's
-        return {"us_per_step": el / traj.n_steps * 1e6, "bottom_penetration": float(0.05 - traj.q[-1, 2]),
+        return {"us_per_step": el / traj.n_steps * 1e6, "cpu_us_per_step": cpu / traj.n_steps * 1e6, "bottom_penetration": float(0.05 - traj.q[-1, 2]),
                 "min_phi": float(s["min_phi"][-1]), "iterations_mean": float(s["iterations"].mean()),
                 "iterations_max": int(s["iterations"].max()), "not_converged": int((s["status"] != 0).sum())}
     # per-contact prediction of the near-rigid regularization (seed 001 §V, docs/sap.md §3):
@@ -92,7 +92,7 @@ def ours_rest5(duration: float, solver: str = "sap", solver_options: dict | None
     load = r.gamma.reshape(-1, 3)[:, 2] / p.dt
     bottom = np.argmin(p.phi0)
     predicted = par.w[bottom] / (4 * np.pi**2) * load[bottom] * p.dt**2
-    return {"us_per_step": el / traj.n_steps * 1e6, "bottom_penetration": float(0.05 - traj.q[-1, 2]),
+    return {"us_per_step": el / traj.n_steps * 1e6, "cpu_us_per_step": cpu / traj.n_steps * 1e6, "bottom_penetration": float(0.05 - traj.q[-1, 2]),
             "min_phi": float(s["min_phi"][-1]), "iterations_mean": float(s["iterations"].mean()),
             "iterations_max": int(s["iterations"].max()), "not_converged": int((s["status"] != 0).sum()),
             "bottom_contact_phi": float(p.phi0[bottom]), "bottom_contact_predicted": float(-predicted),
@@ -184,11 +184,11 @@ def cylinder_loss(duration: float = 120.0, drake: bool = True) -> dict:
 
 def ours_scene(name: str, duration: float) -> dict:
     sim = load_scene(name)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     traj = sim.run(duration)
-    el = time.perf_counter() - t0
+    el, cpu = time.perf_counter() - t0, time.process_time() - c0
     s = traj.stats
-    return {"dt": sim.dt, "us_per_step": el / traj.n_steps * 1e6, "iterations_mean": float(s["iterations"].mean()),
+    return {"dt": sim.dt, "us_per_step": el / traj.n_steps * 1e6, "cpu_us_per_step": cpu / traj.n_steps * 1e6, "iterations_mean": float(s["iterations"].mean()),
             "iterations_max": int(s["iterations"].max()), "contacts_max": int(s["n_contacts"].max()),
             "not_converged": int((s["status"] != 0).sum()), "momentum_error_max": float(np.nanmax(s["momentum_error"]))}
 
@@ -236,24 +236,24 @@ def drake_build(n: int, dt: float, speed: float = 0.0, k: float = 1e12, r: float
 def drake_slide(dt: float) -> dict:
     sim, plant, pc, bodies = drake_build(1, dt, speed=1.0)
     n = int(round(0.4 / dt))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     hop = 0.0
     for i in range(1, n + 1):
         sim.AdvanceTo(i * dt)
         hop = max(hop, plant.EvalBodyPoseInWorld(pc, bodies[0]).translation()[2] - 0.05)
-    el = time.perf_counter() - t0
+    el, cpu = time.perf_counter() - t0, time.process_time() - c0
     x = float(plant.EvalBodyPoseInWorld(pc, bodies[0]).translation()[0])
-    return {"distance": x, "error": (x - EXACT_SLIDE) / EXACT_SLIDE, "us_per_step": el / n * 1e6, "hop": float(hop)}
+    return {"distance": x, "error": (x - EXACT_SLIDE) / EXACT_SLIDE, "us_per_step": el / n * 1e6, "cpu_us_per_step": cpu / n * 1e6, "hop": float(hop)}
 
 
 def drake_rest5(duration: float) -> dict:
     sim, plant, pc, bodies = drake_build(5, 1e-3)
     sim.AdvanceTo(0.01)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     sim.AdvanceTo(0.01 + duration)
-    el = time.perf_counter() - t0
+    el, cpu = time.perf_counter() - t0, time.process_time() - c0
     z0 = plant.EvalBodyPoseInWorld(pc, bodies[0]).translation()[2]
-    return {"us_per_step": el / round(duration / 1e-3) * 1e6, "bottom_penetration": float(0.05 - z0)}
+    return {"us_per_step": el / round(duration / 1e-3) * 1e6, "cpu_us_per_step": cpu / round(duration / 1e-3) * 1e6, "bottom_penetration": float(0.05 - z0)}
 
 
 def drake_franka(duration: float) -> dict:
@@ -323,11 +323,11 @@ def drake_franka(duration: float) -> dict:
     ctrl_time = [0.0]
     sim.Initialize()
     ctrl_time[0] = 0.0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     sim.AdvanceTo(duration)
-    el = time.perf_counter() - t0
+    el, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = round(duration / 1e-3)
-    return {"us_per_step": el / n * 1e6, "controller_us_per_step": ctrl_time[0] / n * 1e6,
+    return {"us_per_step": el / n * 1e6, "cpu_us_per_step": cpu / n * 1e6, "controller_us_per_step": ctrl_time[0] / n * 1e6,
             "ball_final_x": float(plant.EvalBodyPoseInWorld(pc, ball).translation()[0])}
 
 
@@ -342,11 +342,11 @@ def ours_franka(duration: float, hand_collision: bool) -> dict:
         return out
 
     sim.controller = timed
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     traj = sim.run(duration)
-    el = time.perf_counter() - t0
+    el, cpu = time.perf_counter() - t0, time.process_time() - c0
     s = traj.stats
-    return {"us_per_step": el / traj.n_steps * 1e6, "controller_us_per_step": ctrl_time[0] / traj.n_steps * 1e6,
+    return {"us_per_step": el / traj.n_steps * 1e6, "cpu_us_per_step": cpu / traj.n_steps * 1e6, "controller_us_per_step": ctrl_time[0] / traj.n_steps * 1e6,
             "ball_final_x": float(traj.q[-1, 9]),
             "iterations_mean": float(s["iterations"].mean()), "iterations_max": int(s["iterations"].max()),
             "not_converged": int((s["status"] != 0).sum())}
@@ -377,14 +377,14 @@ def mujoco_slide(dt: float) -> dict:
     d.qvel[0] = 1.0
     n = int(round(0.4 / dt))
     hop, its = 0.0, []
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(n):
         mujoco.mj_step(m, d)
         hop = max(hop, d.qpos[2] - 0.05)
         its.append(d.solver_niter[0])
-    el = time.perf_counter() - t0
+    el, cpu = time.perf_counter() - t0, time.process_time() - c0
     x = float(d.qpos[0])
-    return {"distance": x, "error": (x - EXACT_SLIDE) / EXACT_SLIDE, "us_per_step": el / n * 1e6, "hop": float(hop),
+    return {"distance": x, "error": (x - EXACT_SLIDE) / EXACT_SLIDE, "us_per_step": el / n * 1e6, "cpu_us_per_step": cpu / n * 1e6, "hop": float(hop),
             "iterations_mean": float(np.mean(its))}
 
 
@@ -396,12 +396,12 @@ def mujoco_rest5(duration: float) -> dict:
         mujoco.mj_step(m, d)
     n = int(round(duration / 1e-3))
     its = np.empty(n)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for i in range(n):
         mujoco.mj_step(m, d)
         its[i] = d.solver_niter[0]
-    el = time.perf_counter() - t0
-    return {"us_per_step": el / n * 1e6, "bottom_penetration": float(0.05 - d.qpos[2]),
+    el, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"us_per_step": el / n * 1e6, "cpu_us_per_step": cpu / n * 1e6, "bottom_penetration": float(0.05 - d.qpos[2]),
             "iterations_mean": float(its.mean()), "iterations_max": int(its.max())}
 
 
@@ -423,17 +423,17 @@ def pin_scene(name: str, duration: float, solver: str, solver_options: dict | No
     sim = load_scene(name, solver=solver, solver_options=solver_options)
     n = int(round(duration / sim.dt))
     its, failure = [], None
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     el = 0.0
     for _ in range(n):
         try:
             its.append(sim.step().iterations)
-            el = time.perf_counter() - t0  # the failed step's time is left out of µs/step
+            el, cpu = time.perf_counter() - t0, time.process_time() - c0  # the failed step's time is left out of µs/step
         except ContactSolveError as err:
             failure = {"step": err.step, "t": err.t, "status": err.result.status.name,
                        "residual": float(err.result.residual), "n_contacts": err.problem.n_c}
             break
-    return {"dt": sim.dt, "steps": len(its), "steps_requested": n, "us_per_step": el / max(len(its), 1) * 1e6,
+    return {"dt": sim.dt, "steps": len(its), "steps_requested": n, "us_per_step": el / max(len(its), 1) * 1e6, "cpu_us_per_step": cpu / max(len(its), 1) * 1e6,
             "iterations_mean": float(np.mean(its)) if its else None, "iterations_max": int(max(its)) if its else None,
             "failure": failure}
 
@@ -490,7 +490,9 @@ def markdown_pinocchio(res: dict) -> list[str]:
     L = ["", f"### Pinocchio's own solvers in our stepper (pinocchio {pp['pinocchio']})", "",
          f"Measured {pp.get('date', res['date'])} (load average {_report.load_average(pp.get('machine', m))[0]:.2f}) in one "
          "run together with the ours SAP, Drake and MuJoCo rows of these two tables (re-measured here, so they "
-         "differ from the tables above by the machine's load).", "",
+         "differ from the tables above by the machine's load)."
+         + (" Kept from that earlier run (`--part sim`): its ours SAP rows predate the changes measured above."
+            if pp.get("kept") else ""), "",
          "`pin-admm` / `pin-pgs` (`plants/sim/peer_pinocchio.py`): Pinocchio's `ADMMConstraintSolver` / "
          "`PGSConstraintSolver` (C++) solve our step's contact problem — Delassus operator G = J A⁻¹ Jᵀ "
          "(`DelassusOperatorDense`), free velocity g = J v* + (0, 0, φ₀/(δt + τ_d)), normal compliance "
@@ -599,21 +601,27 @@ def markdown(res: dict) -> str:
          f"{_report.load_average(m)[0]:.2f}), Python {m['python']}, single-threaded BLAS. Peers: drake "
          f"{peers['drake'] or 'not installed'}, mujoco {peers['mujoco'] or 'not installed'} (the `peers` extra). "
          "One run, all simulators side by side; wall time per step of the whole simulator "
-         "(ours is Python + numpy/scipy; Drake and MuJoCo are C++).", "",
-         "### cube-slide (1 m/s, μ = 0.5; exact stopping distance v²/(2μg) = 0.1019 m)", "",
-         "| simulator | δt | distance [m] | error | hop [mm] | µs/step |", "|---|---|---|---|---|---|"]
+         "(ours is Python + numpy/scipy + numba kernels; Drake and MuJoCo are C++), and the process's CPU "
+         "time per step (`time.process_time`), which the other users of the shared machine disturb far "
+         "less than the wall time. Each timed row is the median-wall-time round of "
+         f"{res.get('rounds', 1)} interleaved rounds.", ""]
+    L += summary_table(res)
+    L += ["", "### cube-slide (1 m/s, μ = 0.5; exact stopping distance v²/(2μg) = 0.1019 m)", "",
+          "| simulator | δt | distance [m] | error | hop [mm] | µs/step | CPU µs/step |", "|---|---|---|---|---|---|---|"]
     for key, row in res["slide"].items():
         sim_name, dt = key.rsplit(" dt=", 1)
         L.append(f"| {sim_name} | {dt} | {row['distance']:.5f} | {row['error'] * 100:+.2f} % | "
-                 f"{row['hop'] * 1e3:.2f} | {row['us_per_step']:.0f} |")
+                 f"{row['hop'] * 1e3:.2f} | {row['us_per_step']:.0f} | {_fmt(row.get('cpu_us_per_step'), '.0f')} |")
     L += ["", "Symplectic Euler's own discrete stopping distance is v²/(2μg) − v₀δt/2 (−0.49 % at 1 ms, "
           "−4.9 % at 10 ms): ours hits it to 0.01 %; the midpoint rule removes it. The hop is SAP's "
           "gliding artifact at the onset of sliding (seed 001 §V).", "",
           "### cube-rest-5 (δt = 1 ms, 1 s)", "",
-          "| simulator | µs/step | bottom-cube penetration [m] | iterations mean / max |", "|---|---|---|---|"]
+          "| simulator | µs/step | CPU µs/step | bottom-cube penetration [m] | iterations mean / max |",
+          "|---|---|---|---|---|"]
     for key, row in res["rest5"].items():
         its = f"{row['iterations_mean']:.2f} / {row['iterations_max']}" if "iterations_mean" in row else "—"
-        L.append(f"| {key} | {row['us_per_step']:.0f} | {row['bottom_penetration']:.3g} | {its} |")
+        L.append(f"| {key} | {row['us_per_step']:.0f} | {_fmt(row.get('cpu_us_per_step'), '.0f')} | "
+                 f"{row['bottom_penetration']:.3g} | {its} |")
     if "drake SAP" in res["rest5"]:
         ratio = res["rest5"]["ours SAP"]["us_per_step"] / res["rest5"]["drake SAP"]["us_per_step"]
         rounds = ", ".join(f"{a:.0f}/{b:.0f}" for a, b in zip(res["rest5"]["ours SAP"]["us_per_step_rounds"],
@@ -623,10 +631,11 @@ def markdown(res: dict) -> str:
               f"µs/step ours/Drake per round: {rounds}."]
     if res.get("franka"):
         L += ["", f"### franka-push-ball (δt = 1 ms, {res['franka_duration']:g} s; controller = ours in both)", "",
-              "| simulator | µs/step | ball final x [m] | iterations mean / max |", "|---|---|---|---|"]
+              "| simulator | µs/step | CPU µs/step | ball final x [m] | iterations mean / max |", "|---|---|---|---|---|"]
         for key, row in res["franka"].items():
             its = f"{row['iterations_mean']:.2f} / {row['iterations_max']}" if "iterations_mean" in row else "—"
-            L.append(f"| {key} | {row['us_per_step']:.0f} | {row['ball_final_x']:.3f} | {its} |")
+            L.append(f"| {key} | {row['us_per_step']:.0f} | {_fmt(row.get('cpu_us_per_step'), '.0f')} | "
+                     f"{row['ball_final_x']:.3f} | {its} |")
         if "drake SAP (finger boxes)" in res["franka"]:
             ratio = res["franka"]["ours SAP (finger boxes)"]["us_per_step"] / res["franka"]["drake SAP (finger boxes)"]["us_per_step"]
             fr_rows = res["franka"]
@@ -654,10 +663,11 @@ def markdown(res: dict) -> str:
           f"1 kg cube), load F_i = {o['bottom_contact_load']:.4g} N (5/4 of a cube) → predicted "
           f"{-o['bottom_contact_predicted']:.4g} m, measured {-o['bottom_contact_phi']:.4g} m "
           f"({-o['bottom_contact_phi'] / single:.2f}× the single-body formula; docs/sap.md §3).", "",
-          "### Ours only", "", "| scene | δt | µs/step | iterations mean / max | contacts max | not converged |",
-          "|---|---|---|---|---|---|"]
+          "### Ours only", "", "| scene | δt | µs/step | CPU µs/step | iterations mean / max | contacts max | not converged |",
+          "|---|---|---|---|---|---|---|"]
     for key, row in res["ours_only"].items():
-        L.append(f"| {key} | {row['dt']:g} | {row['us_per_step']:.0f} | {row['iterations_mean']:.2f} / "
+        L.append(f"| {key} | {row['dt']:g} | {row['us_per_step']:.0f} | {_fmt(row.get('cpu_us_per_step'), '.0f')} | "
+                 f"{row['iterations_mean']:.2f} / "
                  f"{row['iterations_max']} | {row['contacts_max']} | {row['not_converged']} |")
     L += ["", "Spring-cylinder energy (δt = 20 ms; E relative to the oscillator energy E₀ = 0.5 J, the "
           "normalization of the seed's frictionless 28 %; seed: midpoint 0.16 % with friction over \"the first "
@@ -677,6 +687,32 @@ def markdown(res: dict) -> str:
     L += markdown_pinocchio(res)
     L += ["", END]
     return "\n".join(L)
+
+
+def summary_table(res: dict) -> list[str]:
+    """Per-step time ours / Drake SAP (and MuJoCo beside it) on every timed scene, wall and CPU."""
+    rows = [("cube-slide δt = 1 ms", res["slide"], "ours SAP (symplectic Euler) dt=0.001", "drake SAP dt=0.001",
+             "mujoco dt=0.001"),
+            ("cube-slide δt = 10 ms", res["slide"], "ours SAP (symplectic Euler) dt=0.01", "drake SAP dt=0.01",
+             "mujoco dt=0.01"),
+            ("cube-rest-5", res["rest5"], "ours SAP", "drake SAP", "mujoco"),
+            ("franka-push-ball (finger boxes)", res.get("franka") or {}, "ours SAP (finger boxes)",
+             "drake SAP (finger boxes)", None)]
+    L = ["| scene | ours µs/step (CPU) | Drake SAP µs/step (CPU) | MuJoCo µs/step (CPU) | ours / Drake wall | "
+         "ours / Drake CPU |", "|---|---|---|---|---|---|"]
+    for label, table, ours, drake, mj in rows:
+        if ours not in table:
+            continue
+        o, d, m = table[ours], table.get(drake), table.get(mj) if mj else None
+
+        def cell(r):
+            return "—" if r is None else f"{r['us_per_step']:.0f} ({_fmt(r.get('cpu_us_per_step'), '.0f')})"
+
+        wall = f"**{o['us_per_step'] / d['us_per_step']:.2f}×**" if d else "—"
+        cpu = (f"**{o['cpu_us_per_step'] / d['cpu_us_per_step']:.2f}×**"
+               if d and "cpu_us_per_step" in o and "cpu_us_per_step" in d else "—")
+        L.append(f"| {label} | {cell(o)} | {cell(d)} | {cell(m)} | {wall} | {cpu} |")
+    return L
 
 
 def write_markdown(section: str) -> None:
@@ -703,6 +739,9 @@ def _interleaved(runners: dict, rounds: int) -> dict:
         times = [r["us_per_step"] for r in rows]
         med = dict(sorted(rows, key=lambda r: r["us_per_step"])[len(rows) // 2])
         med["us_per_step_rounds"] = times
+        if all("cpu_us_per_step" in r for r in rows):  # CPU time: robust to the shared machine's load
+            med["cpu_us_per_step_rounds"] = [r["cpu_us_per_step"] for r in rows]
+            med["cpu_us_per_step_median"] = float(np.median(med["cpu_us_per_step_rounds"]))
         out[key] = med
     return out
 
@@ -711,9 +750,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="short runs (no markdown update)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the timed scenes (median reported)")
-    ap.add_argument("--part", choices=("all", "pinocchio"), default="all",
+    ap.add_argument("--part", choices=("all", "pinocchio", "sim"), default="all",
                     help="'pinocchio': run only the Pinocchio-solver comparison (with ours SAP, Drake, MuJoCo "
-                         "in the same run) and merge it into the existing JSON/markdown")
+                         "in the same run) and merge it into the existing JSON/markdown; 'sim': everything "
+                         "else, keeping the Pinocchio comparison of the existing JSON (it takes the longest)")
     _report.add_quiet(ap)
     args = ap.parse_args(argv)
     from plants.sim._blas import blas_threads
@@ -746,17 +786,19 @@ def main(argv: list[str] | None = None) -> int:
     with blas_threads(1):
         _report.show(bar, "bench_sim: warm-up")
         _warm_up()
-        part("cube-slide")
-        for dt in (1e-3, 1e-2):
-            res["slide"][f"ours SAP (symplectic Euler) dt={dt:g}"] = ours_slide(dt)
-            res["slide"][f"ours SAP (midpoint) dt={dt:g}"] = ours_slide(dt, "midpoint")
-            if peers["drake"]:
-                res["slide"][f"drake SAP dt={dt:g}"] = drake_slide(dt)
-            if peers["mujoco"]:
-                res["slide"][f"mujoco dt={dt:g}"] = mujoco_slide(dt)
         # timed scenes: `rounds` interleaved rounds (ours, Drake, MuJoCo, ours, ...) on the shared
         # machine; each row is the round with the median time, all rounds are kept in the JSON
-        rounds = 1 if args.quick else args.rounds
+        rounds = args.rounds
+        part("cube-slide")
+        runners = {}
+        for dt in (1e-3, 1e-2):
+            runners[f"ours SAP (symplectic Euler) dt={dt:g}"] = lambda dt=dt: ours_slide(dt)
+            runners[f"ours SAP (midpoint) dt={dt:g}"] = lambda dt=dt: ours_slide(dt, "midpoint")
+            if peers["drake"]:
+                runners[f"drake SAP dt={dt:g}"] = lambda dt=dt: drake_slide(dt)
+            if peers["mujoco"]:
+                runners[f"mujoco dt={dt:g}"] = lambda dt=dt: mujoco_slide(dt)
+        res["slide"] = _interleaved(runners, rounds)
         part("cube-rest-5")
         runners = {"ours SAP": lambda: ours_rest5(dur)}
         if peers["drake"]:
@@ -784,8 +826,15 @@ def main(argv: list[str] | None = None) -> int:
             "cube-drop-5 (1 s)": ours_scene("cube-drop-5", 0.2 if args.quick else 1.0),
         }
         bar.update(bar.done + 1)
-        res["pinocchio"] = pinocchio_part(dur, rounds, peers, bar)
-        res["pinocchio"]["date"] = res["date"]
+        if args.part == "sim":  # keep the previous run's Pinocchio comparison (it carries its own date)
+            kept = json.loads(JSON_PATH.read_text()).get("pinocchio") if JSON_PATH.exists() else None
+            if kept:
+                kept.setdefault("date", "an earlier run")
+                kept["kept"] = True
+                res["pinocchio"] = kept
+        else:
+            res["pinocchio"] = pinocchio_part(dur, rounds, peers, bar)
+            res["pinocchio"]["date"] = res["date"]
     print(json.dumps(res, indent=1))
     if not args.quick:
         _report.publish(res, markdown(res), "bench_sim", JSON_PATH, indent=1)

@@ -76,10 +76,10 @@ def run_ours(n: int, walls: bool, duration: float) -> dict:
     sim = load_scene("clutter-40", solver="sap", dt=DT, n_objects=n, walls=walls)
     bodies = bodies_of(sim)
     steps = int(round(duration / DT))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     traj = sim.run(duration)
-    wall = time.perf_counter() - t0
-    return {"ms_per_step": 1e3 * wall / steps, "mean_contacts": float(np.mean(traj.stats["n_contacts"])),
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"ms_per_step": 1e3 * wall / steps, "cpu_ms_per_step": 1e3 * cpu / steps, "mean_contacts": float(np.mean(traj.stats["n_contacts"])),
             "mean_iterations": float(np.mean(traj.stats["iterations"])), "bodies": bodies}
 
 
@@ -137,9 +137,10 @@ def run_drake(bodies: list[dict], walls: bool, duration: float) -> dict:
         plant.SetFreeBodyPose(pc, rb, RigidTransform(Quaternion(w, x, y, z), body["p"]))
     sim.Initialize()
     steps = int(round(duration / DT))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     sim.AdvanceTo(steps * DT)
-    return {"ms_per_step": 1e3 * (time.perf_counter() - t0) / steps}
+    return {"ms_per_step": 1e3 * (time.perf_counter() - t0) / steps,
+            "cpu_ms_per_step": 1e3 * (time.process_time() - c0) / steps}
 
 
 def run_mujoco(bodies: list[dict], walls: bool, duration: float) -> dict:
@@ -166,10 +167,11 @@ def run_mujoco(bodies: list[dict], walls: bool, duration: float) -> dict:
     model = mujoco.MjModel.from_xml_string(xml)
     data = mujoco.MjData(model)
     steps = int(round(duration / DT))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(steps):
         mujoco.mj_step(model, data)
-    return {"ms_per_step": 1e3 * (time.perf_counter() - t0) / steps}
+    return {"ms_per_step": 1e3 * (time.perf_counter() - t0) / steps,
+            "cpu_ms_per_step": 1e3 * (time.process_time() - c0) / steps}
 
 
 def _available(module: str) -> bool:
@@ -226,11 +228,13 @@ def main() -> None:
              "§VI-C1)", "",
              f"The seed's clutter (spheres and 10 cm boxes in four columns, 80 cm container, "
              f"k = 1e12 N/m, τ_d = δt, μ = 1, δt = 10 ms), {duration:g} s per run from the drop; "
-             f"mean wall time per step. Run {result['timestamp']} on {m['processor']} "
+             f"mean wall time per step, and in parentheses the process's CPU time per step "
+             f"(`time.process_time`: far less disturbed by the machine's other users). Ours runs the "
+             f"compiled step of docs/sap.md §9. Run {result['timestamp']} on {m['processor']} "
              f"({m['cpu_count']} cores, load {m['load_avg'][0]:.1f}; other work was running on "
              "the machine)." + (f" Not installed, skipped: {', '.join(missing)}." if missing else ""),
-             "", "| walls | objects | ours [ms/step] | Drake SAP [ms/step] | ours / Drake | "
-             "MuJoCo [ms/step] | ours / MuJoCo | contacts (ours, mean) | Newton it. (ours) |",
+             "", "| walls | objects | ours [ms/step] (CPU) | Drake SAP [ms/step] (CPU) | ours / Drake wall (CPU) | "
+             "MuJoCo [ms/step] (CPU) | ours / MuJoCo | contacts (ours, mean) | Newton it. (ours) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if "skipped" in r:
@@ -240,8 +244,11 @@ def main() -> None:
         o = r["ours"]["ms_per_step"]
         d = r.get("drake", {}).get("ms_per_step", float("nan"))
         mj = r.get("mujoco", {}).get("ms_per_step", float("nan"))
-        lines.append(f"| {'yes' if r['walls'] else 'no'} | {r['n_objects']} | {o:.2f} | {d:.2f} | "
-                     f"{o / d:.2f} | {mj:.3f} | {o / mj:.1f} | {r['ours']['mean_contacts']:.0f} | "
+        oc = r["ours"].get("cpu_ms_per_step", float("nan"))
+        dc = r.get("drake", {}).get("cpu_ms_per_step", float("nan"))
+        mc = r.get("mujoco", {}).get("cpu_ms_per_step", float("nan"))
+        lines.append(f"| {'yes' if r['walls'] else 'no'} | {r['n_objects']} | {o:.2f} ({oc:.2f}) | {d:.2f} ({dc:.2f}) | "
+                     f"{o / d:.2f} ({oc / dc:.2f}) | {mj:.3f} ({mc:.3f}) | {o / mj:.1f} | {r['ours']['mean_contacts']:.0f} | "
                      f"{r['ours']['mean_iterations']:.1f} |")
     lines += ["", "Ours stops short of the seed's 400 objects: the simulator keeps one "
               "`pinocchio.Data` for the whole scene, whose second-order derivative tensors grow as "

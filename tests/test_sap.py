@@ -361,16 +361,18 @@ def test_trusted_constructor_equals_validated_problem_and_solution():
 @pytest.mark.parametrize("line_search", ["exact", "armijo"])
 def test_solve_with_numpy_reference_path_equals_compiled_path(monkeypatch, line_search):
     p = random_problem(23, n_c=10)
-    fast = SAPSolver(line_search=line_search, rel_tol=1e-10).solve(p)
+    # Armijo's path on this problem is at the mercy of round-off: 71-128 iterations (measured)
+    budget = 100 if line_search == "exact" else 1000
+    fast = SAPSolver(line_search=line_search, rel_tol=1e-10, max_iterations=budget).solve(p)
     import plants.sim.sap as sap_mod
 
     monkeypatch.setattr(sap_mod, "HAVE_NUMBA", False)
-    ref = SAPSolver(line_search=line_search, rel_tol=1e-10).solve(p)
+    ref = SAPSolver(line_search=line_search, rel_tol=1e-10, max_iterations=budget).solve(p)
     assert fast.ok and ref.ok
     if line_search == "exact":  # same iterates up to round-off
         assert fast.iterations == ref.iterations
         np.testing.assert_allclose(fast.v, ref.v, rtol=1e-12, atol=1e-12)
-    # Armijo needs ~70 iterations here; round-off changes its path, not its answer
+    # round-off changes Armijo's path, not its answer
     np.testing.assert_allclose(fast.v, ref.v, rtol=1e-8, atol=1e-9)
     np.testing.assert_allclose(fast.gamma, ref.gamma, rtol=1e-7, atol=1e-8 * np.abs(ref.gamma).max())
 

@@ -19,7 +19,8 @@ import numpy as np
 from lcs._numba import HAVE_NUMBA, njit
 
 
-__all__ = ["HAVE_NUMBA", "project_into", "line_search_terms", "delassus_blocks", "regularization"]
+__all__ = ["HAVE_NUMBA", "project_into", "line_search_terms", "delassus_blocks", "regularization", "newton_solve",
+           "island_layout", "cholesky_inplace", "cholesky_solve_inplace"]
 
 
 @njit(cache=True)
@@ -188,3 +189,483 @@ def regularization(W, dt, k, tau, phi0, mu, beta, sigma):  # pragma: no cover - 
         mu_tilde2[i] = mu[i] * mu[i] * ratio
         mu_hat[i] = mu[i] * ratio
     return R, v_hat, mu_tilde2, mu_hat, w
+
+
+# ----------------------------------------------------------------------------- the whole Newton solve
+# Profiling a step of the small scenes (cube-slide: 4 contacts, 6 dofs; cube-rest-5: 36 contacts,
+# 30 dofs) showed SAP's solve costing 45-60 µs of Python and numpy call overhead around ~5 µs of
+# arithmetic (docs/sap.md §9). ``newton_solve`` runs Algorithm 2 of seed 001 as one compiled call:
+# the same steps as :meth:`plants.sim.sap.SAPSolver._solve_reference` (the readable reference it is
+# tested against), with the contact Jacobian used through its tree blocks (each contact touches at
+# most two trees: J v, Jᵀγ and Jᵀ G J cost O(n_c s), O(n_c s²) with s the tree size) and H factored
+# by a dense Cholesky per island (connected group of trees).
+
+SOLVED, MAX_ITERATIONS, LINE_SEARCH_FAILED, NUMERICAL_ERROR = 0, 1, 2, 3  # ContactSolverStatus values
+LAPACK_ABOVE = 96
+"""Islands of more dofs than this are factored by LAPACK (``np.linalg.cholesky``, blocked) instead of
+the plain loops of :func:`cholesky_inplace`, which win below it (no copy, no call)."""
+
+
+@njit(cache=True)
+def _find(parent, i):  # pragma: no cover - compiled
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+@njit(cache=True)
+def island_layout(tree_starts, contact_trees, islands):  # pragma: no cover - compiled
+    """Islands of trees coupled by contacts (union-find), as a dof layout.
+
+    Returns ``(n_isl, isl_start, isl_dofs, local)``: island k owns the dofs
+    ``isl_dofs[isl_start[k]:isl_start[k+1]]`` (ascending), ``local[d]`` is dof d's index within its
+    island. ``islands=False``: one island with every dof.
+    """
+    n_t = tree_starts.shape[0] - 1
+    n_v = tree_starts[n_t]
+    parent = np.arange(n_t)
+    if islands:
+        for i in range(contact_trees.shape[0]):
+            a = contact_trees[i, 0]
+            b = contact_trees[i, 1]
+            if a >= 0 and b >= 0:
+                ra = _find(parent, a)
+                rb = _find(parent, b)
+                if ra != rb:
+                    parent[max(ra, rb)] = min(ra, rb)
+    else:
+        for t in range(n_t):
+            parent[t] = 0
+    label = np.full(n_t, -1, dtype=np.int64)
+    n_isl = 0
+    root_label = np.full(n_t, -1, dtype=np.int64)
+    for t in range(n_t):
+        r = _find(parent, t)
+        if root_label[r] < 0:
+            root_label[r] = n_isl
+            n_isl += 1
+        label[t] = root_label[r]
+    size = np.zeros(n_isl, dtype=np.int64)
+    for t in range(n_t):
+        size[label[t]] += tree_starts[t + 1] - tree_starts[t]
+    isl_start = np.zeros(n_isl + 1, dtype=np.int64)
+    for k in range(n_isl):
+        isl_start[k + 1] = isl_start[k] + size[k]
+    fill = isl_start[:-1].copy()
+    isl_dofs = np.empty(n_v, dtype=np.int64)
+    local = np.empty(n_v, dtype=np.int64)
+    for t in range(n_t):  # trees in ascending order: each island's dofs ascend
+        k = label[t]
+        for d in range(tree_starts[t], tree_starts[t + 1]):
+            local[d] = fill[k] - isl_start[k]
+            isl_dofs[fill[k]] = d
+            fill[k] += 1
+    return n_isl, isl_start, isl_dofs, local
+
+
+@njit(cache=True)
+def _contact_dofs(tree_starts, contact_trees):  # pragma: no cover - compiled
+    """(dofs (n_c, 2 s_max), count (n_c,)): the dofs of the (one or two distinct) trees of each contact."""
+    n_c = contact_trees.shape[0]
+    n_t = tree_starts.shape[0] - 1
+    s_max = 1
+    for t in range(n_t):
+        s_max = max(s_max, tree_starts[t + 1] - tree_starts[t])
+    dofs = np.zeros((n_c, 2 * s_max), dtype=np.int64)
+    count = np.zeros(n_c, dtype=np.int64)
+    for i in range(n_c):
+        n = 0
+        for side in range(2):
+            t = contact_trees[i, side]
+            if t < 0 or (side == 1 and t == contact_trees[i, 0]):
+                continue
+            for d in range(tree_starts[t], tree_starts[t + 1]):
+                dofs[i, n] = d
+                n += 1
+        count[i] = n
+    return dofs, count
+
+
+@njit(cache=True)
+def _tree_matvec(A, x, tree_starts, out):  # pragma: no cover - compiled
+    """out = A x for A block diagonal over the trees."""
+    for t in range(tree_starts.shape[0] - 1):
+        a = tree_starts[t]
+        b = tree_starts[t + 1]
+        for i in range(a, b):
+            acc = 0.0
+            for j in range(a, b):
+                acc += A[i, j] * x[j]
+            out[i] = acc
+
+
+@njit(cache=True)
+def _jac_matvec(J, dofs, count, x, out):  # pragma: no cover - compiled
+    """out (n_c, 3) = (J x) per contact, through the tree blocks."""
+    for i in range(count.shape[0]):
+        for r in range(3):
+            acc = 0.0
+            row = 3 * i + r
+            for k in range(count[i]):
+                d = dofs[i, k]
+                acc += J[row, d] * x[d]
+            out[i, r] = acc
+
+
+@njit(cache=True)
+def _jac_tmatvec(J, dofs, count, g, out):  # pragma: no cover - compiled
+    """out (n_v,) = Jᵀ g, g (n_c, 3)."""
+    out[:] = 0.0
+    for i in range(count.shape[0]):
+        for k in range(count[i]):
+            d = dofs[i, k]
+            out[d] += J[3 * i, d] * g[i, 0] + J[3 * i + 1, d] * g[i, 1] + J[3 * i + 2, d] * g[i, 2]
+
+
+@njit(cache=True)
+def cholesky_inplace(L, n):  # pragma: no cover - compiled
+    """Lower Cholesky factor of the SPD matrix in ``L[:n, :n]`` (lower triangle read), in place.
+    Returns False when a pivot is not positive and finite (the matrix is not SPD)."""
+    for j in range(n):
+        s = L[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not (s > 0.0) or not math.isfinite(s):
+            return False
+        d = math.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            acc = L[i, j]
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            L[i, j] = acc / d
+    return True
+
+
+@njit(cache=True)
+def cholesky_solve_inplace(L, n, x):  # pragma: no cover - compiled
+    """x ← (L Lᵀ)⁻¹ x for the factor of :func:`cholesky_inplace`."""
+    for i in range(n):
+        acc = x[i]
+        for k in range(i):
+            acc -= L[i, k] * x[k]
+        x[i] = acc / L[i, i]
+    for i in range(n - 1, -1, -1):
+        acc = x[i]
+        for k in range(i + 1, n):
+            acc -= L[k, i] * x[k]
+        x[i] = acc / L[i, i]
+
+
+@njit(cache=True)
+def _delassus_blocks_cholesky(A, J, tree_starts, contact_trees):  # pragma: no cover - compiled
+    """:func:`delassus_blocks` (same per-side sum) with each touched tree's block Cholesky-factored
+    instead of inverted: W_ii += Xᵀ X, X = L_t⁻¹ J_{i,t}ᵀ (the 6×6 LAPACK inverses cost ~1.5 µs each)."""
+    n_c = contact_trees.shape[0]
+    n_t = tree_starts.shape[0] - 1
+    W = np.zeros((n_c, 3, 3))
+    s_max = 0
+    for t in range(n_t):
+        s_max = max(s_max, tree_starts[t + 1] - tree_starts[t])
+    L = np.empty((n_t, s_max, s_max))
+    done = np.zeros(n_t, dtype=np.bool_)
+    X = np.empty((3, s_max))
+    for i in range(n_c):
+        for side in range(2):
+            t = contact_trees[i, side]
+            if t < 0:
+                continue
+            a = tree_starts[t]
+            s = tree_starts[t + 1] - a
+            if not done[t]:
+                for r in range(s):
+                    for c in range(r + 1):
+                        L[t, r, c] = A[a + r, a + c]
+                if not cholesky_inplace(L[t], s):  # A is SPD; a failure gives NaN, caught as NUMERICAL_ERROR
+                    L[t, :s, :s] = np.nan
+                done[t] = True
+            for r in range(3):  # forward substitution L x = J_{i,t}ᵀ column r
+                for k in range(s):
+                    acc = J[3 * i + r, a + k]
+                    for m in range(k):
+                        acc -= L[t, k, m] * X[r, m]
+                    X[r, k] = acc / L[t, k, k]
+            for r in range(3):
+                for c in range(3):
+                    acc = 0.0
+                    for k in range(s):
+                        acc += X[r, k] * X[c, k]
+                    W[i, r, c] += acc
+    return W
+
+
+@njit(cache=True)
+def _sap_cost(A, v, v_star, Av_star, J, dofs, count, y_shift, Rinv, R, mu, mu_hat, mu_tilde2, tree_starts,
+              Av, vc, gamma, G, jc, grad):  # pragma: no cover - compiled
+    """ℓ_p(v), with A v, γ, G, Jᵀγ and ∇ℓ_p written into the buffers (SAPSolver._evaluate)."""
+    n_v = v.shape[0]
+    n_c = count.shape[0]
+    _tree_matvec(A, v, tree_starts, Av)
+    _jac_matvec(J, dofs, count, v, vc)
+    y = np.empty((n_c, 3))
+    for i in range(n_c):
+        for r in range(3):
+            y[i, r] = y_shift[i, r] - vc[i, r] * Rinv[i, r]
+    project_into(y, R, mu, mu_hat, mu_tilde2, True, gamma, G)
+    _jac_tmatvec(J, dofs, count, gamma, jc)
+    eAe = 0.0
+    for d in range(n_v):
+        ae = Av[d] - Av_star[d]
+        eAe += (v[d] - v_star[d]) * ae
+        grad[d] = ae - jc[d]
+    gRg = 0.0
+    for i in range(n_c):
+        for r in range(3):
+            gRg += gamma[i, r] * R[i, r] * gamma[i, r]
+    return 0.5 * eAe + 0.5 * gRg
+
+
+@njit(cache=True)
+def _ls_at(alpha, hess, vc0, dvc, v_hat, R, mu, mu_hat, mu_tilde2, dpe, dvdp, eAe):  # pragma: no cover
+    dg, dGd, gRg = line_search_terms(alpha, vc0, dvc, v_hat, R, mu, mu_hat, mu_tilde2, hess)
+    d1 = dpe + alpha * dvdp - dg
+    if not hess:
+        return 0.5 * eAe + alpha * dpe + 0.5 * alpha * alpha * dvdp + 0.5 * gRg, d1
+    return d1, dvdp + dGd
+
+
+@njit(cache=True)
+def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tree_starts, contact_trees, M_diag,
+                 beta, sigma, rel_tol, abs_tol, max_iterations, exact, alpha_max, armijo_rho, armijo_c,
+                 ls_max_iterations, ls_rel_tol, islands, v, gamma_out, history):  # pragma: no cover - compiled
+    """SAP (seed 001 Algorithm 2) in one call; see the section comment above.
+
+    Contacts whose Jacobian rows are all zero (inert) are left out and get zero impulses. Writes the
+    solution into ``v`` (n_v,), the impulses into ``gamma_out`` (n_c, 3) and the stopping quantity
+    per iteration into ``history`` (max_iterations + 1,).
+
+    Returns ``(status, iterations, line-search iterations, len(history), cost, scale)`` with ``scale``
+    = max(‖D A v‖, ‖D Jᵀγ‖) of the returned iterate (the momentum error's denominator).
+    """
+    n_v = A.shape[0]
+    n_all = phi0.shape[0]
+    # ---- inert contacts (zero Jacobian) out: their W_ii = 0 would zero R_i
+    keep = np.empty(n_all, dtype=np.int64)
+    n_c = 0
+    for i in range(n_all):
+        nz = False
+        for r in range(3):
+            for d in range(n_v):
+                if J[3 * i + r, d] != 0.0:
+                    nz = True
+                    break
+            if nz:
+                break
+        if nz:
+            keep[n_c] = i
+            n_c += 1
+    keep = keep[:n_c]
+    Jk = np.empty((3 * n_c, n_v))
+    ct = np.empty((n_c, 2), dtype=np.int64)
+    phi_k = np.empty(n_c)
+    mu_k = np.empty(n_c)
+    k_k = np.empty(n_c)
+    tau_k = np.empty(n_c)
+    for j in range(n_c):
+        i = keep[j]
+        for r in range(3):
+            for d in range(n_v):
+                Jk[3 * j + r, d] = J[3 * i + r, d]
+        ct[j, 0] = contact_trees[i, 0]
+        ct[j, 1] = contact_trees[i, 1]
+        phi_k[j] = phi0[i]
+        mu_k[j] = mu[i]
+        k_k[j] = stiffness[i]
+        tau_k[j] = dissipation[i]
+    # ---- regularization (eqs. 29-30) and the per-problem data of the workspace
+    W = _delassus_blocks_cholesky(A, Jk, tree_starts, ct)
+    R, v_hat, mu_tilde2, mu_hat, w = regularization(W, dt, k_k, tau_k, phi_k, mu_k, beta, sigma)
+    Rinv = 1.0 / R
+    y_shift = v_hat * Rinv
+    D = 1.0 / np.sqrt(M_diag)
+    Av_star = np.empty(n_v)
+    _tree_matvec(A, v_star, tree_starts, Av_star)
+    dofs, count = _contact_dofs(tree_starts, ct)
+    n_isl, isl_start, isl_dofs, local = island_layout(tree_starts, ct, islands)
+    isl_of = np.empty(n_v, dtype=np.int64)
+    s_isl = 0
+    for k in range(n_isl):
+        s_isl = max(s_isl, isl_start[k + 1] - isl_start[k])
+        for m in range(isl_start[k], isl_start[k + 1]):
+            isl_of[isl_dofs[m]] = k
+    L = np.empty((s_isl, s_isl))
+    x = np.empty(s_isl)
+    # ---- Newton iterations
+    for d in range(n_v):
+        v[d] = v_guess[d]
+    Av = np.empty(n_v)
+    vc = np.empty((n_c, 3))
+    gamma = np.empty((n_c, 3))
+    G = np.empty((n_c, 3, 3))
+    jc = np.empty(n_v)
+    grad = np.empty(n_v)
+    dv = np.empty(n_v)
+    dp = np.empty(n_v)
+    e0 = np.empty(n_v)
+    Ae0 = np.empty(n_v)
+    vc0 = np.empty((n_c, 3))
+    dvc = np.empty((n_c, 3))
+    GJ = np.empty((3, dofs.shape[1]))
+    status = MAX_ITERATIONS
+    it = 0
+    ls_total = 0
+    n_hist = 0
+    cost = _sap_cost(A, v, v_star, Av_star, Jk, dofs, count, y_shift, Rinv, R, mu_k, mu_hat, mu_tilde2,
+                     tree_starts, Av, vc, gamma, G, jc, grad)
+    while True:
+        res2 = 0.0
+        sa = 0.0
+        sj = 0.0
+        for d in range(n_v):
+            res2 += (D[d] * grad[d]) ** 2
+            sa += (D[d] * Av[d]) ** 2
+            sj += (D[d] * jc[d]) ** 2
+        res = math.sqrt(res2)
+        scale = math.sqrt(max(sa, sj))
+        history[n_hist] = res
+        n_hist += 1
+        if not math.isfinite(res):
+            status = NUMERICAL_ERROR
+            break
+        if res < abs_tol + rel_tol * scale:  # eq. (26)
+            status = SOLVED
+            break
+        if it >= max_iterations:
+            break
+        # ---- Newton direction: H Δv = −∇ℓ, H = A + Jᵀ G J, one dense Cholesky per island
+        failed = False
+        for k in range(n_isl):
+            a0 = isl_start[k]
+            m = isl_start[k + 1] - a0
+            for ii in range(m):
+                di = isl_dofs[a0 + ii]
+                x[ii] = -grad[di]
+                for jj in range(ii + 1):
+                    L[ii, jj] = A[di, isl_dofs[a0 + jj]]
+            for i in range(n_c):  # contacts of this island: Jᵢᵀ Gᵢ Jᵢ on their tree blocks
+                if count[i] == 0 or isl_of[dofs[i, 0]] != k:
+                    continue
+                nd = count[i]
+                for r in range(3):
+                    for q in range(nd):
+                        dq = dofs[i, q]
+                        GJ[r, q] = G[i, r, 0] * Jk[3 * i, dq] + G[i, r, 1] * Jk[3 * i + 1, dq] + G[i, r, 2] * Jk[3 * i + 2, dq]
+                for p in range(nd):
+                    dp_ = dofs[i, p]
+                    lp = local[dp_]
+                    for q in range(nd):
+                        dq = dofs[i, q]
+                        lq = local[dq]
+                        if lq > lp:
+                            continue
+                        L[lp, lq] += Jk[3 * i, dp_] * GJ[0, q] + Jk[3 * i + 1, dp_] * GJ[1, q] + Jk[3 * i + 2, dp_] * GJ[2, q]
+            if m <= LAPACK_ABOVE:
+                if not cholesky_inplace(L, m):
+                    failed = True
+                    break
+                cholesky_solve_inplace(L, m, x)
+            else:  # a large island: LAPACK's blocked dpotrf (raises LinAlgError if not SPD)
+                Hs = np.empty((m, m))
+                for ii in range(m):
+                    for jj in range(ii + 1):
+                        Hs[ii, jj] = L[ii, jj]
+                        Hs[jj, ii] = L[ii, jj]
+                Lf = np.linalg.cholesky(Hs)
+                cholesky_solve_inplace(Lf, m, x)
+            for ii in range(m):
+                dv[isl_dofs[a0 + ii]] = x[ii]
+        if failed:
+            status = NUMERICAL_ERROR
+            break
+        it += 1
+        # ---- line search along Δv (exact: rtsafe on ℓ'(α); or Armijo backtracking)
+        _jac_matvec(Jk, dofs, count, dv, dvc)
+        _tree_matvec(A, dv, tree_starts, dp)
+        for d in range(n_v):
+            e0[d] = v[d] - v_star[d]
+        _tree_matvec(A, e0, tree_starts, Ae0)
+        dvdp = 0.0
+        dpe = 0.0
+        eAe = 0.0
+        d0 = 0.0
+        for d in range(n_v):
+            dvdp += dv[d] * dp[d]
+            dpe += dp[d] * e0[d]
+            eAe += e0[d] * Ae0[d]
+            d0 += grad[d] * dv[d]
+        _jac_matvec(Jk, dofs, count, v, vc0)
+        if not d0 < 0:
+            status = LINE_SEARCH_FAILED
+            break
+        if not exact:
+            alpha = alpha_max
+            n_ls = ls_max_iterations
+            for n in range(1, ls_max_iterations + 1):
+                ell, _ = _ls_at(alpha, False, vc0, dvc, v_hat, R, mu_k, mu_hat, mu_tilde2, dpe, dvdp, eAe)
+                if ell < cost + armijo_c * alpha * d0:
+                    n_ls = n
+                    break
+                alpha *= armijo_rho
+        else:
+            a_max = alpha_max
+            f_hi, _ = _ls_at(a_max, True, vc0, dvc, v_hat, R, mu_k, mu_hat, mu_tilde2, dpe, dvdp, eAe)
+            n_ls = 1
+            if f_hi <= 0:
+                alpha = a_max
+            else:
+                lo = 0.0
+                hi = a_max
+                alpha = min(1.0, a_max)
+                dx_old = hi - lo
+                dx = dx_old
+                ls_scale = -d0
+                f, df = _ls_at(alpha, True, vc0, dvc, v_hat, R, mu_k, mu_hat, mu_tilde2, dpe, dvdp, eAe)
+                n_ls += 1
+                while n_ls < ls_max_iterations + 2:
+                    if abs(f) <= ls_rel_tol * ls_scale:
+                        break
+                    if f < 0:
+                        lo = alpha
+                    else:
+                        hi = alpha
+                    newton_ok = False
+                    if df > 0:
+                        trial = alpha - f / df
+                        newton_ok = lo < trial < hi and abs(2.0 * f) <= abs(dx_old * df)
+                    dx_old = dx
+                    if newton_ok:
+                        dx = f / df
+                        alpha = alpha - dx
+                    else:
+                        dx = 0.5 * (hi - lo)
+                        alpha = lo + dx
+                    if hi - lo <= 4 * 2.220446049250313e-16 * hi:
+                        break
+                    f, df = _ls_at(alpha, True, vc0, dvc, v_hat, R, mu_k, mu_hat, mu_tilde2, dpe, dvdp, eAe)
+                    n_ls += 1
+        ls_total += n_ls
+        for d in range(n_v):
+            v[d] = v[d] + alpha * dv[d]
+        cost = _sap_cost(A, v, v_star, Av_star, Jk, dofs, count, y_shift, Rinv, R, mu_k, mu_hat, mu_tilde2,
+                         tree_starts, Av, vc, gamma, G, jc, grad)
+    sa = 0.0
+    sj = 0.0
+    for d in range(n_v):
+        sa += (D[d] * Av[d]) ** 2
+        sj += (D[d] * jc[d]) ** 2
+    gamma_out[:, :] = 0.0
+    for j in range(n_c):
+        for r in range(3):
+            gamma_out[keep[j], r] = gamma[j, r]
+    return status, it, ls_total, n_hist, cost, math.sqrt(max(sa, sj))

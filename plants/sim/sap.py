@@ -27,6 +27,7 @@ from ._sap_kernels import (
     HAVE_NUMBA,
     delassus_blocks,
     line_search_terms,
+    newton_solve,
     project_into,
     regularization,
 )
@@ -77,6 +78,11 @@ class SAPOptions(SolverPresets):
             from per-contact tree blocks; below it, dense products are faster.
         blas_threads: BLAS threads during the solve (1: small matrices; None: leave as is).
         islands: factor H per island (connected trees); False: one dense Cholesky of all of H.
+        compiled: run the whole Newton solve as one compiled call (numba,
+            :func:`~plants.sim._sap_kernels.newton_solve`: the same algorithm, J used through its
+            tree blocks, H factored per island) when numba is present; False: the readable numpy
+            reference (``sparse_threshold`` applies to it alone). Both give the same solution to
+            round-off (tests/test_sap_compiled.py).
     """
 
     beta: float = 1.0
@@ -93,6 +99,7 @@ class SAPOptions(SolverPresets):
     sparse_threshold: int = 48
     blas_threads: int | None = 1
     islands: bool = True
+    compiled: bool = True
 
     def __post_init__(self) -> None:
         for name in ("beta", "sigma", "rel_tol", "alpha_max", "ls_rel_tol"):
@@ -384,6 +391,8 @@ class _Workspace:
             for side in range(2):
                 t = ct[:, side]
                 has = t >= 0
+                if side == 1:  # a same-tree contact (self-collision) has its tree's columns once
+                    has &= t != ct[:, 0]
                 start = np.where(has, ts[np.maximum(t, 0)], 0)
                 size = np.where(has, sizes[np.maximum(t, 0)], 0)
                 k = np.arange(s_max)
@@ -434,6 +443,14 @@ class _BlockJacobianT:
         return np.bincount(ws.cols.reshape(-1), weights=contrib.reshape(-1), minlength=ws.n_ext)[:-1]
 
 
+_STATUSES = tuple(ContactSolverStatus)  # by value (0, 1, 2, ...)
+_MESSAGES = {
+    ContactSolverStatus.SOLVED: "",
+    ContactSolverStatus.MAX_ITERATIONS: "no convergence in {n} Newton iterations",
+    ContactSolverStatus.LINE_SEARCH_FAILED: "no descent along the Newton direction (dℓ/dα(0) >= 0)",
+}
+
+
 @register_contact_solver("sap")
 class SAPSolver(ContactSolver):
     """SAP Newton solver (seed 001 Algorithm 2). ``SAPSolver(options=None, **overrides)``."""
@@ -445,6 +462,11 @@ class SAPSolver(ContactSolver):
     def __init__(self, options: SAPOptions | str | None = None, **overrides):
         self.options = resolve_options(SAPOptions, options, overrides)
         self._island_cache: dict = {}
+        o = self.options  # the compiled solve's scalar arguments, converted once
+        self._kernel_options = (float(o.beta), float(o.sigma), float(o.rel_tol), float(o.abs_tol),
+                                int(o.max_iterations), o.line_search == "exact", float(o.alpha_max),
+                                float(o.armijo_rho), float(o.armijo_c), int(o.ls_max_iterations),
+                                float(o.ls_rel_tol), bool(o.islands))
 
     # ---------------------------------------------------------------- pieces (also used by tests)
     def workspace(self, problem: ContactProblem) -> _Workspace:
@@ -484,19 +506,65 @@ class SAPSolver(ContactSolver):
         """
         if not isinstance(problem, ContactProblem):
             raise TypeError(f"problem must be a ContactProblem, got {type(problem).__name__}")
-        if problem.n_limits and problem.bounded.any():
+        bounded = problem.n_limits and problem.bounded.any()
+        if bounded:
             # bilateral rows as opposed unilateral pairs, exact for SAP's linear law (docs/sap.md
             # §11): the compiled cone kernels take them; finite intervals keep _box_project
             split, back = unilateral_form(problem, self.name, keep_bounded=True)
             if split is not problem:
                 return back(self.solve(split, v_guess))
+        if HAVE_NUMBA and self.options.compiled and not bounded:
+            # finite impulse intervals (effort-limited PD, dry friction) take the numpy path
+            return self._solve_compiled(problem, v_guess)
         drop = inert_contacts(problem)
         with blas_threads(self.options.blas_threads):
             if not drop.any():
                 return self._solve(problem, v_guess)
             return expand_impulses(self._solve(without_contacts(problem, drop), v_guess), drop)
 
+    def _solve_compiled(self, problem: ContactProblem, v_guess: np.ndarray | None) -> ContactSolverResult:
+        """The compiled path (:func:`~plants.sim._sap_kernels.newton_solve`): the steps of :meth:`_solve`
+        in one call, inert contacts included (left out inside, zero impulses)."""
+        opts = self.options
+        t0 = time.perf_counter()
+        n_v = problem.A.shape[0]
+        if v_guess is None:
+            guess = problem.v0
+        else:
+            guess = np.asarray(v_guess, dtype=float)
+            if guess.shape != (n_v,) or not np.isfinite(guess).all():
+                raise ValueError(f"v_guess must be a finite array of shape ({n_v},)")
+        v = np.empty(n_v)
+        gamma = np.empty((problem.phi0.shape[0], 3))
+        history = np.empty(int(opts.max_iterations) + 1)
+        try:
+            status, it, ls_total, n_hist, cost, scale = newton_solve(
+                problem.A, problem.v_star, guess, problem.J, problem.phi0, problem.mu, problem.stiffness,
+                problem.dissipation, problem.dt, problem.tree_starts, problem.contact_trees, problem.M_diag,
+                *self._kernel_options, v, gamma, history)
+        except np.linalg.LinAlgError:  # LAPACK refused a large island's H: the reference says how
+            drop = inert_contacts(problem)
+            if not drop.any():
+                return self._solve(problem, v_guess)
+            return expand_impulses(self._solve(without_contacts(problem, drop), v_guess), drop)
+        status = _STATUSES[status]
+        res = float(history[n_hist - 1])
+        if status is ContactSolverStatus.SOLVED:
+            message = ""
+        elif status is ContactSolverStatus.NUMERICAL_ERROR:
+            message = "non-finite gradient" if not math.isfinite(res) else "Cholesky failed: H not positive definite"
+        else:
+            message = _MESSAGES[status].format(n=opts.max_iterations)
+        elapsed = time.perf_counter() - t0
+        return ContactSolverResult.trusted(
+            status=status, v=v, gamma=gamma.reshape(-1), iterations=int(it), line_search_iterations=int(ls_total),
+            residual=res, momentum_error=res / scale if scale > 0 else (0.0 if res == 0 else float("inf")),
+            cost=float(cost), solve_time=elapsed, timings={"compiled": elapsed},
+            residual_history=tuple(history[:n_hist].tolist()), solver="sap", message=message,
+        )
+
     def _solve(self, problem: ContactProblem, v_guess: np.ndarray | None) -> ContactSolverResult:
+        """The readable reference of the Newton solve (numpy; per-contact kernels when numba is present)."""
         opts = self.options
         t0 = time.perf_counter()
         ws = self.workspace(problem)

@@ -20,6 +20,7 @@ optional controller (the actuation hook), held constant over the step.
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -31,8 +32,9 @@ from ..errors import ContactSolveError, SimulationDivergedError
 from .._validation import duration_steps, number, vector
 from ..progress import ProgressLine
 from ._blas import blas_threads
-from ._geometry_kernels import HAVE_NUMBA, contact_jacobian
+from ._geometry_kernels import HAVE_NUMBA
 from ._linalg import cholesky, cholesky_solve
+from ._stepper_kernels import contact_rows, explicit_free_motion, geometry_poses, joint_limit_rows, overlap_ratios
 from .contact_problem import (
     ContactBodies,
     ContactProblem,
@@ -52,7 +54,7 @@ from .diagnostics import (
     suggest_dt,
     suggest_margin_dt,
 )
-from .geometry import ContactDetector, HalfSpace, tangent_basis
+from .geometry import ContactDetector, HalfSpace, _empty_contacts, tangent_basis
 from .scene import Scene
 from .trajectory import Trajectory  # noqa: F401  (re-exported: plants.sim.stepper.Trajectory)
 
@@ -65,6 +67,8 @@ SCHEMES: dict[str, tuple[float, float]] = {
     "midpoint": (0.5, 0.5),
 }
 """θ-method parameters (θ, θ_vq) of seed 001 §III (table after eq. 12)."""
+
+_NO_CONTACTS = _empty_contacts()
 
 STAT_FIELDS = (
     "status",
@@ -120,6 +124,12 @@ class Simulator:
             ``"near_rigid"`` (default: a stiffness whose period is one step on the dof's effective
             inertia, SAP's own regularization of a rigid constraint, seed 001 eq. 29; the other
             solvers converge much better with it) or ``"rigid"`` (k = inf).
+        compiled: run the per-step assembly (geometry poses, contact rows, the explicit free motion,
+            joint-limit rows, the penetration check) as compiled kernels (numba,
+            :mod:`plants.sim._stepper_kernels`) when numba is present; False: the readable numpy
+            reference, which gives the same trajectory to round-off (``tests/test_sim_fast_path.py``).
+            The SAP solver has its own switch (``solver_options={"compiled": False}``). The profile
+            behind it: docs/sap.md §9.1.
     """
 
     def __init__(
@@ -137,6 +147,7 @@ class Simulator:
         strict: bool = False,
         plausibility: PlausibilityOptions | None = PlausibilityOptions(),
         limit_stiffness: str = "near_rigid",
+        compiled: bool = True,
     ):
         import pinocchio as pin
 
@@ -184,10 +195,14 @@ class Simulator:
         if limit_stiffness not in ("near_rigid", "rigid"):
             raise ValueError(f"limit_stiffness must be 'near_rigid' or 'rigid', got {limit_stiffness!r}")
         self.limit_stiffness = limit_stiffness
+        if not isinstance(compiled, (bool, np.bool_)):
+            raise TypeError(f"compiled must be a bool, got {compiled!r}")
+        self.compiled = bool(compiled) and HAVE_NUMBA
         self.model = scene.model
         self.data = scene.model.createData()
         self._precompute()
         self.set_state(scene.q0, scene.v0, 0.0)
+        self._in_run = False
         self.last_problem: ContactProblem | None = None
         self.last_result: ContactSolverResult | None = None
         self._fm_iterations = 0
@@ -265,6 +280,9 @@ class Simulator:
         self._effort = effort if np.isfinite(effort).any() else None
         self._geom_size = body_sizes(scene.geometries)  # (n_geoms,) [m], for the penetration check
         self._geom_names = [g.name for g in scene.geometries]
+        self._zero_diagonal = np.zeros(nv)  # A = M + diag(0) for the explicit free motion
+        self._zero_diagonal.flags.writeable = False
+        self._joint_H = np.empty((len(self._geom_joints), 4, 4))  # poses of the joints carrying geometry
         self._hulls = self._hull_detector()
 
     def _hull_detector(self) -> ContactDetector | None:
@@ -311,11 +329,12 @@ class Simulator:
         return M
 
     def _forces(self, q, v, tau) -> np.ndarray:
-        return tau - self._pin.nonLinearEffects(self.model, self.data, q, v) + self.scene.spring_forces(q, v)
+        k = tau - self._pin.nonLinearEffects(self.model, self.data, q, v)
+        return k + self.scene.spring_forces(q, v) if self.scene.has_springs else k
 
     def _actuation(self, t, q, v) -> np.ndarray:
         if self.controller is None:
-            return np.zeros(self.model.nv)
+            return self._zero_diagonal  # read-only zeros (n_v,)
         tau = np.asarray(self.controller(t, q.copy(), v.copy()), dtype=float).reshape(-1)
         if tau.shape != (self.model.nv,) or not np.isfinite(tau).all():
             raise ValueError(f"controller must return finite generalized forces of shape ({self.model.nv},), got {tau.shape}")
@@ -335,12 +354,22 @@ class Simulator:
         return tau
 
     def free_motion(self, q0: np.ndarray, v0: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(v*, A) of stage 1 (eqs. 13 and 15).
+        """(v*, A) of stage 1 (eqs. 13 and 15). For θ = 0 (explicit in v*) without joint damping,
+        with ``compiled``, one compiled call (:func:`~plants.sim._stepper_kernels.explicit_free_motion`);
+        else the readable reference below.
 
         Joint damping d (``Scene.joint_damping``) is implicit whatever the scheme (as Drake):
         M (v − v₀) = δt (k − d v), so A = M + δt diag(d) and v* = v₀ + δt A⁻¹ (k₀ − d v₀).
         """
         dt, th, tvq = self.dt, self.theta, self.theta_vq
+        if th == 0.0 and self.compiled and self._joint_damping is None:
+            n = self.model.nv
+            A, v = np.empty((n, n)), np.empty(n)
+            M = self._pin.crba(self.model, self.data, q0)  # upper triangle filled
+            if explicit_free_motion(M, self._forces(q0, v0, tau), v0, dt, self._tree_starts, A, v):
+                self._fm_iterations = 0
+                self._mass_q, self._mass_diagonal = q0, self._zero_diagonal
+                return v, A
         M0 = self._mass(q0)
         k0 = self._forces(q0, v0, tau)
         Dj = self._joint_damping
@@ -385,63 +414,29 @@ class Simulator:
         v_star, A = self.free_motion(q0, v0, tau)
         model, data, scene = self.model, self.data, self.scene
         pin.computeJointJacobians(model, data, q0)  # also forward kinematics at q0
-        Rg, pg = scene.geometry_poses(data, self._geom_joints, self._geom_slot)
+        Rg, pg = self._geometry_poses(data)
         c = scene.detector.detect(Rg, pg)
-        n_c = c.n_c
-        if n_c:
-            sa = self._geom_slot[c.a]
-            sb = self._geom_slot[c.b]
-            pair = c.a * self._n_geoms + c.b
-            point = c.point(self._pair_w[pair])  # on the stiffer surface (k_a/(k_a+k_b) weighting)
-            # World-frame joint Jacobians are data.J (6 x n_v) restricted to each joint's support
-            # (a 0/1 column mask), so J_b − J_a = data.J · (support_b − support_a) column-wise.
-            # Velocity of the material points at p: v_o + ω × p, projected on the frame rows f:
-            # f·(v_o − p × ω) = f·v_o + (p × f)·ω.
-            F = tangent_basis(c.normal)  # (n_c, 3, 3) rows (t1, t2, n)
-            Jw = np.reshape(data.J, (6, model.nv))
-            if HAVE_NUMBA:
-                J = np.empty((3 * n_c, model.nv))
-                contact_jacobian(F, np.ascontiguousarray(point), np.ascontiguousarray(Jw), self._slot_support, sa, sb, J)
-            else:
-                J = self._contact_jacobian_numpy(F, point, Jw, sa, sb)
-            k = self._pair_k[pair]
-            tau_d = self._pair_tau[pair]
-            mu = self._pair_mu[pair]
-            trees = np.empty((n_c, 2), dtype=np.int64)
-            trees[:, 0] = self._slot_tree[sa]
-            trees[:, 1] = self._slot_tree[sb]
-            joints = np.stack([scene.geom_joint[c.a], scene.geom_joint[c.b]], axis=1)
-            # the point in each joint's frame: r = R_geom (R_worldᵀ (p − p_world)) + p_geom (the geometry
-            # sits at (R_geom, p_geom) in its joint's frame and at (R_world, p_world) in the world)
-            local = np.empty((n_c, 2, 3))
-            for side, g in enumerate((c.a, c.b)):
-                d = np.einsum("cji,cj->ci", Rg[g], point - pg[g])  # in the geometry frame
-                local[:, side] = np.einsum("cij,cj->ci", scene.geom_R[g], d) + scene.geom_p[g]
-        else:
-            J = np.zeros((0, model.nv))
-            k, tau_d, mu = np.zeros(0), np.zeros(0), np.zeros(0)
-            trees = np.zeros((0, 2), dtype=np.int64)
-            F, point, joints = np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((0, 2), dtype=np.int64)
-            local = np.zeros((0, 2, 3))
+        Jw = np.array(data.J.reshape(6, model.nv), order="C")  # world-frame joint Jacobians (a copy: data changes)
+        rows = self._contact_rows if self.compiled else self._contact_rows_numpy
+        F, point, J, k, tau_d, mu, trees, joints, local = rows(c, Rg, pg, Jw)
         # the bodies behind the contacts, for body-level splitting (SubADMM, seed 000 eq. 30-31)
-        bodies = ContactBodies(
-            model=model, q=q0, joints=joints, points=np.asarray(point, float), frames=F, local_points=local,
-            world_jacobian=np.array(np.reshape(data.J, (6, model.nv))), joint_support=scene.joint_support,
-            mass_q=self._mass_q, mass_diagonal=self._mass_diagonal,
+        bodies = ContactBodies.trusted(
+            model=model, q=q0, joints=joints, points=point, frames=F, local_points=local, world_jacobian=Jw,
+            joint_support=scene.joint_support, mass_q=self._mass_q, mass_diagonal=self._mass_diagonal,
         )
         phi0 = c.phi.copy()
         n_limits = 0
         gamma_lower = gamma_upper = None
         if self._limit_dof.size:
-            rows, gap, dof = self._limit_rows(q0, v0, v_star)
+            signs, gap, dof, lim_k = self._limits(q0, v0, v_star, A)
             n_limits = gap.size
             if n_limits:
                 lim_J = np.zeros((3 * n_limits, model.nv))
-                lim_J[3 * np.arange(n_limits) + 2, dof] = rows
+                lim_J[3 * np.arange(n_limits) + 2, dof] = signs
                 J = np.concatenate([J, lim_J])
                 phi0 = np.concatenate([phi0, gap])
                 mu = np.concatenate([mu, np.zeros(n_limits)])
-                k = np.concatenate([k, self._limit_stiffness(A, dof)])
+                k = np.concatenate([k, lim_k])
                 tau_d = np.concatenate([tau_d, np.zeros(n_limits)])
                 lim_trees = np.full((n_limits, 2), -1, dtype=np.int64)
                 lim_trees[:, 0] = self._dof_tree[dof]
@@ -622,6 +617,20 @@ class Simulator:
             R = rows[:, sl]
             w += np.einsum("ij,jk,ik->i", R, self._tree_inverse(A, int(t)), R)
         return 4.0 * math.pi**2 / (self.dt**2 * w)
+    def _limits(self, q0: np.ndarray, v0: np.ndarray, v_star: np.ndarray, A: np.ndarray) -> tuple:
+        """(sign, gap φ₀, dof, stiffness) of the step's joint-limit constraints (n_l,) each: compiled
+        (:func:`~plants.sim._stepper_kernels.joint_limit_rows`) with ``compiled``, else
+        :meth:`_limit_rows` and :meth:`_limit_stiffness`, the reference."""
+        if not self.compiled:
+            sign, gap, dof = self._limit_rows(q0, v0, v_star)
+            return sign, gap, dof, self._limit_stiffness(A, dof)
+        m = 2 * self._limit_dof.size
+        sign, gap, k = np.empty(m), np.empty(m), np.empty(m)
+        dof = np.empty(m, dtype=np.int64)
+        n = joint_limit_rows(q0, v0, v_star, self._limit_q, self._limit_dof, self._limit_lower, self._limit_upper,
+                             float(self.scene.margin), self.dt, A, self._tree_starts, self._dof_tree,
+                             self.limit_stiffness == "rigid", sign, gap, dof, k)
+        return sign[:n], gap[:n], dof[:n], k[:n]
 
     def _limit_stiffness(self, A: np.ndarray, dof: np.ndarray) -> np.ndarray:
         """Near-rigid stiffness of joint-limit constraints on ``dof``: k = 4π²/(β² δt² w), β = 1.
@@ -631,8 +640,6 @@ class Simulator:
         regularization SAP applies to a rigid constraint (seed 001 eq. 29, R = β²w/(4π²)), given
         to every solver as a compliance (better conditioned for the AL/ADMM solvers than k = inf).
         """
-        import math
-
         if self.limit_stiffness == "rigid":
             return np.full(dof.size, np.inf)
         w = np.empty(dof.size)
@@ -662,6 +669,61 @@ class Simulator:
         dof = np.concatenate([self._limit_dof[lo], self._limit_dof[hi]])
         return sign, gap, dof
 
+    def _geometry_poses(self, data: Any) -> tuple[np.ndarray, np.ndarray]:
+        """World poses (R (n_g, 3, 3), p (n_g, 3)) of the geometries after forward kinematics: the
+        compiled twin of :meth:`Scene.geometry_poses` (the reference) when numba is present."""
+        if not self.compiled:
+            return self.scene.geometry_poses(data, self._geom_joints, self._geom_slot)
+        H, oMi = self._joint_H, data.oMi
+        for i, j in enumerate(self._geom_joints):  # loop over joints carrying geometry (Pinocchio objects)
+            H[i] = oMi[j].homogeneous  # one conversion (rotation + translation: two, ~2x the cost)
+        Rg, pg = np.empty((self._n_geoms, 3, 3)), np.empty((self._n_geoms, 3))
+        geometry_poses(H, self._geom_slot, self.scene.geom_R, self.scene.geom_p, Rg, pg)
+        return Rg, pg
+
+    def _contact_rows(self, c, Rg: np.ndarray, pg: np.ndarray, Jw: np.ndarray) -> tuple:
+        """The contacts' rows of the problem, compiled (:func:`~plants.sim._stepper_kernels.contact_rows`);
+        the same arithmetic as :meth:`_contact_rows_numpy`, the reference."""
+        n_c, n_v, scene = c.n_c, self.model.nv, self.scene
+        F, point, J = np.empty((n_c, 3, 3)), np.empty((n_c, 3)), np.empty((3 * n_c, n_v))
+        k, tau_d, mu = np.empty(n_c), np.empty(n_c), np.empty(n_c)
+        trees, joints = np.empty((n_c, 2), dtype=np.int64), np.empty((n_c, 2), dtype=np.int64)
+        local = np.empty((n_c, 2, 3))
+        contact_rows(c.normal, c.point_a, c.point_b, c.a, c.b, self._n_geoms, self._pair_w, self._pair_k,
+                     self._pair_tau, self._pair_mu, self._geom_slot, self._slot_support, self._slot_tree,
+                     scene.geom_joint, Rg, pg, scene.geom_R, scene.geom_p, Jw,
+                     F, point, J, k, tau_d, mu, trees, joints, local)
+        return F, point, J, k, tau_d, mu, trees, joints, local
+
+    def _contact_rows_numpy(self, c, Rg: np.ndarray, pg: np.ndarray, Jw: np.ndarray) -> tuple:
+        """(F, point, J, k, τ_d, μ, trees, joints, local): the rows of the problem for the contacts ``c``
+        (the readable reference of :meth:`_contact_rows`)."""
+        model, scene, n_c = self.model, self.scene, c.n_c
+        if not n_c:
+            return (np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((0, model.nv)), np.zeros(0), np.zeros(0),
+                    np.zeros(0), np.zeros((0, 2), dtype=np.int64), np.zeros((0, 2), dtype=np.int64),
+                    np.zeros((0, 2, 3)))
+        sa = self._geom_slot[c.a]
+        sb = self._geom_slot[c.b]
+        pair = c.a * self._n_geoms + c.b
+        point = c.point(self._pair_w[pair])  # on the stiffer surface (k_a/(k_a+k_b) weighting)
+        # World-frame joint Jacobians are data.J (6 x n_v) restricted to each joint's support
+        # (a 0/1 column mask), so J_b − J_a = data.J · (support_b − support_a) column-wise.
+        # Velocity of the material points at p: v_o + ω × p, projected on the frame rows f:
+        # f·(v_o − p × ω) = f·v_o + (p × f)·ω.
+        F = tangent_basis(c.normal)  # (n_c, 3, 3) rows (t1, t2, n)
+        J = self._contact_jacobian_numpy(F, point, Jw, sa, sb)
+        trees = np.stack([self._slot_tree[sa], self._slot_tree[sb]], axis=1).astype(np.int64)
+        joints = np.stack([scene.geom_joint[c.a], scene.geom_joint[c.b]], axis=1)
+        # the point in each joint's frame: r = R_geom (R_worldᵀ (p − p_world)) + p_geom (the geometry
+        # sits at (R_geom, p_geom) in its joint's frame and at (R_world, p_world) in the world)
+        local = np.empty((n_c, 2, 3))
+        for side, g in enumerate((c.a, c.b)):
+            d = np.einsum("cji,cj->ci", Rg[g], point - pg[g])  # in the geometry frame
+            local[:, side] = np.einsum("cij,cj->ci", scene.geom_R[g], d) + scene.geom_p[g]
+        return (F, np.asarray(point, float), J, self._pair_k[pair], self._pair_tau[pair], self._pair_mu[pair],
+                trees, joints, local)
+
     def _contact_jacobian_numpy(self, F: np.ndarray, point: np.ndarray, Jw: np.ndarray, sa: np.ndarray,
                                 sb: np.ndarray) -> np.ndarray:
         """Reference of the compiled ``contact_jacobian``: (3 n_c, n_v) rows F·J_lin + (p × F)·J_ang,
@@ -683,9 +745,13 @@ class Simulator:
         finite or exceeds ``max_speed``; the state is then left unchanged and the error carries
         the step's problem.
         """
-        with blas_threads(self.blas_threads):
+        if self._in_run:  # run() set the BLAS threads once for all its steps
             problem, info = self.contact_problem()
             result = self.solver.solve(problem)
+        else:
+            with blas_threads(self.blas_threads):
+                problem, info = self.contact_problem()
+                result = self.solver.solve(problem)
         self.last_problem, self.last_result = problem, result
         self._last_contacts = info["contacts"]
         self._last_poses = info["poses"]
@@ -696,8 +762,8 @@ class Simulator:
                 problem, result, self.step_index, self.t,
             )
         v = result.v
-        peak = float(np.abs(v).max()) if v.size else 0.0
-        if not np.isfinite(peak) or (self.max_speed is not None and peak > self.max_speed):
+        peak = max(v.max(), -v.min()) if v.size else 0.0  # max |v_i|
+        if not math.isfinite(peak) or (self.max_speed is not None and peak > self.max_speed):
             raise SimulationDivergedError(
                 f"simulation diverged at step {self.step_index} (t = {self.t:.6g} s): the "
                 f"{result.solver or type(self.solver).__name__} solution has |v| = {peak:.3g}"
@@ -706,7 +772,7 @@ class Simulator:
                 f" solve did not converge (status {result.status.name})",
                 problem, result, self.step_index, self.t,
             )
-        vq = self.theta_vq * v + (1.0 - self.theta_vq) * self.v
+        vq = v if self.theta_vq == 1.0 else self.theta_vq * v + (1.0 - self.theta_vq) * self.v
         self.q = self._pin.integrate(self.model, self.q, self.dt * vq)
         self.v = v
         self.t += self.dt
@@ -730,36 +796,57 @@ class Simulator:
         t[0], q[0], v[0] = self.t, self.q, self.v
         # deepest overlap (ratio, step, depth, size, geom a, geom b) in the run's initial state and after it
         self._initial = self._deepest = (0.0, -1, 0.0, 0.0, -1, -1, False)
-        self._prev_pairs = (np.zeros(0, dtype=np.int64), np.zeros(0))
+        self._prev_contacts = _NO_CONTACTS  # the previous step's contacts (for the cause of a first deep overlap)
         self._onset = (-1, 0.0, 0.0)  # (step, depth, size) of the first deep overlap after the start
         first_step = self.step_index
         bar = (ProgressLine(n, label=str(getattr(self, "info", {}).get("name", "")), stream=stream)
                if progress else None)
-        with blas_threads(self.blas_threads):  # once per run: the per-step blocks are then free
-            self._run_steps(n, t, q, v, stats, bar)
+        with blas_threads(self.blas_threads):  # once per run: the steps then skip their own block
+            self._in_run = True
+            try:
+                self._run_steps(n, t, q, v, stats, bar)
+            finally:
+                self._in_run = False
         summary = self._summarize(t, q, v, stats, first_step)
         return Trajectory(t=t, q=q, v=v, stats=stats, summary=summary)
 
     def _run_steps(self, n: int, t: np.ndarray, q: np.ndarray, v: np.ndarray, stats: dict[str, np.ndarray],
                    bar: ProgressLine | None = None) -> None:
+        # the per-step records, bound once (a dict lookup per field and step is measurable on small scenes)
+        st_cost = stats["cost"]
+        st_flags = stats["flags"]
+        st_free_motion_iterations = stats["free_motion_iterations"]
+        st_iterations = stats["iterations"]
+        st_line_search_iterations = stats["line_search_iterations"]
+        st_min_phi = stats["min_phi"]
+        st_momentum_error = stats["momentum_error"]
+        st_n_contacts = stats["n_contacts"]
+        st_penetration_ratio = stats["penetration_ratio"]
+        st_residual = stats["residual"]
+        st_solve_time = stats["solve_time"]
+        st_status = stats["status"]
+        st_step_time = stats["step_time"]
         for i in range(n):
             if bar is not None:
                 bar.update(i)
             t0 = time.perf_counter()
             r = self.step()
-            stats["step_time"][i] = time.perf_counter() - t0
-            stats["status"][i] = int(r.status)
-            stats["iterations"][i] = r.iterations
-            stats["line_search_iterations"][i] = r.line_search_iterations
+            st_step_time[i] = time.perf_counter() - t0
+            st_status[i] = int(r.status)
+            st_iterations[i] = r.iterations
+            st_line_search_iterations[i] = r.line_search_iterations
             c = self._last_contacts
-            stats["n_contacts"][i] = c.n_c
-            stats["min_phi"][i] = c.phi.min() if c.n_c else np.inf
+            n_c = c.phi.size
+            st_n_contacts[i] = n_c
             flags = 0 if r.ok else PlausibilityFlag.NOT_CONVERGED
-            if c.n_c and self.plausibility is not None:
-                allow = self.plausibility.penetration_fraction * np.minimum(self._geom_size[c.a], self._geom_size[c.b])
-                measured, predicted = self._overlaps(c.phi, r)
-                ratios = np.maximum(measured, predicted) / allow
-                peak = stats["penetration_ratio"][i] = ratios.max()
+            if not n_c:
+                st_min_phi[i] = np.inf
+            elif self.plausibility is None:
+                st_min_phi[i] = c.phi.min()
+            else:
+                peak, allow, measured, predicted, ratios = self._overlap_ratios(c, r)
+                st_min_phi[i] = -measured.max()  # measured = −φ₀
+                st_penetration_ratio[i] = peak
                 if peak >= 1.0:
                     flags |= PlausibilityFlag.DEEP_PENETRATION
                 if i == 0:  # the run's initial state (measured) is kept apart from what the run produces
@@ -768,7 +855,7 @@ class Simulator:
                 elif peak > self._deepest[0]:
                     self._record("_deepest", ratios, allow, c, measured)
             if self.plausibility is not None:
-                self._prev_pairs = (c.a * self._n_geoms + c.b, c.phi)
+                self._prev_contacts = c
                 every = self.plausibility.hull_check_every
                 if self._hulls is not None and every and i % every == 0:  # body hulls (see _hull_detector)
                     h = self._hulls.detect(*self._last_poses)
@@ -776,19 +863,42 @@ class Simulator:
                         allow = self.plausibility.penetration_fraction * np.minimum(self._geom_size[h.a],
                                                                                      self._geom_size[h.b])
                         ratios = -h.phi / allow
-                        stats["penetration_ratio"][i] = max(stats["penetration_ratio"][i], ratios.max())
+                        st_penetration_ratio[i] = max(st_penetration_ratio[i], ratios.max())
                         if ratios.max() >= 1.0:
                             flags |= PlausibilityFlag.DEEP_PENETRATION
                         self._record("_initial" if i == 0 else "_deepest", ratios, allow, h)
-            stats["flags"][i] = flags
-            stats["residual"][i] = r.residual
-            stats["momentum_error"][i] = r.momentum_error
-            stats["cost"][i] = r.cost
-            stats["solve_time"][i] = r.solve_time
-            stats["free_motion_iterations"][i] = self._fm_iterations
+            st_flags[i] = flags
+            st_residual[i] = r.residual
+            st_momentum_error[i] = r.momentum_error
+            st_cost[i] = r.cost
+            st_solve_time[i] = r.solve_time
+            st_free_motion_iterations[i] = self._fm_iterations
             t[i + 1], q[i + 1], v[i + 1] = self.t, self.q, self.v
         if bar is not None:
             bar.update(n)
+
+    def _overlap_ratios(self, c, result: ContactSolverResult) -> tuple[float, np.ndarray, np.ndarray, np.ndarray,
+                                                                       np.ndarray]:
+        """(peak, allow, measured, predicted, ratios) of the last step's contacts ``c``: ``allow`` (n_c,) the
+        overlap allowance [m] (``penetration_fraction`` × the smaller geometry's size), ``measured``
+        and ``predicted`` overlaps of :meth:`_overlaps`, ``ratios = max(measured, predicted) / allow``
+        and its largest entry. Compiled (:func:`~plants.sim._stepper_kernels.overlap_ratios`) when
+        numba is present, else :meth:`_overlap_ratios_numpy`, the reference."""
+        if not self.compiled:
+            return self._overlap_ratios_numpy(c, result)
+        p = self.last_problem
+        vq = result.v if self.theta_vq == 1.0 else self.theta_vq * result.v + (1.0 - self.theta_vq) * p.v0
+        out = np.empty((4, c.n_c))
+        peak = overlap_ratios(c.phi, c.a, c.b, self._geom_size, self.plausibility.penetration_fraction, p.J, vq,
+                              self.dt, out)
+        return peak, out[0], out[1], out[2], out[3]
+
+    def _overlap_ratios_numpy(self, c, result: ContactSolverResult) -> tuple:
+        """Reference of :meth:`_overlap_ratios`."""
+        allow = self.plausibility.penetration_fraction * np.minimum(self._geom_size[c.a], self._geom_size[c.b])
+        measured, predicted = self._overlaps(c.phi, result)
+        ratios = np.maximum(measured, predicted) / allow
+        return float(ratios.max()), allow, measured, predicted, ratios
 
     def _overlaps(self, phi0: np.ndarray, result: ContactSolverResult) -> tuple[np.ndarray, np.ndarray]:
         """(measured, predicted): (n_c,) overlap of each contact of the last step at its start (−φ₀)
@@ -816,7 +926,8 @@ class Simulator:
                 if name == "_deepest":
                     self._onset = (self.step_index - 1, depth, float(size))
                 if measured is not None:
-                    pairs, phi = self._prev_pairs
+                    prev = self._prev_contacts
+                    pairs, phi = prev.a * self._n_geoms + prev.b, prev.phi
                     hit = np.flatnonzero(pairs == c.a[k] * self._n_geoms + c.b[k])
                     appeared = bool(measured[k] >= depth and (hit.size == 0 or phi[hit[0]] > 0))
             setattr(self, name, (float(ratios[k]), self.step_index - 1, depth, float(size), int(c.a[k]),
