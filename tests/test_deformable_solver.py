@@ -339,6 +339,11 @@ def test_delassus_operator_equals_h_ainv_ht():
     np.testing.assert_allclose(W.diagonal(), np.diag(W_ref), rtol=1e-9)
     x = rng.standard_normal(12)
     np.testing.assert_allclose(W.matvec(x), W_ref @ x, rtol=1e-9, atol=1e-12 * np.abs(W_ref @ x).max())
+    assert not W.dense  # the block form on the CPU by default; the dense form (auto on a GPU) agrees
+    W_dense = Delassus(sysm.inverse_block(uniq), pos, C, dense=True)
+    np.testing.assert_allclose(W_dense.matvec(x), W_ref @ x, rtol=1e-9, atol=1e-12 * np.abs(W_ref @ x).max())
+    with pytest.raises(TypeError, match="dense"):
+        Delassus(sysm.inverse_block(uniq), pos, C, dense="yes")
     np.testing.assert_allclose(conjugate_residual(lambda v: W_ref @ v, x, 40, diagonal=np.diag(W_ref)),
                                conjugate_residual(W_ref, x, 40))
 

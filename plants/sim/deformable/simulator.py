@@ -75,7 +75,11 @@ class Delassus:
         C: (m, 3) unit row directions.
     """
 
-    def __init__(self, block: np.ndarray, pos: np.ndarray, C: np.ndarray, backend=None):
+    #: on a GPU, W is formed densely (one matrix-vector product per CR iteration instead of about
+    #: five small kernels: the block form is launch-bound there) up to this many entries (256 MB)
+    GPU_DENSE_ENTRIES = 2**25
+
+    def __init__(self, block: np.ndarray, pos: np.ndarray, C: np.ndarray, backend=None, dense: bool | None = None):
         import scipy.sparse as sp
 
         from .backend import make_backend
@@ -85,9 +89,16 @@ class Delassus:
         self._P = sp.csr_matrix((np.ones(m), (np.arange(m), pos)), shape=(m, block.shape[0]))
         self.backend = make_backend("numpy") if backend is None else backend
         be = self.backend
+        if dense is None:  # auto: dense on the GPU when it fits, the block form on the CPU
+            dense = be.name != "numpy" and m * m <= self.GPU_DENSE_ENTRIES
+        if not isinstance(dense, (bool, np.bool_)):
+            raise TypeError(f"dense must be a bool or None (auto), got {type(dense).__name__}")
+        self.dense = bool(dense)
         # device copies for matvec (the same objects on the CPU backend)
         self._block_d, self._pos_d, self._C_d = be.to_device(block), be.to_device(pos), be.to_device(C)
         self._PT_d = be.sparse(self._P.T.tocsr())
+        if self.dense:  # W_jl = B_{i_j i_l} (c_j · c_l), formed on the device
+            self._W_d = self._block_d[self._pos_d][:, self._pos_d] * (self._C_d @ self._C_d.T)
 
     def diagonal(self) -> np.ndarray:
         """(m,) W_jj = (A⁻¹)_{i_j i_j} (unit directions)."""
@@ -95,6 +106,8 @@ class Delassus:
 
     def matvec(self, x):
         """W x for x (m,), an array of the backend (device arrays in and out)."""
+        if self.dense:
+            return self._W_d @ x
         F = self._PT_d @ (self._C_d * x[:, None])  # (|U|, 3) per-node sums of c_l x_l
         return (self._C_d * (self._block_d @ F)[self._pos_d]).sum(1)
 
