@@ -437,8 +437,8 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
         key = ("actuated_joints",) if "joint" in str(e).lower() and actuated else ("contacts",)
         if "contact_model" in str(e):
             key = ("planning", "contact_model")
-        if "prefix" in str(e):
-            key = ("models",)
+        if getattr(e, "part_index", None) is not None:
+            key = ("models", e.part_index, "file")
         raise r.error(key, str(e)) from None
 
     # ---------------------------------------------------------------- states by joint name

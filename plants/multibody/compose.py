@@ -104,6 +104,9 @@ def _load(part: ModelPart) -> tuple[Any, Any, np.ndarray, list[str] | None]:
         model, geom = load_urdf(part.path, None, [str(p) for p in default_package_dirs(part.path)])
         q0, actuated = pin.neutral(model), None
     MultibodyPlant._place(model, geom, True, part.base_position, part.base_quaternion)
+    for key in model.referenceConfigurations:  # placed: free bodies' start poses moved with it
+        if key.key() == "qpos0" and np.shape(key.data()) == (model.nq,):
+            q0 = np.array(key.data(), dtype=float)
     if actuated is None:
         B = MultibodyPlant.actuation_for_joints(model, None)
         actuated = [model.names[j] for j in range(1, model.njoints)
@@ -182,7 +185,7 @@ def compose_models(parts: Sequence[ModelPart]) -> ComposedModel:
     actuated: list[str] = []
     slices = []
     geometry_names = []
-    for part in parts:
+    for index, part in enumerate(parts):
         m, g, q0, act = _load(part)
         _rename(m, g, part.prefix)
         act = [part.prefix + a for a in act]
@@ -195,9 +198,11 @@ def compose_models(parts: Sequence[ModelPart]) -> ComposedModel:
                                        {o.name for o in geom.geometryObjects})):
                 clash = sorted(set(names) & mine)
                 if clash:
-                    raise MultibodyValueError(
+                    err = MultibodyValueError(
                         f"{part.path.name}: {kind} name(s) {', '.join(clash[:5])} already in an "
                         f"earlier model file; give this model a prefix")
+                    err.part_index = index  # which part (a task file names its line)
+                    raise err
             slices.append((model.nq, m.nq, model.nv, m.nv))
             gravity = model.gravity.copy()
             # appendModel looks frames up by name alone: an MJCF body and its joint often share

@@ -347,6 +347,10 @@ class SceneBuilder:
             robot, gm = load_urdf(path, root, list(package_dirs), warn_meshes=False)
             q_default, file_excluded, file_springs = pin.neutral(robot), [], {}
         base = base_placement(base_position, base_quaternion)
+        if not floating_base and q0 is None:  # a free body's start pose moves with its file
+            from ..multibody.placement import place_free_poses
+
+            q_default = place_free_poses(robot, q_default, base)
         q_robot = self._initial_configuration(robot, path, q0, floating_base, base_position, base_quaternion,
                                               q_default)
         if not floating_base:
