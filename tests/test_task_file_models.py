@@ -124,10 +124,11 @@ def _example():
 
 def test_ur5_pushes_the_box_towards_its_goal():
     """Default options (the task file's): C3 at 10 Hz in SAP with the arm's gravity torques;
-    in the first second the box moves 2-3 cm along x (measured 2.7 cm), upright, on the table."""
-    task, log = _example().main(duration=1.0)
+    in the first 0.5 s (five plans; the full run is slow) the box moves along x (measured
+    1.3-2 cm), upright, on the table."""
+    task, log = _example().main(duration=0.5)
     box = log.extras["sim_q"][:, 6:9]
-    assert box[-1, 0] - 0.45 >= 0.015 and abs(box[-1, 1]) <= 0.01
+    assert box[-1, 0] - 0.45 >= 0.008 and abs(box[-1, 1]) <= 0.01
     assert np.abs(box[:, 2] - 0.05).max() <= 2e-3
     assert task.goal_errors(log.x[-1])["box.orientation"] <= 0.05
     assert log.extras["control_rate"] == 10.0 and log.extras["failed_steps"] == 0

@@ -151,17 +151,31 @@ def _unmark_frames(model: Any) -> None:
             model.frames[i] = f
 
 
-def append_model(model_a: Any, model_b: Any) -> Any:
+def append_model(model_a: Any, model_b: Any, geometries: Sequence[tuple[Any, Any]] = ()) -> Any:
     """``pin.appendModel(model_a, model_b, 0, Identity)``: model_b's joints hung from the world
-    after model_a's. Unlike a bare ``appendModel`` it accepts models where a body and a joint
-    share a name (an MJCF ``<body name="box"><freejoint name="box"/>``), which Pinocchio 4.1's
-    lookup of frames by name alone rejects ("Several frames match the filter")."""
+    after model_a's.
+
+    Unlike a bare ``appendModel`` it accepts models where a body and a joint share a name (an
+    MJCF ``<body name="box"><freejoint name="box"/>``), which Pinocchio 4.1's lookup of frames by
+    name alone rejects ("Several frames match the filter"). ``geometries``: ``(model,
+    GeometryModel)`` pairs (model is ``model_a`` or ``model_b``) whose objects' parent joint and
+    frame indices are re-pointed, in place, to the joined model (``appendModel`` may renumber the
+    frames of a branched model_a).
+    """
     import pinocchio as pin
 
     _mark_duplicate_frames(model_a)
     _mark_duplicate_frames(model_b)
     try:
         joined = pin.appendModel(model_a, model_b, 0, pin.SE3.Identity())
+        for owner, gm in geometries:
+            for i, go in enumerate(gm.geometryObjects):
+                frame = owner.frames[go.parentFrame]
+                go.parentJoint = joined.getJointId(owner.names[go.parentJoint]) \
+                    if go.parentJoint else 0
+                go.parentFrame = joined.getFrameId(frame.name, frame.type) \
+                    if go.parentFrame else 0
+                gm.geometryObjects[i] = go
     finally:
         _unmark_frames(model_a)
         _unmark_frames(model_b)
@@ -207,12 +221,8 @@ def compose_models(parts: Sequence[ModelPart]) -> ComposedModel:
             gravity = model.gravity.copy()
             # appendModel looks frames up by name alone: an MJCF body and its joint often share
             # one (<body name="box"><freejoint name="box"/>); tag such names while appending
-            joined = append_model(model, m)
-            n_frames = len(model.frames)  # m's frames follow, in order, without its universe
+            joined = append_model(model, m, [(model, geom), (m, g)])
             for go in g.geometryObjects:
-                go.parentJoint = joined.getJointId(m.names[go.parentJoint]) \
-                    if go.parentJoint else 0
-                go.parentFrame = n_frames + go.parentFrame - 1 if go.parentFrame else 0
                 geom.addGeometryObject(go)
             model = joined
             model.gravity = gravity
