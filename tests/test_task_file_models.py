@@ -152,3 +152,25 @@ def test_ur5_push_succeeds_from_seeded_starts(seed):
     rng = np.random.default_rng(seed)
     task, log = _example().main(rng.uniform(0.0, 0.02), rng.uniform(-0.015, 0.015))
     assert task.goal_reached(log.x[-1]), task.goal_errors(log.x[-1])
+
+
+def test_a_placed_free_body_keeps_its_world_pose_as_q():
+    """A free body's q is its world pose; placing its file moves its start pose (planning plant
+    and scene alike), not its joint: forward kinematics of q0 is the placed pose."""
+    import pinocchio as pin
+
+    from plants.multibody.placement import base_placement
+    from plants.sim import ContactParams, SceneBuilder
+
+    pos, quat = (0.1, 0.3, 0.0), (0.0, 0.0, np.sin(0.2), np.cos(0.2))
+    plant = MultibodyPlant.from_mjcf(EXAMPLE / "box.xml", base_position=pos, base_quaternion=quat)
+    placed = base_placement(pos, quat) * pin.SE3(np.eye(3), np.array([0.45, 0.0, 0.05]))
+    np.testing.assert_allclose(plant.q0[:3], placed.translation, atol=1e-12)
+    data = plant.model.createData()
+    pin.forwardKinematics(plant.model, data, plant.q0)
+    np.testing.assert_allclose(data.oMi[1].translation, placed.translation, atol=1e-12)
+    np.testing.assert_allclose(data.oMi[1].rotation, placed.rotation, atol=1e-12)
+    b = SceneBuilder()
+    b.add_urdf(EXAMPLE / "box.xml", ContactParams(1e5, 1e-3, 0.5), base_position=pos,
+               base_quaternion=quat)
+    np.testing.assert_allclose(b.build().q0, plant.q0, atol=1e-12)

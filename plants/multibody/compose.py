@@ -190,8 +190,6 @@ def compose_models(parts: Sequence[ModelPart]) -> ComposedModel:
         ValueError: no parts, or two parts with the same joint or geometry name (give one of
             them a ``prefix``); FileNotFoundError: a missing file.
     """
-    import pinocchio as pin
-
     if not parts:
         raise MultibodyValueError("compose_models needs at least one model part")
     model = geom = None
