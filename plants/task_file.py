@@ -10,6 +10,12 @@ A task file is a small YAML file next to (or pointing at) a URDF/MJCF model file
 * the **simulation scene**: the same model file in :mod:`plants.sim` (``SceneBuilder.add_urdf``)
   with contact parameters per geometry or link, μ taken from the pairs.
 
+A task file may name several model files instead (``models:``, e.g. an arm from
+example-robot-data, an object and a table; :mod:`plants.multibody.compose`): one planning model
+and one scene. Free and spherical joints (objects in 3-D) take poses by joint name, and
+:meth:`TaskFile.goal_errors` / :meth:`TaskFile.goal_reached` measure their orientation as a
+rotation angle.
+
 Every field is documented in ``docs/own-robot.md`` ("The task file"); unknown keys, wrong types
 and unknown joint or geometry names are a :class:`TaskFileError` naming the file, the line and
 the key. Example (``examples/own_robot/pusher_box.yaml``)::
