@@ -115,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{result['timestamp']}, {m['platform'].split('-')[0]} ({m['cpu_count']} CPUs, shared "
           f"with other jobs: times are noisy), Python {m['python']}; each row one run of the "
           f"example as a user runs it (task file defaults: C3 MIQP, N = 10, LCS dt 0.1 s, "
-          f"re-planning at 10 Hz with zero-order hold in SAP at 1 ms; two_finger_cube 2 s, "
-          f"ur5_push 5 s). Success: the goal object within 2 cm of its goal position and "
+          f"re-planning at 10 Hz with zero-order hold in SAP at 1 ms; "
+          + ", ".join(sorted({f"{r['example']} {r['duration_s']:g} s" for r in runs}))
+          + "). Success: the goal object within 2 cm of its goal position and "
           f"0.05 rad (2.9°) of its goal orientation.\n\n"
           f"| example | start | position error [cm] | orientation error [°] | success | "
           f"control rate [Hz] | C3 median / max [ms] | failed plans / sim steps not "
