@@ -7,7 +7,9 @@ the stiff contact simulator :class:`plants.sim.Simulator` of the same robot:
 every control period ``1 / control_rate`` (a whole number of simulator steps)
 
 1. the simulator's (q, v) is mapped to the planning state x (by joint name, see
-   :class:`StateMap`);
+   :class:`StateMap`); the unit quaternions of free and spherical joints (the plant's
+   ``quaternion_indices``) are taken in the hemisphere of the goal's (q and −q are the same
+   orientation), so a cost on the raw components measures the short way round;
 2. the controller re-linearizes (``controller.update_lcs(plant.lcs(x, u_prev))`` when the plant
    is state dependent) and solves from x; the wall time of this is the *solve time*;
 3. the plan's first input u₀ becomes generalized forces τ = B u₀ on the simulator's dofs and is
@@ -163,6 +165,16 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
     x_des = (dflt.x_goal if dflt is not None else np.zeros(n_x)) if x_des is None \
         else np.asarray(x_des, dtype=float)
     state_dependent = bool(getattr(plant, "state_dependent", False))
+    quaternions = tuple(int(i) for i in (getattr(plant, "quaternion_indices", ()) or ()))
+
+    def measure() -> np.ndarray:  # the planning state; quaternions on x_des's side (q ≡ −q)
+        x = smap.state(simulator.q, simulator.v)
+        if quaternions:
+            from plants.multibody.orientation import align_quaternions
+
+            x = align_quaternions(x, x_des, quaternions)
+        return x
+
     stream = sys.stderr if stream is None else stream
 
     xs = np.empty((T + 1, n_x))
@@ -206,7 +218,7 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
 
             bar = ProgressLine(T, unit="plans", stream=stream)
         while step < n_steps:
-            x = smap.state(simulator.q, simulator.v)
+            x = measure()
             xs[k] = x
             t_start = time.perf_counter()
             if state_dependent and hasattr(controller, "update_lcs"):
@@ -245,13 +257,12 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
             k += 1
             if bar is not None:
                 bar.update(k)
-            if stop is not None and step < n_steps and stop(smap.state(simulator.q, simulator.v),
-                                                           float(simulator.t)):
+            if stop is not None and step < n_steps and stop(measure(), float(simulator.t)):
                 stopped = True
                 break
     finally:
         simulator.controller = previous_controller
-    xs[k] = smap.state(simulator.q, simulator.v)
+    xs[k] = measure()
     t_ctrl = sim_t[0] + np.arange(k + 1) * period * dt_sim
     t_ctrl[-1] = sim_t[step]
     return ClosedLoopLog(

@@ -10,6 +10,12 @@ A task file is a small YAML file next to (or pointing at) a URDF/MJCF model file
 * the **simulation scene**: the same model file in :mod:`plants.sim` (``SceneBuilder.add_urdf``)
   with contact parameters per geometry or link, μ taken from the pairs.
 
+A task file may name several model files instead (``models:``, e.g. an arm from
+example-robot-data, an object and a table; :mod:`plants.multibody.compose`): one planning model
+and one scene. Free and spherical joints (objects in 3-D) take poses by joint name, and
+:meth:`TaskFile.goal_errors` / :meth:`TaskFile.goal_reached` measure their orientation as a
+rotation angle.
+
 Every field is documented in ``docs/own-robot.md`` ("The task file"); unknown keys, wrong types
 and unknown joint or geometry names are a :class:`TaskFileError` naming the file, the line and
 the key. Example (``examples/own_robot/pusher_box.yaml``)::
@@ -47,9 +53,10 @@ TASK_FILE_SUFFIXES = (".yaml", ".yml")
 
 #: The accepted keys, per section (``None``: the top level).
 TASK_KEYS: dict[str | None, tuple[str, ...]] = {
-    None: ("model", "name", "actuated_joints", "gravity_compensation", "base_position",
+    None: ("model", "models", "name", "actuated_joints", "gravity_compensation", "base_position",
            "base_quaternion", "planar_normal", "contacts", "contact_params", "planning", "cost", "start", "goal", "input_limits",
            "simulation", "success"),
+    "models": ("file", "prefix", "base_position", "base_quaternion"),
     "contacts": ("a", "b", "mu", "friction_directions", "num_closest"),
     "contact_params": ("default", "geometries"),
     "params": ("stiffness", "dissipation", "mu"),
@@ -58,7 +65,7 @@ TASK_KEYS: dict[str | None, tuple[str, ...]] = {
     "U": ("state", "lambda", "input"),
     "cost": ("Q", "Q_velocity", "R", "QN_scale"),
     "simulation": ("solver", "dt", "control_rate", "duration", "self_collision"),
-    "success": ("tolerance",),
+    "success": ("tolerance", "orientation_tolerance", "joints"),
 }
 
 _DEFAULT_PARAMS = {"stiffness": 1e5, "dissipation": 1e-3, "mu": 0.5}
@@ -79,7 +86,7 @@ class TaskFile:
 
     Attributes:
         path: the task file.
-        model_path: the model file (URDF or MJCF) it names.
+        model_path: the model file (URDF or MJCF) it names (with ``models:``, the first one).
         plant: the planning :class:`plants.multibody.MultibodyPlant` (``plant.defaults`` holds
             the controller settings; ``plant.dt`` the planning time step).
         x0, x_goal: (n_x,) start and goal states (also in ``plant.defaults``).
@@ -95,9 +102,19 @@ class TaskFile:
             whose ground is welded to the world link makes the ground part of the robot, and
             feet touching it at the start count as overlapping).
         data: the parsed YAML (plain values).
-        goal_joints: the joints the ``goal`` names (``c3mpc run`` judges success on them).
+        models: the model files (:class:`plants.multibody.compose.ModelPart`: path, prefix,
+            placement), one for ``model:``, in the order of ``models:``.
+        model_slices: per model file, ``(q_start, n_q, v_start, n_v)`` of its joints in the
+            planning state.
+        model_geometries: per model file, its collision geometries' names (with the prefix).
+        goal_joints: the joints ``c3mpc run`` judges success on: ``success.joints``, by default
+            every joint the ``goal`` names.
         success_tolerance: largest final ``|q − q_goal|`` of a goal joint for success (``success:
-            {tolerance: ...}``, default 0.02, in the joint's unit: m or rad).
+            {tolerance: ...}``, default 0.02, in the joint's unit: m or rad; a free joint's
+            distance to its goal position).
+        orientation_tolerance: largest final rotation angle [rad] between a free or spherical
+            goal joint's orientation and its goal (``success: {orientation_tolerance: ...}``,
+            default 0.05 rad, 2.9°).
     """
 
     path: Path
@@ -114,18 +131,48 @@ class TaskFile:
     contact_geometry_pairs: tuple[tuple[str, str], ...]
     data: Mapping[str, Any]
     goal_joints: tuple[str, ...] = ()
+    models: tuple[Any, ...] = ()
+    model_slices: tuple[tuple[int, int, int, int], ...] = ()
+    model_geometries: tuple[tuple[str, ...], ...] = ()
     success_tolerance: float = 0.02
+    orientation_tolerance: float = 0.05
 
     def goal_errors(self, x: Any) -> dict[str, float]:
-        """Per goal joint, q − q_goal at state ``x`` (the norm over a multi-dof joint's q)."""
+        """Final errors of the goal joints at state ``x``, by name.
+
+        A one-dof joint gives ``q − q_goal`` (signed, m or rad) under its name; a free joint
+        gives ``<joint>.position`` (distance to the goal position [m]) and
+        ``<joint>.orientation`` (angle of the rotation to the goal orientation [rad],
+        2 acos|⟨q, q_goal⟩|, so q and −q are the same); a spherical joint
+        ``<joint>.orientation``; another multi-dof joint the norm of q − q_goal.
+        """
+        from .multibody.orientation import QUATERNION_JOINTS, quaternion_angle
+
         x = np.asarray(x, dtype=float)
-        owner = _joint_of_state(self.plant)[: self.plant.n_q]
+        model = self.plant.model
         out = {}
         for joint in self.goal_joints:
-            idx = [i for i, name in enumerate(owner) if name == joint]
-            diff = x[idx] - self.x_goal[idx]
-            out[joint] = float(diff[0]) if len(idx) == 1 else float(np.linalg.norm(diff))
+            jm = model.joints[list(model.names).index(joint)]
+            q, g = x[jm.idx_q:jm.idx_q + jm.nq], self.x_goal[jm.idx_q:jm.idx_q + jm.nq]
+            off = QUATERNION_JOINTS.get(jm.shortname())
+            if off is not None:
+                if off:
+                    out[f"{joint}.position"] = float(np.linalg.norm(q[:off] - g[:off]))
+                out[f"{joint}.orientation"] = quaternion_angle(q[off:off + 4], g[off:off + 4])
+            else:
+                out[joint] = float(q[0] - g[0]) if jm.nq == 1 else float(np.linalg.norm(q - g))
         return out
+
+    def goal_tolerances(self) -> dict[str, float]:
+        """The tolerance of each entry of :meth:`goal_errors`: ``success.tolerance`` [m or rad],
+        ``success.orientation_tolerance`` [rad] for the ``.orientation`` entries."""
+        return {k: self.orientation_tolerance if k.endswith(".orientation")
+                else self.success_tolerance for k in self.goal_errors(self.x_goal)}
+
+    def goal_reached(self, x: Any) -> bool:
+        """Every entry of :meth:`goal_errors` within its tolerance (:meth:`goal_tolerances`)."""
+        tol = self.goal_tolerances()
+        return all(abs(e) <= tol[k] for k, e in self.goal_errors(x).items())
 
     @property
     def defaults(self) -> Any:
@@ -144,9 +191,17 @@ class TaskFile:
         x0 = self.x0 if x0 is None else np.asarray(x0, dtype=float)
         n_q = self.plant.n_q
         b = SceneBuilder()
-        b.add_urdf(self.model_path, ContactParams(**_DEFAULT_PARAMS), q0=x0[:n_q], v0=x0[n_q:],
-                   self_collision=self.self_collision,
-                   self_collision_include=self.contact_geometry_pairs)
+        for part, (iq, nq, iv, nv), names in zip(self.models, self.model_slices,
+                                                 self.model_geometries):
+            # the planning pairs inside this file always collide (names without the prefix)
+            mine = set(names)
+            strip = len(part.prefix)
+            include = [(a[strip:], c[strip:]) for a, c in self.contact_geometry_pairs
+                       if a in mine and c in mine]
+            b.add_urdf(part.path, ContactParams(**_DEFAULT_PARAMS), q0=x0[iq:iq + nq],
+                       v0=x0[n_q + iv:n_q + iv + nv], prefix=part.prefix,
+                       base_position=part.base_position, base_quaternion=part.base_quaternion,
+                       self_collision=self.self_collision, self_collision_include=include)
         b.geoms = [dataclasses.replace(g, params=self.geometry_params.get(g.name, g.params))
                    for g in b.geoms]
         return b
@@ -321,11 +376,10 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
     path = Path(path)
     r = _Reader(path)
     top = r.mapping((), None)
-    if "model" not in top:
-        raise r.error((), "missing required key 'model' (the URDF or MJCF file)")
-    model_path = (path.parent / r.string(("model",), "")).resolve()
-    if not model_path.is_file():
-        raise r.error(("model",), f"model file not found: {model_path}")
+    from .multibody.compose import ModelPart, compose_models, resolve_model_path
+
+    parts = _model_parts(r, top, path.parent, ModelPart, resolve_model_path)
+    model_path = parts[0].path
     if "contacts" not in top:
         raise r.error((), "missing required key 'contacts' (the planning model's contact pairs)")
 
@@ -362,22 +416,35 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
                                          num_closest=nc))
         pair_mu.append((a_names, b_names, mu, p))
     actuated = r.names(("actuated_joints",)) if "actuated_joints" in top else None
-    base_position = r.vector(("base_position",), 3, [0.0, 0.0, 0.0])
-    base_quaternion = r.vector(("base_quaternion",), 4, [0.0, 0.0, 0.0, 1.0])
     name = r.string(("name",), path.stem)
     gravity_comp = r.get(("gravity_compensation",), False)
     if not isinstance(gravity_comp, bool):
         raise r.error(("gravity_compensation",), f"must be true or false, got {gravity_comp!r}")
-    is_mjcf = model_path.suffix.lower() == ".xml"
     try:
-        build = MultibodyPlant.from_mjcf if is_mjcf else MultibodyPlant.from_urdf
-        plant = build(model_path, pairs, actuated_joints=actuated, name=name,
-                      base_position=base_position, base_quaternion=base_quaternion, dt=dt,
-                      contact_model=contact_model, gravity_compensation=gravity_comp)
+        if "models" in top:
+            composed = compose_models(parts)
+            B = MultibodyPlant.actuation_for_joints(
+                composed.model, actuated if actuated is not None else composed.actuated_joints)
+            plant = MultibodyPlant(composed.model, composed.collision_model, pairs, actuation=B,
+                                   name=name, dt=dt, contact_model=contact_model,
+                                   gravity_compensation=gravity_comp)
+            slices, part_geometries = composed.slices, composed.geometry_names
+        else:
+            part = parts[0]
+            build = MultibodyPlant.from_mjcf if part.path.suffix.lower() == ".xml" \
+                else MultibodyPlant.from_urdf
+            plant = build(part.path, pairs, actuated_joints=actuated, name=name,
+                          base_position=part.base_position,
+                          base_quaternion=part.base_quaternion, dt=dt,
+                          contact_model=contact_model, gravity_compensation=gravity_comp)
+            slices = ((0, plant.n_q, 0, plant.n_v),)
+            part_geometries = (tuple(o.name for o in plant.collision_model.geometryObjects),)
     except MultibodyError as e:
         key = ("actuated_joints",) if "joint" in str(e).lower() and actuated else ("contacts",)
         if "contact_model" in str(e):
             key = ("planning", "contact_model")
+        if getattr(e, "part_index", None) is not None:
+            key = ("models", e.part_index, "file")
         raise r.error(key, str(e)) from None
 
     # ---------------------------------------------------------------- states by joint name
@@ -520,13 +587,62 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
 
     r.mapping(("success",), "success")
     tolerance = r.number(("success", "tolerance"), 0.02, positive=True)
+    orientation_tolerance = r.number(("success", "orientation_tolerance"), 0.05, positive=True)
     goal_joints = tuple(k for k in (r.get(("goal",)) or {}) if k != "velocities")
+    if "joints" in (r.get(("success",)) or {}):  # judge only these goal joints
+        judged = r.names(("success", "joints"))
+        for i, j in enumerate(judged):
+            if j not in goal_joints:
+                raise r.error(("success", "joints", i), f"{j!r} is not a joint the goal names; "
+                              f"goal joints: {', '.join(goal_joints) or '(none)'}")
+        goal_joints = tuple(judged)
 
     return TaskFile(path=path, model_path=model_path, plant=plant, x0=x0, x_goal=x_goal,
                     solver=solver, sim_dt=sim_dt, control_rate=rate, duration=duration,
                     geometry_params=geometry_params, self_collision=self_coll,
                     contact_geometry_pairs=geometry_pairs, data=r.data, goal_joints=goal_joints,
-                    success_tolerance=float(tolerance))
+                    models=tuple(parts), model_slices=tuple(slices),
+                    model_geometries=tuple(part_geometries),
+                    success_tolerance=float(tolerance),
+                    orientation_tolerance=float(orientation_tolerance))
+
+
+def _model_parts(r: _Reader, top: dict[str, Any], base: Path, ModelPart: Any,
+                 resolve: Any) -> list[Any]:
+    """The model files: ``model:`` (with the top-level placement) or the ``models:`` list."""
+    def placement(p: tuple[Any, ...]) -> dict[str, Any]:
+        return dict(base_position=tuple(r.vector(p + ("base_position",), 3, [0.0, 0.0, 0.0])),
+                    base_quaternion=tuple(r.vector(p + ("base_quaternion",), 4,
+                                                   [0.0, 0.0, 0.0, 1.0])))
+
+    def file(p: tuple[Any, ...]) -> Path:
+        try:
+            return resolve(r.string(p, ""), base)
+        except FileNotFoundError as e:
+            raise r.error(p, str(e)) from None
+
+    if "models" in top:
+        for k in ("model", "base_position", "base_quaternion"):
+            if k in top:
+                raise r.error((k,), "with 'models:' each model file has its own 'file' and "
+                              "placement; remove the top-level key", at_key=True)
+        items = r.get(("models",))
+        if not isinstance(items, list) or not items:
+            raise r.error(("models",), "must be a non-empty list of {file:, prefix:, "
+                          "base_position:, base_quaternion:}")
+        parts = []
+        for i, _ in enumerate(items):
+            p = ("models", i)
+            spec = r.mapping(p, "models")
+            if "file" not in spec:
+                raise r.error(p, "a model needs 'file' (a URDF or MJCF path, or package://...)")
+            parts.append(ModelPart(file(p + ("file",)), r.string(p + ("prefix",), ""),
+                                   **placement(p)))
+        return parts
+    if "model" not in top:
+        raise r.error((), "missing required key 'model' (the URDF or MJCF file) or 'models' "
+                      "(a list of them)")
+    return [ModelPart(file(("model",)), "", **placement(()))]
 
 
 def _joint_of_state(plant: Any) -> list[str]:

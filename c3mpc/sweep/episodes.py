@@ -248,9 +248,7 @@ class TaskFileTask:
             log = run_closed_loop(plant, ctrl, x0, steps, Q=d.Q, R=d.R, x_des=d.x_goal,
                                   noise_std=noise, rng=np.random.default_rng(seed + 1_000_003),
                                   stop=stop)
-        errors = task.goal_errors(log.x[-1])
-        success = max((abs(e) for e in errors.values()), default=0.0) <= task.success_tolerance
-        return Episode(success=bool(success), accumulated_cost=log.accumulated_cost,
+        return Episode(success=bool(task.goal_reached(log.x[-1])), accumulated_cost=log.accumulated_cost,
                        control_rate=log.control_rate,
                        failed_steps=int(log.extras.get("failed_steps", 0)),
                        steps=int(log.u.shape[0]))

@@ -74,15 +74,17 @@ def run_task_file_command(args: argparse.Namespace) -> int:
                                stop=stop, progress=not args.quiet)
     interrupted = stop.requested
     errors = task.goal_errors(log.x[-1])
+    tolerances = task.goal_tolerances()
     worst = max((abs(e) for e in errors.values()), default=0.0)
-    ok = worst <= task.success_tolerance and not interrupted
+    ok = task.goal_reached(log.x[-1]) and not interrupted
     solve = log.solve_times
     sim_status = log.extras["sim_stats"]["status"]
     summary = {
         "task": name, "task_file": str(path), "model": str(task.model_path),
         "success": bool(ok),
-        "criterion": f"every goal joint within {task.success_tolerance:g} of its goal at the end",
-        "final_goal_errors": errors, "max_final_goal_error": worst,
+        "criterion": _criterion(task),
+        "final_goal_errors": errors, "goal_tolerances": tolerances,
+        "max_final_goal_error": worst,
         "simulated_time_s": float(log.extras["sim_t"][-1] - log.extras["sim_t"][0]),
         "plans": int(log.u.shape[0]), "failed_plans": int(log.extras["failed_steps"]),
         "control_rate_hz": float(log.extras["control_rate"]),
@@ -102,7 +104,8 @@ def run_task_file_command(args: argparse.Namespace) -> int:
           f"{summary['control_rate_hz']:g} Hz; failed plans {summary['failed_plans']}; "
           f"simulator steps not converged {summary['simulator']['non_converged_steps']}")
     if report is not None:
-        _write_report(report, summary, log, plant, sim, html=not args.no_html)
+        _write_report(report, summary, log, plant, sim, html=not args.no_html,
+                      task_errors=task.goal_errors)
         print(f"  {'partial ' if interrupted else ''}report written to {args.report}/ "
               f"(summary.json, trajectory.png, trajectory.npz, run.mcap"
               f"{'' if args.no_html else ', meshcat.html'})")
@@ -111,8 +114,15 @@ def run_task_file_command(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _criterion(task: Any) -> str:
+    text = f"every goal joint within {task.success_tolerance:g} (m or rad) of its goal at the end"
+    if any(k.endswith(".orientation") for k in task.goal_tolerances()):
+        text += f", orientations within {task.orientation_tolerance:g} rad"
+    return text
+
+
 def _write_report(out: Path, summary: dict[str, Any], log: Any, plant: Any, sim: Any,
-                  html: bool) -> None:
+                  html: bool, task_errors: Any) -> None:
     from ..mcap_log import write_closed_loop
 
     out.mkdir(parents=True, exist_ok=True)
@@ -121,7 +131,7 @@ def _write_report(out: Path, summary: dict[str, Any], log: Any, plant: Any, sim:
              solve_time=log.solve_time, status=log.status, sim_t=log.extras["sim_t"],
              sim_q=log.extras["sim_q"], sim_v=log.extras["sim_v"])
     write_closed_loop(out / "run.mcap", log, plant.state_names, plant.input_names)
-    _plot(out / "trajectory.png", summary, log, plant)
+    _plot(out / "trajectory.png", summary, log, plant, task_errors)
     if html:
         from plants.viz import Viewer
 
@@ -130,7 +140,8 @@ def _write_report(out: Path, summary: dict[str, Any], log: Any, plant: Any, sim:
             viewer.save_html(out / "meshcat.html")
 
 
-def _plot(path: Path, summary: dict[str, Any], log: Any, plant: Any) -> None:
+def _plot(path: Path, summary: dict[str, Any], log: Any, plant: Any,
+          task_errors: Any) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,9 +151,14 @@ def _plot(path: Path, summary: dict[str, Any], log: Any, plant: Any) -> None:
     goal = plant.defaults.x_goal
     names = plant.state_names
     for joint in summary["final_goal_errors"]:
-        i = names.index(joint)
-        (line,) = axes[0].plot(log.t, log.x[:, i], label=joint)
-        axes[0].axhline(goal[i], color=line.get_color(), ls=":", lw=1)
+        if joint in names:  # a one-dof joint: its position against the goal
+            i = names.index(joint)
+            (line,) = axes[0].plot(log.t, log.x[:, i], label=joint)
+            axes[0].axhline(goal[i], color=line.get_color(), ls=":", lw=1)
+        else:  # a free/spherical joint's position or orientation: its error against 0
+            errs = [task_errors(x)[joint] for x in log.x]
+            axes[0].plot(log.t, errs, label=f"{joint} error")
+    axes[0].axhline(0.0, color="k", ls=":", lw=0.5)
     axes[0].set_ylabel("goal joints (dotted: goal)")
     axes[0].legend(fontsize=7)
     for j, name in enumerate(plant.input_names):

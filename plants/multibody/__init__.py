@@ -29,6 +29,7 @@ from .errors import (
 )
 from .model import FLOATING_JOINTS, LCP_REGULARIZATIONS, MultibodyPlant, solve_contact_lcp
 from .mjcf import MJCFModel, load_mjcf
+from .orientation import align_quaternions, quaternion_angle, rpy_quaternion
 from .resources import example_robot_data_dir, example_robot_data_path
 from .urdf import load_urdf
 
@@ -61,4 +62,7 @@ __all__ = [
     "MJCFModel",
     "example_robot_data_dir",
     "example_robot_data_path",
+    "quaternion_angle",
+    "align_quaternions",
+    "rpy_quaternion",
 ]

@@ -429,6 +429,15 @@ class MultibodyPlant:
         return state_names(self.model)
 
     @property
+    def quaternion_indices(self) -> tuple[int, ...]:
+        """State indices where the unit quaternions of free and spherical joints start
+        (Pinocchio order x, y, z, w), in joint order; for ``C3Options.quaternion_indices`` and
+        :func:`plants.multibody.orientation.align_quaternions`."""
+        from .orientation import quaternion_offsets
+
+        return tuple(quaternion_offsets(self.model).values())
+
+    @property
     def input_names(self) -> tuple[str, ...]:
         """Names of the n_u inputs: the joint each column of :attr:`B` drives."""
         from .names import input_names

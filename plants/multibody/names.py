@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import MultibodyTypeError, MultibodyValueError, UnknownJointError
+from .orientation import QUATERNION_JOINTS, joint_pose
 
 __all__ = ["state_names", "input_names", "state_from_joints"]
 
@@ -65,6 +66,9 @@ def _values(model: Any, joints: Mapping[str, Any], kind: str,
         if jn not in names or jn == "universe":
             raise UnknownJointError(jn, names[1:])
         jm = model.joints[names.index(jn)]
+        if kind == "q" and jm.shortname() in QUATERNION_JOINTS:  # a pose: checked, normalized
+            out.append((jm.idx_q, joint_pose(value, jn, jm.shortname())))
+            continue
         n = jm.nq if kind == "q" else jm.nv
         if isinstance(value, bool) or isinstance(value, str):
             raise MultibodyTypeError(f"{argname}[{jn!r}] must be a number or {n} numbers, got "
@@ -87,7 +91,10 @@ def state_from_joints(model: Any, q_base: np.ndarray, positions: Mapping[str, An
         model: the Pinocchio model.
         q_base: (n_q,) configuration of the joints not named (e.g. the plant's ``q0``).
         positions: joint name -> position (a number for one-dof joints [m or rad]; n_q numbers
-            otherwise, a free joint's as x, y, z, qx, qy, qz, qw).
+            otherwise, a free joint's as x, y, z, qx, qy, qz, qw; a free or spherical joint's
+            also as ``{position: [x, y, z], quaternion: [qx, qy, qz, qw]}`` or ``{position:,
+            rpy: [roll, pitch, yaw]}``, see :func:`plants.multibody.orientation.joint_pose`;
+            quaternions must be unit to 1e-3 and are normalized).
         velocities: joint name -> velocity (a number, or n_v numbers).
 
     Raises:

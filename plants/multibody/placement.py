@@ -9,7 +9,7 @@ import numpy as np
 
 from .errors import MultibodyValueError
 
-__all__ = ["base_placement", "place_fixed_base"]
+__all__ = ["base_placement", "place_fixed_base", "place_free_poses"]
 
 
 def base_placement(position: Sequence[float] = (0.0, 0.0, 0.0),
@@ -32,13 +32,43 @@ def base_placement(position: Sequence[float] = (0.0, 0.0, 0.0),
     return pin.SE3(pin.Quaternion(w, x, y, z).toRotationMatrix(), pos)
 
 
+def _free_root_joints(model: Any) -> list[int]:
+    return [j for j in range(1, model.njoints) if model.parents[j] == 0
+            and model.joints[j].shortname() == "JointModelFreeFlyer"]
+
+
+def place_free_poses(model: Any, q: Any, placement: Any) -> np.ndarray:
+    """A copy of the configuration ``q`` with the pose (x, y, z, qx, qy, qz, qw) of every
+    free-flyer joint hanging from the world premultiplied by ``placement``: a free body's q is
+    its world pose, so placing its file moves its start pose, not its joint."""
+    import pinocchio as pin
+
+    q = np.array(q, dtype=float)
+    for j in _free_root_joints(model):
+        i = model.joints[j].idx_q
+        x, y, z, w = q[i + 3:i + 7]
+        pose = placement * pin.SE3(pin.Quaternion(w, x, y, z).normalized().toRotationMatrix(),
+                                   q[i:i + 3])
+        quat = pin.Quaternion(pose.rotation)
+        q[i:i + 7] = np.r_[pose.translation, quat.x, quat.y, quat.z, quat.w]
+    return q
+
+
 def place_fixed_base(model: Any, geometry_model: Any, placement: Any) -> None:
     """Move a model to ``placement`` (in place): the joints hanging from the world, the frames
     attached to the world (the fixed base link and its welded links) and the world-attached
-    collision geometry are premultiplied by it."""
+    collision geometry are premultiplied by it. A free-flyer joint hanging from the world keeps
+    its joint placement (its q is the body's world pose); the model's reference configurations
+    (MJCF ``qpos0`` and keyframes) get its start pose moved instead (:func:`place_free_poses`)."""
+    free = set(_free_root_joints(model))
     for j in range(1, model.njoints):
-        if model.parents[j] == 0:
+        if model.parents[j] == 0 and j not in free:
             model.jointPlacements[j] = placement * model.jointPlacements[j]
+    if free:
+        for key in list(model.referenceConfigurations):
+            if np.shape(key.data()) == (model.nq,):
+                model.referenceConfigurations[key.key()] = place_free_poses(model, key.data(),
+                                                                            placement)
     for i in range(1, len(model.frames)):
         f = model.frames[i]
         if f.parentJoint == 0:

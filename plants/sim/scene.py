@@ -478,6 +478,10 @@ class SceneBuilder:
                                   warn_mimic=not mimic)
             q_default, file_excluded, file_springs = pin.neutral(robot), [], {}
         base = base_placement(base_position, base_quaternion)
+        if not floating_base and q0 is None:  # a free body's start pose moves with its file
+            from ..multibody.placement import place_free_poses
+
+            q_default = place_free_poses(robot, q_default, base)
         q_robot = self._initial_configuration(robot, path, q0, floating_base, base_position, base_quaternion,
                                               q_default)
         if not floating_base:
@@ -507,9 +511,12 @@ class SceneBuilder:
         offset = self.model.njoints - 1
         if self.model.njoints > 1:
             nq, nv = self.model.nq, self.model.nv
-            self.model = pin.appendModel(self.model, robot, 0, pin.SE3.Identity())
-            first = self.model.joints[offset + 1]
-            if (first.idx_q, first.idx_v, self.model.nq, self.model.nv) != (nq, nv, nq + robot.nq, nv + robot.nv):
+            from ..multibody.compose import append_model
+
+            self.model = append_model(self.model, robot)  # (an MJCF body and joint may share a name)
+            first = self.model.joints[offset + 1] if robot.njoints > 1 else None  # (a table: no joints)
+            if (self.model.nq, self.model.nv) != (nq + robot.nq, nv + robot.nv) or (
+                    first is not None and (first.idx_q, first.idx_v) != (nq, nv)):
                 raise SceneError(f"{path.name}: the robot's joints were not appended after the scene's")  # q0 order
         else:
             g = self.model.gravity.linear.copy()
