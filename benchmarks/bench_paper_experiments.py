@@ -55,6 +55,7 @@ def pivot_run(task_name: str, sigma: float, seed: int, duration: float, seed_qn:
     th = np.abs(tail[:, 4] - np.pi / 4)
     xx = np.abs(tail[:, 0])
     return {"task": task_name, "sigma": sigma, "seed": seed, "duration_s": duration,
+            "admm_iter": ctrl.options.admm_iter, "rho_scale": ctrl.options.rho_scale,
             "QN": "seed Q" if seed_qn else ("sticking-mode DARE" if task.terminal_cost
                                             else "seed Q"),
             "plant_params": plant_params, "final_theta_err": float(th[-1]),
@@ -96,10 +97,12 @@ def markdown(res: dict[str, Any]) -> str:
                   "second. *goal held*: both maxima within the paper's |θ − π/4| ≤ 0.05 (and "
                   "|x| ≤ 0.1). σ in the task's units (σ·Δt per 10 ms step, as the authors' "
                   "script).", "",
-                  "| task (protocol) | QN | σ | seed | final θ err | final x err | last-s θ err "
-                  "| last-s x err | goal held |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| task (protocol) | s, ρ_s | QN | σ | seed | final θ err | final x err | "
+                  "last-s θ err | last-s x err | goal held |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for r in res["pivot"]:
-            lines.append(f"| {r['task']} | {r['QN']} | {r['sigma']:g} | {r['seed']} | "
+            lines.append(f"| {r['task']} | {r['admm_iter']}, {r['rho_scale']:g} | {r['QN']} | "
+                         f"{r['sigma']:g} | {r['seed']} | "
                          f"{r['final_theta_err']:.3f} | {r['final_x_err']:.3f} | "
                          f"{r['last_second_theta_err']:.3f} | {r['last_second_x_err']:.3f} | "
                          f"{'yes' if r['goal_held'] else 'no'} |")
