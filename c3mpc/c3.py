@@ -493,9 +493,12 @@ class C3:
         viol = float(np.max(self._plan_lcs.complementarity_residual(x[:N], u, lam_plan))
                      ) * self._plan_lcs.lambda_scale
         cost = self.plan_cost(x, u)
-        t0 = time.perf_counter()
-        x_sim, cost_sim = self.resimulate(x0, u)
-        timings = {"qp": t_qp, "projection": t_proj, "resimulate": time.perf_counter() - t0}
+        timings = {"qp": t_qp, "projection": t_proj}
+        x_sim, cost_sim = None, float("inf")
+        if opts.resimulate_plan:
+            t0 = time.perf_counter()
+            x_sim, cost_sim = self.resimulate(x0, u)
+            timings["resimulate"] = time.perf_counter() - t0
         if opts.end_on_qp_step and self._constraints:
             worst = self._constraint_violation(x, lam_plan, u)
             if worst > CONSTRAINT_TOLERANCE:
@@ -512,7 +515,7 @@ class C3:
         self._last_plan = (x, u, lam)
         self._u_prev = qp_res.z[:, n_x + self.n_lambda: self.n_z].copy()
         total = time.perf_counter() - t_start
-        timings["other"] = total - t_qp - t_proj
+        timings["other"] = total - t_qp - t_proj - timings.get("resimulate", 0.0)
         return C3Result(status=status, x=x, u=u, lam=lam, delta=delta, w=w,
                         iterations=iterations, solve_time=total, timings=timings,
                         complementarity_violation=viol, cost=cost,

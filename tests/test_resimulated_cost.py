@@ -127,3 +127,19 @@ def test_warm_start_shift_must_be_0_or_1(shift):
     d = plant.defaults
     with pytest.raises(ValueError, match="warm_start_shift"):
         solve_miqp_mpc(plant.lcs(), d.Q, d.R, N=3, x0=d.x0, warm_start_shift=shift)
+
+
+def test_resimulate_plan_off_skips_the_rollout_and_changes_nothing_else():
+    plant = load_plant("cartpole-softwalls")
+    d = plant.defaults
+    x0 = np.array([0.2, 0.1, 1.0, 0.5])
+    on = build_controller(plant).solve(x0)
+    opts = C3Options(projection=d.projection, admm_iter=d.admm_iter, rho=d.rho,
+                     rho_scale=d.rho_scale, resimulate_plan=False)
+    off = build_controller(plant, opts).solve(x0)
+    assert off.resimulated_cost == float("inf") and off.resimulated_x is None
+    assert "resimulate" not in off.timings and "resimulate" in on.timings
+    np.testing.assert_array_equal(off.u, on.u)
+    assert off.cost == on.cost
+    with pytest.raises(TypeError, match="resimulate_plan"):
+        C3Options(resimulate_plan="yes")
