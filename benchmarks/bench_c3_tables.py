@@ -88,7 +88,7 @@ def miqp_closed_loop(plant: Any, N: int, steps: int, time_limit: float,
     d = plant.defaults
     x = d.x0.copy()
     xs, us, times, solvers, statuses = [x], [], [], [], []
-    gaps, per_state = [], []
+    per_state: list[dict[str, Any]] = []
     every = replan_every(plant)
     ctrl = build_controller(plant, opts, N=N)
     u = np.zeros(plant.n_u)
@@ -111,7 +111,6 @@ def miqp_closed_loop(plant: Any, N: int, steps: int, time_limit: float,
         solvers.append(res.solver)
         statuses.append(res.status.name)
         gap = float(res.extras.get("optimality_gap", float("nan")))
-        gaps.append(gap if res.ok else float("nan"))
         bound = float(res.extras.get("objective_bound", float("nan")))
         per_state.append({"miqp_cost": float(res.cost) if res.ok else None,
                           "miqp_bound": bound if np.isfinite(bound) else None,
@@ -124,28 +123,49 @@ def miqp_closed_loop(plant: Any, N: int, steps: int, time_limit: float,
         xs.append(x)
         us.append(u)
     xs, us = np.array(xs), np.array(us)
+    out = {"solve_time_mean": float(np.mean(times)), "solve_time_median": float(np.median(times)),
+           "accumulated_cost": stage_costs(xs, us, d),
+           "solvers": sorted(set(solvers)), "statuses": {s: statuses.count(s) for s in
+                                                           set(statuses)},
+           "time_limit_s": time_limit, "solves": len(times), "final_state": xs[-1].tolist(),
+           "warm_start": "C3 plan at the same state", "per_state": per_state}
+    out.update(summarize_gaps(per_state))
+    return out
+
+
+NO_BOUND = 1e18
+"""A lower bound of magnitude beyond this is a solver's "infinity" (no bound yet)."""
+
+
+def summarize_gaps(per_state: list[dict[str, Any]]) -> dict[str, Any]:
+    """Gap and same-state statistics of a MIQP closed loop's per-solve records.
+
+    A bound of magnitude > NO_BOUND (a solver's infinity: no bound yet) counts as none, so the
+    gap of that solve is unknown, not 1e19.
+    """
+    gaps, ratio, subopt = [], [], []
+    for p in per_state:
+        b = p.get("miqp_bound")
+        if b is not None and abs(b) > NO_BOUND:
+            p["miqp_bound"] = b = None
+            p["gap"] = None
+        cost, c3 = p.get("miqp_cost"), p.get("c3_resimulated_cost")
+        if cost is not None and b is not None:
+            gaps.append(max(0.0, (cost - b) / cost) if cost > 0 else 0.0)
+        if cost is not None and c3 is not None and cost > 0:
+            ratio.append(c3 / cost)
+        if c3 is not None and b is not None and c3 > 0:
+            subopt.append(max(0.0, (c3 - b) / c3))
     g = np.array(gaps, dtype=float)
-    finite = g[np.isfinite(g)]
-    # C3 against the MIQP at the same states: ratio to the incumbent, and the bound on C3's
-    # suboptimality that the MIQP's lower bound certifies, (C3 − bound) / C3
-    pairs = [(p["c3_resimulated_cost"], p["miqp_cost"], p["miqp_bound"]) for p in per_state
-             if p["c3_resimulated_cost"] is not None and p["miqp_cost"] is not None]
-    ratio = [c / m for c, m, _ in pairs if m > 0]
-    subopt = [max(0.0, (c - b) / c) for c, _, b in pairs if b is not None and c > 0]
-    return {"solve_time_mean": float(np.mean(times)), "solve_time_median": float(np.median(times)),
-            "accumulated_cost": stage_costs(xs, us, d),
-            "solvers": sorted(set(solvers)), "statuses": {s: statuses.count(s) for s in
-                                                            set(statuses)},
-            "time_limit_s": time_limit, "solves": len(times), "final_state": xs[-1].tolist(),
-            "warm_start": "C3 plan at the same state",
-            "gap_max": float(finite.max()) if finite.size else None,
-            "gap_mean": float(finite.mean()) if finite.size else None,
-            "certified_solves": int(np.sum(finite <= CERTIFIED_GAP)),
-            "no_plan_solves": int(np.sum(~np.isfinite(g))),
+    return {"gap_max": float(g.max()) if g.size else None,
+            "gap_mean": float(g.mean()) if g.size else None,
+            "certified_solves": int(np.sum(g <= CERTIFIED_GAP)),
+            "no_plan_solves": int(sum(p.get("miqp_cost") is None for p in per_state)),
+            "no_bound_solves": int(sum(p.get("miqp_cost") is not None
+                                       and p.get("miqp_bound") is None for p in per_state)),
             "c3_over_miqp_same_state_median": float(np.median(ratio)) if ratio else None,
             "c3_below_miqp_incumbent": int(sum(r < 1 - 1e-9 for r in ratio)),
-            "c3_certified_suboptimality_median": float(np.median(subopt)) if subopt else None,
-            "per_state": per_state}
+            "c3_certified_suboptimality_median": float(np.median(subopt)) if subopt else None}
 
 
 def table(plant_name: str, Ns: list[int], steps: int, opts: C3Options, time_limit: float,
@@ -222,6 +242,59 @@ def miqp_probe(plant_name: str, N: int, time_limit: float, c3_row: dict[str, Any
 TABLE3_DISTURBANCE = (12.5, 0.25)
 """(force [N], duration [s]) added to the cart input at the start of Table III's second scenario:
 the middle of §VII-C1's u_dist ~ U[10, 15] for 250 ms, which drives the pole into a wall."""
+
+
+def same_state_probe(plant_name: str, N: int, n_states: int, time_limit: float,
+                     opts: C3Options, steps: int) -> dict[str, Any]:
+    """C3 against the MIQP at the states C3's own closed loop visits.
+
+    ``n_states`` re-planning states evenly spaced along C3's closed loop; at each, a fresh C3
+    (the row's settings, re-linearised there) gives its plan's re-simulated cost, and the MIQP
+    of eq. (15), warm-started from that plan, its incumbent and lower bound. Unlike the MIQP's
+    own closed loop this does not depend on where a time-limited MIQP drives the system.
+    """
+    plant = load_plant(plant_name)
+    d = plant.defaults
+    ctrl = build_controller(plant, opts, N=N)
+    log = run_closed_loop(plant, ctrl, d.x0, steps, replan_every=replan_every(plant))
+    replans = np.flatnonzero(np.isfinite(log.solve_time))
+    picks = replans[np.linspace(0, replans.size - 1, n_states).round().astype(int)]
+    rows = []
+    for k in picks:
+        x = log.x[k]
+        lcs = plant.lcs(x, np.zeros(plant.n_u))
+        c = build_controller(plant, opts, N=N, x0=x)
+        c3 = c.solve(x)
+        res = solve_miqp_mpc(lcs, d.Q, d.R, N=N, x0=x, QN=d.QN, x_des=d.x_goal,
+                             x_lower=d.x_lower, x_upper=d.x_upper, u_lower=d.u_lower,
+                             u_upper=d.u_upper, time_limit=time_limit, solver="auto",
+                             warm_start=c3 if c3.ok else None, warm_start_shift=0)
+        bound = float(res.extras.get("objective_bound", float("nan")))
+        if not abs(bound) <= NO_BOUND:  # NaN or a solver's infinity: no bound
+            bound = float("nan")
+        rows.append({"step": int(k), "c3_resimulated_cost": float(c3.resimulated_cost),
+                     "c3_plan_cost": float(c3.cost), "miqp_status": res.status.name,
+                     "miqp_solver": res.solver,
+                     "miqp_cost": float(res.cost) if res.ok else None,
+                     "miqp_bound": bound if np.isfinite(bound) else None,
+                     "gap": float(res.extras.get("optimality_gap", float("nan")))
+                     if res.ok and np.isfinite(bound) else None})
+    ratio = [r["c3_resimulated_cost"] / r["miqp_cost"] for r in rows
+             if r["miqp_cost"] and np.isfinite(r["c3_resimulated_cost"])]
+    sub = [max(0.0, (r["c3_resimulated_cost"] - r["miqp_bound"]) / r["c3_resimulated_cost"])
+           for r in rows if r["miqp_bound"] is not None and np.isfinite(r["c3_resimulated_cost"])
+           and r["c3_resimulated_cost"] > 0]
+    gaps = [r["gap"] for r in rows if r["gap"] is not None]
+    out = {"task": plant_name, "N": N, "states": len(rows), "time_limit_s": time_limit,
+           "c3_over_miqp_median": float(np.median(ratio)) if ratio else None,
+           "c3_over_miqp_min": float(np.min(ratio)) if ratio else None,
+           "c3_certified_suboptimality_median": float(np.median(sub)) if sub else None,
+           "gap_max": float(np.max(gaps)) if gaps else None,
+           "certified": int(sum(g <= CERTIFIED_GAP for g in gaps)), "rows": rows}
+    _report.say(f"  {plant_name} N={N} same-state probe: C3/MIQP median "
+                f"{out['c3_over_miqp_median']}, certified {out['certified']}/{len(rows)}, "
+                f"max gap {out['gap_max']}")
+    return out
 
 
 def table3(steps: int, quiet: bool = False) -> list[dict[str, Any]]:
@@ -332,6 +405,8 @@ def _gap_cell(mi: dict[str, Any]) -> str:
             f"{mi['solves']} certified)")
     if mi.get("no_plan_solves"):
         cell += f"; {mi['no_plan_solves']} without a plan"
+    if mi.get("no_bound_solves"):
+        cell += f"; {mi['no_bound_solves']} without a bound"
     return cell
 
 
@@ -379,6 +454,12 @@ def markdown(res: dict[str, Any]) -> str:
              "steps; each MIQP row names its per-solve time limit. Rows may come from "
              "separate runs of the script (C3 and MIQP of one row always from the same run).",
              ""]
+    if res.get("machine_tables12"):
+        lines[-1:-1] = [f"Tables I-II were re-run separately with the machine shared by several "
+                        f"jobs: load average {res['machine_tables12']['load_avg'][0]:.1f} at "
+                        "start (2 cores), so SCIP's wall-clock limit bought roughly a sixth of "
+                        "the CPU time it would on a quiet machine; read the gaps with that in "
+                        "mind.", ""]
     for key, title, paper in (("table1", "Table I: finger gaiting", PAPER_TABLE1),
                               ("table2", "Table II: pivoting", PAPER_TABLE2)):
         if key not in res:
@@ -408,6 +489,25 @@ def markdown(res: dict[str, Any]) -> str:
                              f"{p['c3_solve_time_mean']:.4f} | {bound}{p['speedup']:.0f} | "
                              f"{p_speed} |")
             lines.append("")
+    if res.get("same_state_probes"):
+        lines += ["### C3 against the MIQP at the states of C3's own closed loop", "",
+                  "Evenly spaced re-planning states of C3's closed loop (Tables I-II settings); "
+                  "at each, C3's plan re-simulated through the LCS against eq. (15)'s MIQP "
+                  "warm-started from it. *C3/MIQP*: median (min) of C3's re-simulated cost over "
+                  "the MIQP's plan cost; *certified C3 suboptimality*: median of (C3 − MIQP "
+                  "lower bound)/C3, a guaranteed upper bound on how far C3 is from optimal.", "",
+                  "| task | N | states | MIQP limit (s) | certified / states | max gap | C3/MIQP "
+                  "median (min) | certified C3 suboptimality (median) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for p in res["same_state_probes"]:
+            ratio = ("—" if p["c3_over_miqp_median"] is None else
+                     f"{p['c3_over_miqp_median']:.3f} ({p['c3_over_miqp_min']:.3f})")
+            sub = ("—" if p["c3_certified_suboptimality_median"] is None else
+                   f"≤ {100 * p['c3_certified_suboptimality_median']:.1f} %")
+            gap = "—" if p["gap_max"] is None else f"{p['gap_max']:.2g}"
+            lines.append(f"| {p['task']} | {p['N']} | {p['states']} | {p['time_limit_s']:g} | "
+                         f"{p['certified']}/{p['states']} | {gap} | {ratio} | {sub} |")
+        lines.append("")
     if "table3" in res:
         lines += ["### Table III: cart-pole projections", "",
                   "Cost-to-go as the paper defines it (§VI-C, Fig. 8): eq. (15)'s cost over the "
@@ -473,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the selected tables and write JSON + markdown."""
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tables", nargs="+", default=["1", "2", "3", "rates"],
+    ap.add_argument("--tables", nargs="*", default=["1", "2", "3", "rates"],
                     choices=["1", "2", "3", "rates"])
     ap.add_argument("--N", nargs="+", type=int, default=[10, 20, 30, 50])
     ap.add_argument("--finger-steps", type=int, default=20, help="2 s at dt=0.1 (paper)")
@@ -486,6 +586,10 @@ def main(argv: list[str] | None = None) -> int:
                          "a closed loop (see miqp_probe)")
     ap.add_argument("--probe-time-limit", type=float, default=600.0,
                     help="time limit of the single probe solve [s]")
+    ap.add_argument("--same-state", nargs="*", default=[], metavar="TASK:N",
+                    help="C3 vs MIQP at the states of C3's own loop, e.g. pivoting:20 "
+                         "finger-gaiting:30 (see same_state_probe)")
+    ap.add_argument("--same-state-count", type=int, default=5, help="states per probe")
     ap.add_argument("--table3-steps", type=int, default=800)
     ap.add_argument("--rate-steps", type=int, default=200)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_c3_tables.json"))
@@ -519,6 +623,18 @@ def main(argv: list[str] | None = None) -> int:
                                    C3Options(projection="miqp", admm_iter=5, rho=1.0,
                                              rho_scale=1.1), args.pivot_steps, args.quiet)
         res["table2_probes"] = [probes[n] for n in sorted(probes)]
+    if args.same_state:
+        print("Same-state probes", flush=True)
+        probes = {(p["task"], p["N"]): p for p in res.get("same_state_probes", [])}
+        for spec in args.same_state:
+            task, _, n = spec.partition(":")
+            o = (C3Options(projection="miqp", admm_iter=5, rho=1.0, rho_scale=1.01)
+                 if task == "finger-gaiting" else
+                 C3Options(projection="miqp", admm_iter=5, rho=1.0, rho_scale=1.1))
+            st = args.finger_steps if task == "finger-gaiting" else args.pivot_steps
+            probes[(task, int(n))] = same_state_probe(task, int(n), args.same_state_count,
+                                                      args.miqp_time_limit, o, st)
+        res["same_state_probes"] = [probes[k] for k in sorted(probes)]
     if "3" in args.tables:
         print("Table III (cart-pole projections)", flush=True)
         res["table3"] = table3(args.table3_steps, args.quiet)

@@ -534,6 +534,8 @@ def _solve_gurobi(mdl: _Model, time_limit: float | None, threads: int | None,
             gap = float(m.MIPGap)
         except (gp.GurobiError, AttributeError):
             bound, gap = float("nan"), float("nan")
+        if not abs(bound) < GRB.INFINITY:  # no bound yet: unknown, not ±1e100
+            bound = float("nan")
         nodes = int(m.NodeCount) if mdl.n_bin else 0
     except gp.GurobiError as e:
         msg = str(e)
@@ -626,7 +628,9 @@ def _solve_scip(mdl: _Model, time_limit: float | None, mip_gap: float,
     zval = np.asarray(m.getVal(z), dtype=float).ravel() if has_sol else None
     obj = sigma * float(m.getObjVal()) + mdl.r_L if has_sol else float("nan")
     try:
-        bound = sigma * float(m.getDualbound()) + mdl.r_L
+        dual = float(m.getDualbound())
+        # no dual bound yet is SCIP's infinity (1e20): report it as unknown, not as a number
+        bound = float("nan") if m.isInfinity(abs(dual)) else sigma * dual + mdl.r_L
         gap = float(m.getGap())
     except Exception:  # noqa: BLE001
         bound, gap = float("nan"), float("nan")
