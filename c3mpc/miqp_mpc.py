@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from lcs import LCS, LCPSolveError
+from lcs import LCS, LCPSolveError, solve_lcp
 from lcs import _validation as _v
 from lcs.errors import LCSValueError
 
@@ -867,8 +867,30 @@ def _slack(d: _Data, x: np.ndarray, u: np.ndarray, lam: np.ndarray) -> np.ndarra
             + np.einsum("kij,kj->ki", d.H, u) + d.c)
 
 
+def _simulated_modes(d: _Data, us: np.ndarray) -> np.ndarray | None:
+    """Modes (N, n_lam) of the inputs ``us`` simulated through the LCS from x0 (each λ_k the
+    LCP solution; s = 1 where λ is the zero side); None when an LCP is not solved."""
+    x = d.x0.copy()
+    s = np.empty((d.N, d.n_lam))
+    for k in range(d.N):
+        q = d.E[k] @ x + d.H[k] @ us[k] + d.c[k]
+        sol = solve_lcp(d.F[k], q)
+        if not sol.found:
+            return None
+        lam = np.asarray(sol.z, dtype=float)
+        s[k] = lam <= q + d.F[k] @ lam
+        x = d.A[k] @ x + d.B[k] @ us[k] + d.D[k] @ lam + d.d[k]
+    return s
+
+
 def _warm_start_modes(d: _Data, ws: Any, shift: int = 1) -> np.ndarray | None:
-    """Binary start (N, n_lam) from a plan shifted by ``shift`` knots; None if unusable."""
+    """Binary start (N, n_lam) from a plan shifted by ``shift`` knots; None if unusable.
+
+    The modes are those of the plan's inputs simulated through this LCS from x0, so the start
+    completes to a feasible plan at least as good as those inputs on the model (a C3 plan's own
+    λ need not be complementary, and its modes then describe no trajectory); the plan's own λ
+    and states give them when that simulation fails.
+    """
     if ws is None:
         return None
     if not isinstance(ws, C3Result):
@@ -890,6 +912,9 @@ def _warm_start_modes(d: _Data, ws: Any, shift: int = 1) -> np.ndarray | None:
         return np.concatenate([a, np.repeat(a[-1:], n - a.shape[0], axis=0)])
 
     us = shifted(u, d.N)
+    simulated = _simulated_modes(d, us)
+    if simulated is not None:
+        return simulated
     lams = shifted(lam, d.N) / d.lambda_scale
     xs = shifted(x[:-1], d.N)
     w = _slack(d, np.vstack([xs, xs[-1:]]), us, lams)

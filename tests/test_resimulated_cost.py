@@ -143,3 +143,24 @@ def test_resimulate_plan_off_skips_the_rollout_and_changes_nothing_else():
     assert off.cost == on.cost
     with pytest.raises(TypeError, match="resimulate_plan"):
         C3Options(resimulate_plan="yes")
+
+
+def test_warm_start_modes_are_those_of_the_plans_inputs_simulated_through_the_lcs():
+    """The MIP start of a C3 plan: the modes its inputs produce on the LCS (checked against a
+    manual rollout), not the modes of its own, possibly non-complementary, λ."""
+    from c3mpc.miqp_mpc import _validate, _warm_start_modes
+
+    plant = load_plant("pivoting")
+    d = plant.defaults
+    N = 5
+    lcs = plant.lcs(d.x0)
+    res = build_controller(plant, N=N).solve(d.x0)
+    data = _validate(lcs, d.Q, d.R, N, d.x0, d.QN, d.x_goal, 1000.0, None, None, d.u_lower,
+                     None, None)
+    s = _warm_start_modes(data, res, shift=0)
+    x = d.x0.copy()
+    for k in range(N):
+        q = lcs.E @ x + lcs.H @ res.u[k] + lcs.c
+        lam = solve_lcp(lcs.F, q).z
+        np.testing.assert_array_equal(s[k], (lam <= q + lcs.F @ lam).astype(float))
+        x = lcs.A @ x + lcs.B @ res.u[k] + lcs.D @ lam + lcs.d
