@@ -461,7 +461,11 @@ def markdown(res: dict[str, Any]) -> str:
                         f"jobs: load average {res['machine_tables12']['load_avg'][0]:.1f} at "
                         "start (2 cores), so SCIP's wall-clock limit bought roughly a sixth of "
                         "the CPU time it would on a quiet machine; read the gaps with that in "
-                        "mind.", ""]
+                        "mind."
+                        + (f" Table II's rows for N = 10-30 were measured last, with the "
+                           f"simulated-modes warm start (load average "
+                           f"{res['machine_table2']['load_avg'][0]:.1f} at start)."
+                           if res.get("machine_table2") else ""), ""]
     for key, title, paper in (("table1", "Table I: finger gaiting", PAPER_TABLE1),
                               ("table2", "Table II: pivoting", PAPER_TABLE2)):
         if key not in res:
