@@ -40,7 +40,8 @@ __all__ = ["contact_mode_dynamics", "contact_mode_dare"]
 
 def _active(active: Sequence[int], n_lambda: int) -> np.ndarray:
     idx = np.asarray(list(active), dtype=int) if len(active) else np.zeros(0, dtype=int)
-    if idx.ndim != 1 or np.any(idx < 0) or np.any(idx >= n_lambda) or np.unique(idx).size != idx.size:
+    if (idx.ndim != 1 or np.any(idx < 0) or np.any(idx >= n_lambda)
+            or np.unique(idx).size != idx.size):
         raise C3ValueError(f"active must be distinct contact indices in [0, {n_lambda}), got "
                            f"{list(active)}")
     return idx
