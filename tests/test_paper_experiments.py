@@ -62,7 +62,7 @@ def test_pivoting_per_step_task_is_algorithm_2_with_the_sticking_mode_terminal_c
     assert (ctrl.options.admm_iter, ctrl.options.rho_scale) == (10, 2.0)
     QN = ctrl.cost_matrices[0][-1]
     np.testing.assert_allclose(QN, contact_mode_dare(plant.lcs(d.x_goal), d.Q, d.R, (7, 9),
-                                                     discount=0.99), rtol=1e-12)
+                                                     discount=0.997), rtol=1e-12)
     assert not np.allclose(QN, d.QN)
 
 
@@ -87,11 +87,19 @@ def test_pivoting_per_step_shrinks_the_limit_cycle(sigma, seed):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="a cycle of about 0.055 rad remains (docs/c3.md, 'Pivoting: per-step "
-                          "re-planning'); the paper's 0.05 is not met", strict=False)
-def test_pivoting_per_step_holds_the_papers_tolerance():
-    task, log, th, x = _per_step_run(0.0, 0)
+@pytest.mark.parametrize("sigma, seed", [(0.0, 0), (0.05, 1), (0.1, 2), (0.1, 3)])
+def test_pivoting_per_step_holds_the_papers_tolerance(sigma, seed):
+    """Fig. 5: |θ − π/4| ≤ 0.05 (and |x| ≤ 0.1) over the whole last second of 8 s for
+    σ = 0, 0.05, 0.1 (task units, σ·Δt per step)."""
+    task, log, th, x = _per_step_run(sigma, seed)
     assert task.success(log), (th, x)
+
+
+@pytest.mark.slow
+def test_pivoting_per_step_degrades_at_sigma_one_half():
+    """Fig. 5: σ = 0.5 "starts failing to get close to the desired configuration"."""
+    task, log, th, _ = _per_step_run(0.5, 1)
+    assert not task.success(log) and th > 0.05
 
 
 # ------------------------------------------------------------------ cart-pole §VII-C1
