@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from lcs import LCS
+from lcs import LCS, LCPSolveError
 from lcs import _validation as _v
 
 from ._blas import blas_threads
@@ -494,6 +494,11 @@ class C3:
                      ) * self._plan_lcs.lambda_scale
         cost = self.plan_cost(x, u)
         timings = {"qp": t_qp, "projection": t_proj}
+        x_sim, cost_sim = None, float("inf")
+        if opts.resimulate_plan:
+            t0 = time.perf_counter()
+            x_sim, cost_sim = self.resimulate(x0, u)
+            timings["resimulate"] = time.perf_counter() - t0
         if opts.end_on_qp_step and self._constraints:
             worst = self._constraint_violation(x, lam_plan, u)
             if worst > CONSTRAINT_TOLERANCE:
@@ -510,10 +515,11 @@ class C3:
         self._last_plan = (x, u, lam)
         self._u_prev = qp_res.z[:, n_x + self.n_lambda: self.n_z].copy()
         total = time.perf_counter() - t_start
-        timings["other"] = total - t_qp - t_proj
+        timings["other"] = total - t_qp - t_proj - timings.get("resimulate", 0.0)
         return C3Result(status=status, x=x, u=u, lam=lam, delta=delta, w=w,
                         iterations=iterations, solve_time=total, timings=timings,
                         complementarity_violation=viol, cost=cost,
+                        resimulated_cost=cost_sim, resimulated_x=x_sim,
                         solver=f"c3/{opts.projection}")
 
     # ------------------------------------------------------------------ DAIRLab/c3 terms
@@ -649,6 +655,20 @@ class C3:
                 viol = np.maximum(con.lower - vals, vals - con.upper) / (1.0 + np.abs(vals))
             worst = max(worst, float(np.nanmax(viol, initial=0.0)))
         return worst
+
+    def resimulate(self, x0: Any, u: Any) -> tuple[np.ndarray | None, float]:
+        """The inputs ``u`` (N, n_u) applied to the LCS from ``x0``: (states (N+1, n_x), cost).
+
+        Every step solves the contact LCP (complementarity exact), so this is what the plan
+        costs on the model it was planned with, eq. (14), unlike :attr:`C3Result.cost`, which
+        takes the ADMM plan's own states (λ from the last projection or QP step). Returns
+        ``(None, nan)`` when an LCP along the rollout has no solution the solver finds.
+        """
+        try:
+            x = self.lcs.rollout(x0, u).x
+        except LCPSolveError:
+            return None, float("nan")
+        return x, self.plan_cost(x, u)
 
     def plan_cost(self, x: np.ndarray, u: np.ndarray) -> float:
         """Eq. (15)'s cost of a plan: Σ_k (x_k − x^d_k)ᵀQ_k(·) + u_kᵀR_k u_k, with Q_N."""

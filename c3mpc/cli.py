@@ -54,7 +54,7 @@ from .option_fields import read_mapping
 from .options import PROJECTIONS, C3Options
 from .result import C3Status
 from .runner import ClosedLoopLog, run_closed_loop
-from .tasks import TASKS, build_controller, get_task
+from .tasks import TASKS, get_task
 
 __all__ = ["main"]
 
@@ -123,9 +123,50 @@ def _task_name(text: str) -> str:
         "or give a task file: path/to/task.yaml)")
 
 
+def _plant_param(text: str) -> tuple[str, float]:
+    """``NAME=VALUE`` with a float value (argparse type of ``--plant-param``)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name.strip()}: expected a number, got "
+                                         f"{value!r}") from None
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"{name.strip()}: expected a finite number, got "
+                                         f"{value!r}")
+    return name.strip(), number
+
+
+def _plant_params(args: argparse.Namespace, task: Any) -> dict[str, float]:
+    """``--plant-param`` as keyword arguments of the plant, checked against its parameters."""
+    import dataclasses
+
+    params = dict(getattr(args, "plant_param", None) or [])
+    if not params:
+        return {}
+    default = task.plant()
+    fields = getattr(default, "params", None)
+    names = ([f.name for f in dataclasses.fields(fields)]
+             if dataclasses.is_dataclass(fields) else [])
+    unknown = sorted(set(params) - set(names))
+    if unknown:
+        raise C3ValueError(f"--plant-param: {', '.join(unknown)} is not a parameter of "
+                           f"{task.plant_name or task.name}; valid: {', '.join(names) or 'none'}")
+    for name in params:  # keep a bool field a bool (none of the physical ones is)
+        if isinstance(getattr(fields, name), bool):
+            raise C3ValueError(f"--plant-param: {name} is a flag, not a number")
+    return params
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from .tasks.task_file import is_task_file, run_task_file_command
 
+    if getattr(args, "plant_param", None) and (args.task == "franka-ball"
+                                               or is_task_file(args.task)):
+        raise C3ValueError("--plant-param is for the paper's tasks; franka-ball takes --set, a "
+                           "task file names its model file")
     if is_task_file(args.task):
         return run_task_file_command(args)
     if args.task == "franka-ball":
@@ -137,10 +178,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
                          f"for {args.task}, give C3Options in a --config file")
     noise = 0.0 if args.noise is None else args.noise
     task = get_task(args.task)
-    plant = task.plant()
+    plant_params = _plant_params(args, task)
+    try:
+        plant = task.plant(**plant_params)
+    except ValueError as e:  # the plant's own range checks (e.g. mu3 > 0)
+        raise C3ValueError(f"--plant-param: {e}") from e
     d = plant.defaults
-    base = dict(projection=d.projection, admm_iter=d.admm_iter, rho=d.rho,
-                rho_scale=d.rho_scale)
+    base = task.base_options(plant)
     if args.config:
         base.update(_read_config(args.config))
     if args.projection:
@@ -155,7 +199,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     report = prepare_report_dir(args.report) if args.report else None  # before the run
     x0 = d.x0 if args.seed is None or task.start is None else task.start(
         np.random.default_rng(args.seed))
-    ctrl = build_controller(plant, options, N=N, x0=x0)
+    ctrl = task.controller(plant, options, N=N, x0=x0)
     if not args.quiet:
         print(f"c3mpc run {task.name}: projection={options.projection}, N={N}, "
               f"admm_iter={options.admm_iter}, {steps} steps of {plant.dt} s")
@@ -167,7 +211,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     interrupted = stop.requested
     ok = task.success(log) and not interrupted
     summary = _summary(task.name, log, ok, task.criterion, options, N)
-    summary.update(replan_every=replan_every, noise_sigma=noise,
+    summary.update(replan_every=replan_every, noise_sigma=noise, plant_params=plant_params,
                    noise_std_per_step=noise * task.noise_scale, interrupted=interrupted,
                    requested_steps=steps)
     if interrupted:
@@ -232,6 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--replan-every", type=positive_int, default=None, metavar="M",
                      help="re-plan every M plant steps, holding u_0 in between (default: the "
                           "task's protocol; 7 for pivoting, else 1)")
+    run.add_argument("--plant-param", action="append", metavar="NAME=VALUE", default=None,
+                     type=_plant_param,
+                     help="a physical parameter of the task's plant, repeatable (e.g. pivoting's "
+                          "ground friction: --plant-param mu3=0.5; names: the plant's *Params "
+                          "dataclass)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     fb = run.add_argument_group("franka-ball")
     fb.add_argument("--balls", type=int, choices=(1, 2, 3), default=None,

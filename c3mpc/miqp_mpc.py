@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from lcs import LCS
+from lcs import LCS, LCPSolveError, solve_lcp
 from lcs import _validation as _v
 from lcs.errors import LCSValueError
 
@@ -534,6 +534,8 @@ def _solve_gurobi(mdl: _Model, time_limit: float | None, threads: int | None,
             gap = float(m.MIPGap)
         except (gp.GurobiError, AttributeError):
             bound, gap = float("nan"), float("nan")
+        if not abs(bound) < GRB.INFINITY:  # no bound yet: unknown, not ±1e100
+            bound = float("nan")
         nodes = int(m.NodeCount) if mdl.n_bin else 0
     except gp.GurobiError as e:
         msg = str(e)
@@ -626,7 +628,9 @@ def _solve_scip(mdl: _Model, time_limit: float | None, mip_gap: float,
     zval = np.asarray(m.getVal(z), dtype=float).ravel() if has_sol else None
     obj = sigma * float(m.getObjVal()) + mdl.r_L if has_sol else float("nan")
     try:
-        bound = sigma * float(m.getDualbound()) + mdl.r_L
+        dual = float(m.getDualbound())
+        # no dual bound yet is SCIP's infinity (1e20): report it as unknown, not as a number
+        bound = float("nan") if m.isInfinity(abs(dual)) else sigma * dual + mdl.r_L
         gap = float(m.getGap())
     except Exception:  # noqa: BLE001
         bound, gap = float("nan"), float("nan")
@@ -845,13 +849,48 @@ def _plan_cost(d: _Data, x: np.ndarray, u: np.ndarray) -> float:
     return float(np.einsum("ki,kij,kj->", e, d.Qs, e) + np.einsum("ki,kij,kj->", u, d.Rs, u))
 
 
+def _resimulate(lcs: LCS, d: _Data, u: np.ndarray) -> tuple[np.ndarray | None, float]:
+    """The plan's inputs through the LCS (each λ_k from the contact LCP): states, cost.
+
+    For an exactly complementary plan whose LCPs have unique solutions (F a P-matrix) this
+    reproduces the plan; (None, nan) when an LCP is not solved.
+    """
+    try:
+        x = lcs.rollout(d.x0, u).x
+    except LCPSolveError:
+        return None, float("nan")
+    return x, _plan_cost(d, x, u)
+
+
 def _slack(d: _Data, x: np.ndarray, u: np.ndarray, lam: np.ndarray) -> np.ndarray:
     return (np.einsum("kij,kj->ki", d.E, x[:-1]) + np.einsum("kij,kj->ki", d.F, lam)
             + np.einsum("kij,kj->ki", d.H, u) + d.c)
 
 
-def _warm_start_modes(d: _Data, ws: Any) -> np.ndarray | None:
-    """Binary start (N, n_lam) from a previous plan shifted by one knot; None if unusable."""
+def _simulated_modes(d: _Data, us: np.ndarray) -> np.ndarray | None:
+    """Modes (N, n_lam) of the inputs ``us`` simulated through the LCS from x0 (each λ_k the
+    LCP solution; s = 1 where λ is the zero side); None when an LCP is not solved."""
+    x = d.x0.copy()
+    s = np.empty((d.N, d.n_lam))
+    for k in range(d.N):
+        q = d.E[k] @ x + d.H[k] @ us[k] + d.c[k]
+        sol = solve_lcp(d.F[k], q)
+        if not sol.found:
+            return None
+        lam = np.asarray(sol.z, dtype=float)
+        s[k] = lam <= q + d.F[k] @ lam
+        x = d.A[k] @ x + d.B[k] @ us[k] + d.D[k] @ lam + d.d[k]
+    return s
+
+
+def _warm_start_modes(d: _Data, ws: Any, shift: int = 1) -> np.ndarray | None:
+    """Binary start (N, n_lam) from a plan shifted by ``shift`` knots; None if unusable.
+
+    The modes are those of the plan's inputs simulated through this LCS from x0, so the start
+    completes to a feasible plan at least as good as those inputs on the model (a C3 plan's own
+    λ need not be complementary, and its modes then describe no trajectory); the plan's own λ
+    and states give them when that simulation fails.
+    """
     if ws is None:
         return None
     if not isinstance(ws, C3Result):
@@ -866,15 +905,18 @@ def _warm_start_modes(d: _Data, ws: Any) -> np.ndarray | None:
                               and np.all(np.isfinite(x))):
         return None
 
-    def shift(a: np.ndarray, n: int) -> np.ndarray:
-        a = a[1:] if a.shape[0] > 1 else a
+    def shifted(a: np.ndarray, n: int) -> np.ndarray:
+        a = a[shift:] if a.shape[0] > shift else a[-1:]
         if a.shape[0] >= n:
             return a[:n]
         return np.concatenate([a, np.repeat(a[-1:], n - a.shape[0], axis=0)])
 
-    us = shift(u, d.N)
-    lams = shift(lam, d.N) / d.lambda_scale
-    xs = shift(x[:-1], d.N)
+    us = shifted(u, d.N)
+    simulated = _simulated_modes(d, us)
+    if simulated is not None:
+        return simulated
+    lams = shifted(lam, d.N) / d.lambda_scale
+    xs = shifted(x[:-1], d.N)
     w = _slack(d, np.vstack([xs, xs[-1:]]), us, lams)
     return (lams <= w).astype(float)  # s = 1 where λ is the zero side
 
@@ -885,8 +927,8 @@ def solve_miqp_mpc(lcs: LCS, Q: Any, R: Any, N: int = 10, x0: Any = None, QN: An
                    solver: str = "auto", eliminate_states: bool = True,
                    x_lower: Any = None, x_upper: Any = None, u_lower: Any = None,
                    u_upper: Any = None, lam_upper: Any = None, threads: int | None = None,
-                   mip_gap: float | None = None, warm_start: C3Result | None = None
-                   ) -> C3Result:
+                   mip_gap: float | None = None, warm_start: C3Result | None = None,
+                   warm_start_shift: int = 1) -> C3Result:
     r"""Solve the big-M MIQP MPC of seed 003 eq. (15) to global optimality.
 
     Args:
@@ -908,8 +950,11 @@ def solve_miqp_mpc(lcs: LCS, Q: Any, R: Any, N: int = 10, x0: Any = None, QN: An
         lam_upper: upper bound on λ in physical units: scalar, (n_lam,) or (N, n_lam).
         threads: Gurobi thread count (SCIP is single-threaded).
         mip_gap: relative optimality gap (default 1e-6, both solvers).
-        warm_start: a previous :class:`C3Result`; its plan shifted by one knot gives the mode
-            sequence used as a (partial) MIP start.
+        warm_start: a :class:`C3Result` (a previous MIQP plan, or C3's plan); its plan shifted
+            by ``warm_start_shift`` knots gives the mode sequence used as a (partial) MIP
+            start.
+        warm_start_shift: 1 (default) for the previous step's plan, 0 for a plan that starts
+            at this ``x0`` (e.g. C3 solved from the same state).
 
     Returns:
         :class:`C3Result` with ``solver`` "gurobi" or "scip". ``status`` is SOLVED (optimal),
@@ -919,7 +964,9 @@ def solve_miqp_mpc(lcs: LCS, Q: Any, R: Any, N: int = 10, x0: Any = None, QN: An
         TIME_LIMIT result is ``ok``). ``x`` (N+1, n_x) is the LCS rollout of the returned
         ``u`` and λ, ``lam`` is in physical units, ``cost`` is eq. (15)'s objective of the
         returned plan (including the constant knot-0 term), ``iterations`` the B&B node count,
-        ``timings`` has "build", "solve" and "polish". ``extras``: "mip_gap",
+        ``timings`` has "build", "solve" and "polish". ``extras``: "optimality_gap"
+        ((cost − objective_bound) / cost of the returned plan, ≥ 0: 0 means certified
+        optimal; NaN without a bound), "mip_gap",
         "solver_status", "objective_bound", "solver_objective", "model_size", "polished",
         "big_m_active", "warm_start_used" and, after a fallback, "fallback_reason".
 
@@ -957,7 +1004,9 @@ def solve_miqp_mpc(lcs: LCS, Q: Any, R: Any, N: int = 10, x0: Any = None, QN: An
             raise C3ValueError(f"mip_gap must be a number >= 0, got {mip_gap!r}") from None
         if not (np.isfinite(mip_gap) and mip_gap >= 0):
             raise C3ValueError(f"mip_gap must be a finite number >= 0, got {mip_gap!r}")
-    start_s = _warm_start_modes(d, warm_start)
+    if isinstance(warm_start_shift, bool) or warm_start_shift not in (0, 1):
+        raise C3ValueError(f"warm_start_shift must be 0 or 1, got {warm_start_shift!r}")
+    start_s = _warm_start_modes(d, warm_start, int(warm_start_shift))
 
     # -------------------------------------------------------------- which backends exist
     have_grb = have_scip = True
@@ -1074,8 +1123,15 @@ def solve_miqp_mpc(lcs: LCS, Q: Any, R: Any, N: int = 10, x0: Any = None, QN: An
     message = {"optimal": "optimal",
                "time_limit": f"time limit {time_limit} s: best incumbent (gap {raw.gap:.3g})",
                "limit": f"{raw.status}: best incumbent (gap {raw.gap:.3g})"}[raw.kind]
+    x_sim, cost_sim = _resimulate(lcs, d, u)
+    cost = _plan_cost(d, x, u)
+    # the returned plan's certified gap to the solver's lower bound (the solvers' own gaps are
+    # of their incumbents, SCIP's of its scaled epigraph objective without the constant)
+    extras["optimality_gap"] = (max(0.0, (cost - raw.bound) / max(abs(cost), 1e-12))
+                                if np.isfinite(raw.bound) else float("nan"))
     return C3Result(status=status, x=x, u=u, lam=lam * d.lambda_scale, delta=None, w=None,
                     iterations=raw.nodes, solve_time=time.perf_counter() - t_start,
                     timings=timings, complementarity_violation=comp,
-                    cost=_plan_cost(d, x, u), solver=used, fallback=False, message=message,
+                    cost=cost, resimulated_cost=cost_sim,
+                    resimulated_x=x_sim, solver=used, fallback=False, message=message,
                     extras=extras)

@@ -51,7 +51,15 @@ class C3Result:
         timings: per-phase wall times in [s], e.g. {"qp": ..., "projection": ..., "setup": ...}.
         complementarity_violation: max over knots of the natural residual
             ``|min(lambda, E x + F lambda + H u + c)|`` of the returned plan.
-        cost: objective value of the returned plan (eq. 15's cost, without the ADMM terms).
+        cost: objective value of the returned plan (eq. 15's cost, without the ADMM terms),
+            evaluated on the plan's own (x, u): for C3 the states follow the LCS dynamics
+            with the plan's λ, which need not satisfy complementarity, so this can be below
+            the MIQP optimum.
+        resimulated_cost: eq. (14)'s cost of the plan's inputs ``u`` simulated through the
+            LCS from x0 (every λ_k the solution of the contact LCP, complementarity exact):
+            what the plan costs if applied open loop to the model it was planned with. NaN
+            when a contact LCP along the rollout could not be solved; inf for failed solves.
+        resimulated_x: (N+1, n_x) the states of that rollout (None when not computed).
         solver: which solver produced the plan ("c3/miqp", "gurobi", "scip", ...).
         fallback: True when x/u/lam are the last feasible plan, not this solve's.
         message: human-readable detail for failure statuses.
@@ -69,6 +77,8 @@ class C3Result:
     timings: dict[str, float] = field(default_factory=dict)
     complementarity_violation: float = float("inf")
     cost: float = float("inf")
+    resimulated_cost: float = float("inf")
+    resimulated_x: np.ndarray | None = None
     solver: str = ""
     fallback: bool = False
     message: str = ""

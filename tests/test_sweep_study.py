@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from c3mpc import run_closed_loop
 from c3mpc.cli import main as cli_main
 from c3mpc.sweep import StudyFileError, TrialSpec, evaluate_trial, load_study, parse_study
-from c3mpc.tasks import TASKS, build_controller
+from c3mpc.tasks import TASKS
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sweeps" / "cartpole.yaml"
 
@@ -162,7 +162,7 @@ def test_every_registered_task_runs_through_the_sweep_unchanged(task_name):
     x0 = task.start(np.random.default_rng(0)) if task.start else np.asarray(d.x0, dtype=float)
     options = base.replace(admm_iter=3)
     steps = max(1, int(round(0.05 / plant.dt)))  # at least one step (finger gaiting: dt 0.1)
-    log = run_closed_loop(plant, build_controller(plant, options, x0=x0), x0, steps,
+    log = run_closed_loop(plant, task.controller(plant, options, x0=x0), x0, steps,
                           replan_every=task.replan_every)
     assert outcome.values[0] == pytest.approx(log.accumulated_cost, rel=1e-9)
     assert outcome.values[1] == float(task.success(log))

@@ -5,7 +5,7 @@ import path ``"package.module:attribute"``. Both resolve, through :func:`resolve
 object with the :class:`SweepTask` interface:
 
 * a :class:`c3mpc.tasks.Task` (registered or imported) is wrapped in :class:`ClosedLoopTask`,
-  which builds the controller exactly as ``c3mpc run`` does (:func:`c3mpc.tasks.build_controller`
+  which builds the controller exactly as ``c3mpc run`` does (:meth:`c3mpc.tasks.Task.controller`
   from the plant's ``defaults``) and drives it with :func:`c3mpc.runner.run_closed_loop`. Tasks
   added to ``TASKS`` later (multibody plants, the Franka ball) work unchanged as long as their
   plant exposes ``defaults`` (:class:`plants.paper.base.ControlDefaults`-like: ``N, Q, R, QN, G,
@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import C3ValueError
 from ..options import C3Options
 from ..runner import run_closed_loop
-from ..tasks import TASKS, Task, build_controller
+from ..tasks import TASKS, Task
 
 __all__ = ["TrialSetting", "Episode", "SweepTask", "ClosedLoopTask", "TaskFileTask",
            "resolve_task", "WEIGHT_SCALES", "WORLDS", "TASK_FILE_SUFFIXES", "TrialTimeoutError"]
@@ -131,10 +131,9 @@ class ClosedLoopTask:
         return self.task.name
 
     def base_options(self) -> C3Options:
-        """The paper's projection, ADMM iterations and penalties for the task's plant."""
-        d = self.task.plant().defaults
-        return C3Options(projection=d.projection, admm_iter=d.admm_iter, rho=d.rho,
-                         rho_scale=d.rho_scale)
+        """The paper's projection, ADMM iterations and penalties for the task's plant, with the
+        task's own overrides (:meth:`c3mpc.tasks.Task.base_options`)."""
+        return C3Options.from_dict(self.task.base_options(self.task.plant()))
 
     def start_state(self, plant: Any, seed: int, start_perturbation: np.ndarray) -> np.ndarray:
         """The start state of episode ``seed`` (see the class docstring)."""
@@ -157,8 +156,8 @@ class ClosedLoopTask:
                            Q=q * d.Q, QN=q * d.QN, R=setting.scale("R_scale") * d.R)
         x0 = self.start_state(plant, seed, start_perturbation)
         check_deadline()
-        ctrl = build_controller(_WeightedPlant(plant, scaled), setting.options, N=setting.N,
-                                x0=x0)
+        ctrl = self.task.controller(_WeightedPlant(plant, scaled), setting.options,
+                                    N=setting.N, x0=x0)
         steps = max(1, int(round((duration or self.task.duration) / plant.dt)))
 
         def stop(x: np.ndarray, k: int) -> bool:
@@ -231,8 +230,8 @@ class TaskFileTask:
         if np.any(p > 0):
             x0 = x0 + rng.uniform(-1.0, 1.0, size=x0.shape) * p
         check_deadline()
-        ctrl = build_controller(_WeightedPlant(plant, scaled), setting.options, N=setting.N,
-                                x0=x0)
+        ctrl = self.task.controller(_WeightedPlant(plant, scaled), setting.options,
+                                    N=setting.N, x0=x0)
         T = duration or task.duration
 
         def stop(*_: Any) -> bool:

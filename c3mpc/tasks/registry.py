@@ -32,13 +32,15 @@ def longest_run_within(x: np.ndarray, tol: float) -> int:
 
 
 def build_controller(plant: Any, options: C3Options | None = None, N: int | None = None,
-                     x0: Any = None, g_eta: float = 1.0, u_eta: float = 10000.0) -> C3:
+                     x0: Any = None, g_eta: float = 1.0, u_eta: float = 10000.0,
+                     QN: Any = None) -> C3:
     """A C3 controller with the paper's settings for ``plant`` (its ``defaults``).
 
     ``options`` overrides the paper's projection / admm_iter / rho / rho_scale only where the
     caller set them explicitly (pass a full C3Options to take control of everything). For the
     "c3plus" projection, G and U are extended with ``g_eta``·I and ``u_eta``·I on the η block
-    (the authors' C3+ cart-pole settings).
+    (the authors' C3+ cart-pole settings). ``QN`` (n_x, n_x) replaces the defaults' terminal
+    cost (e.g. a task's :attr:`Task.terminal_cost`).
     """
     d = plant.defaults
     opts = options or C3Options(projection=d.projection, admm_iter=d.admm_iter, rho=d.rho,
@@ -52,8 +54,8 @@ def build_controller(plant: Any, options: C3Options | None = None, N: int | None
         U = np.block([[U, np.zeros((U.shape[0], nl))], [np.zeros((nl, U.shape[0])),
                                                         u_eta * np.eye(nl)]])
     x0 = d.x0 if x0 is None else np.asarray(x0, dtype=float)
-    ctrl = C3(plant.lcs(x0, np.zeros(plant.n_u)), d.Q, d.R, G, U, N=N, x_des=d.x_goal, QN=d.QN,
-              options=opts)
+    ctrl = C3(plant.lcs(x0, np.zeros(plant.n_u)), d.Q, d.R, G, U, N=N, x_des=d.x_goal,
+              QN=d.QN if QN is None else QN, options=opts)
     ctrl.set_bounds(x_lower=d.x_lower, x_upper=d.x_upper, u_lower=d.u_lower, u_upper=d.u_upper)
     return ctrl
 
@@ -72,6 +74,12 @@ class Task:
             u_0 is held in between; see :func:`run_closed_loop`).
         noise_scale: the per-step process-noise standard deviation is ``noise_scale·σ`` for the
             task's σ (``--noise``); the pivoting script of the paper's authors applies σ·Δt.
+        plant_name: the registered plant (default: the task's name).
+        terminal_cost: ``terminal_cost(plant) -> QN`` (n_x, n_x), replacing the plant defaults'
+            terminal weight (None: keep it).
+        c3_options: (name, value) pairs of C3Options replacing the plant defaults' (projection,
+            admm_iter, rho, rho_scale or any other field) for this task; ``--config`` and
+            ``--projection`` still override them.
     """
 
     name: str
@@ -81,12 +89,33 @@ class Task:
     start: Callable[[np.random.Generator], np.ndarray] | None = None
     replan_every: int = 1
     noise_scale: float = 1.0
+    plant_name: str | None = None
+    terminal_cost: Callable[[Any], np.ndarray] | None = None
+    c3_options: tuple[tuple[str, Any], ...] = ()
+
+    def base_options(self, plant: Any) -> dict[str, Any]:
+        """The task's C3Options fields: the plant defaults' projection, admm_iter, rho and
+        rho_scale, then :attr:`c3_options`."""
+        d = plant.defaults
+        base: dict[str, Any] = dict(projection=d.projection, admm_iter=d.admm_iter, rho=d.rho,
+                                    rho_scale=d.rho_scale)
+        base.update(dict(self.c3_options))
+        return base
 
     def plant(self, **params: Any) -> Any:
-        """The task's plant."""
+        """The task's plant (``params``: the plant's parameters, e.g. ``mu3=0.5``)."""
         from plants import load_plant
 
-        return load_plant(self.name, **params)
+        return load_plant(self.plant_name or self.name, **params)
+
+    def controller(self, plant: Any, options: C3Options | None = None, N: int | None = None,
+                   x0: Any = None) -> C3:
+        """:func:`build_controller` with the task's terminal cost and (when ``options`` is None)
+        its :meth:`base_options`."""
+        QN = None if self.terminal_cost is None else self.terminal_cost(plant)
+        if options is None:
+            options = C3Options.from_dict(self.base_options(plant))
+        return build_controller(plant, options, N=N, x0=x0, QN=QN)
 
 
 def _cartpole_success(log: ClosedLoopLog) -> bool:
@@ -104,6 +133,14 @@ def _pivot_success(log: ClosedLoopLog) -> bool:
     return bool(abs(x_end[0]) <= 0.1 and abs(x_end[4] - np.pi / 4) <= 0.1)
 
 
+def _pivot_settled(log: ClosedLoopLog) -> bool:
+    # the paper's goal (|θ − π/4| ≤ 0.05) held over the last second (100 steps), not only at
+    # the final step: a limit cycle through the goal does not count
+    tail = log.x[-101:]
+    return bool(np.all(np.abs(tail[:, 4] - np.pi / 4) <= 0.05) and np.all(np.abs(tail[:, 0])
+                                                                        <= 0.1))
+
+
 def _cube_pivot_success(log: ClosedLoopLog) -> bool:
     # The multibody cube (plants/models/cube_pivoting.py): cube angle x[2] ends within 0.02 rad
     # of the 0.785 rad goal and stayed within 0.05 rad over the last 0.5 s (50 steps).
@@ -119,6 +156,36 @@ def _cube_rotate_success(log: ClosedLoopLog) -> bool:
     plant = load_plant("cube-rotate-3d")
     err = np.array([plant.cube_angle_error(x) for x in log.x[-21:]])
     return bool(np.all(err <= np.deg2rad(5.0)))
+
+
+PIVOT_STICKING_MODE = (7, 9)
+"""Pivoting's contact rows held active in the terminal cost: the ground corner's first friction
+row (tangential velocity zero: sticking) and its normal row; the fingers' rows inactive."""
+
+PIVOT_TERMINAL_DISCOUNT = 0.997
+"""Per-step discount of the pivoting terminal cost's Riccati equation. Sticking ties x to θ
+(the box rolls on its corner), so one combination of them is uncontrollable with eigenvalue 1
+and the undiscounted equation has no stabilising solution (scipy returns one with entries
+~1e10, at the edge of its accuracy); γ < 1 makes it well posed (1/(1−γ) ≈ 333 steps, 3.3 s).
+Measured (8 s from the paper's start, last-second max |θ − π/4|, σ = 0 / 0.1): γ = 0.99 0.055 /
+0.068, 0.993 0.050 / 0.065, 0.995 0.045 / 0.045, 0.997 0.039 / 0.036-0.045, 0.999 diverges."""
+
+
+PIVOT_PER_STEP_OPTIONS = (("admm_iter", 10), ("rho_scale", 2.0))
+"""C3 settings of per-step pivoting: s = 10, ρ_s = 2 instead of the paper's s = 5, ρ_s = 1.1, whose
+ρ grows only 1.6x over a solve: at the goal crossing that plan brakes with forces the contact
+will not deliver (complementarity violation 1.28, plan cost 7.0, re-simulated 40.1); with
+these 0.003, 35.8 and 35.4 (docs/c3.md, "Pivoting: per-step re-planning")."""
+
+
+def pivoting_terminal_cost(plant: Any) -> np.ndarray:
+    """QN for per-step pivoting: the discounted Riccati cost of the sticking mode at the goal
+    (:func:`c3mpc.terminal_cost.contact_mode_dare`, mode :data:`PIVOT_STICKING_MODE`)."""
+    from ..terminal_cost import contact_mode_dare
+
+    d = plant.defaults
+    return contact_mode_dare(plant.lcs(d.x_goal), d.Q, d.R, PIVOT_STICKING_MODE,
+                             discount=PIVOT_TERMINAL_DISCOUNT)
 
 
 def _finger_start(rng: np.random.Generator) -> np.ndarray:
@@ -142,6 +209,13 @@ TASKS: dict[str, Task] = {
         "pivoting", 6.0, _pivot_success,
         "final |x| <= 0.1 m and |θ − π/4| <= 0.1 rad (re-planning every 70 ms, as the "
         "authors' script)", replan_every=7, noise_scale=0.01),
+    # Algorithm 2 as written: re-plan at every 10 ms step; QN from the sticking mode's Riccati
+    # equation (docs/c3.md, "Pivoting: per-step re-planning"); the paper's seed Q as QN cycles.
+    "pivoting-per-step": Task(
+        "pivoting-per-step", 8.0, _pivot_settled,
+        "re-planning every 10 ms step (Algorithm 2): |θ − π/4| <= 0.05 rad and |x| <= 0.1 m "
+        "over the last second", replan_every=1, noise_scale=0.01, plant_name="pivoting",
+        terminal_cost=pivoting_terminal_cost, c3_options=PIVOT_PER_STEP_OPTIONS),
     "cartpole-urdf": Task(
         "cartpole-urdf", 5.0, _cartpole_success,
         "URDF cart-pole (multibody LCS rebuilt every step); all states within 0.1 for 30 "
