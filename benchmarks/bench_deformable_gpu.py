@@ -155,8 +155,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--quick", action="store_true", help="two small meshes, a short step run (smoke test)")
     parser.add_argument("--cpu-only", action="store_true", help="skip the GPU even if CuPy is available")
     parser.add_argument("--repeats", type=int, default=20, help="timed repetitions per measurement (median)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines (for logs and CI)")
     args = parser.parse_args(argv)
     d = import_deformable()
+    # after import_deformable: _report's plants.progress then loads without plants/__init__.py
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import _report
     from plants.sim.deformable.backend import cupy_available
     from plants.sim.deformable.sparse_inverse import HAVE_NUMBA
 
@@ -175,7 +179,7 @@ def main(argv=None) -> dict:
         print("CuPy or a CUDA device is not available: CPU numbers only", file=sys.stderr)
     meshes = [(10, 2), (20, 4)] if args.quick else [(20, 4), (30, 6), (40, 8), (50, 10), (60, 12)]
     rows = []
-    for cells in meshes:
+    for cells in _report.track(meshes, "meshes", args.quiet, unit="meshes"):
         rows.append(bench_mesh(d, cells, use_gpu, 3 if args.quick else args.repeats))
         r = rows[-1]
         print(f"{r['mesh']}: V={r['vertices']} nnz(S)={r['nnz_S']} global CPU {r['global_cpu_ms']:.2f} ms"

@@ -156,21 +156,25 @@ def main(argv: list[str] | None = None) -> int:
         modes[part] = "quick" if args.quick else "full"
     seeds = (1,) if args.quick else (1, 2, 3)
     if "pivot" in args.parts:
+        runs = [(sigma, seed) for sigma in (0.0, 0.05, 0.1, 0.5) for seed in ((0,) if sigma == 0 else seeds)]
+        bar = _report.progress(len(runs) + 2, "pivoting", args.quiet, unit="runs")
         rows = [pivot_run("pivoting-per-step", 0.0, 0, args.duration, seed_qn=True)]
-        for sigma in (0.0, 0.05, 0.1, 0.5):
-            for seed in ((0,) if sigma == 0 else seeds):
-                rows.append(pivot_run("pivoting-per-step", sigma, seed, args.duration))
-                _report.say(f"  pivoting per step σ={sigma}: last-second θ err "
-                            f"{rows[-1]['last_second_theta_err']:.3f}")
+        bar.update(1)
+        for sigma, seed in runs:
+            rows.append(pivot_run("pivoting-per-step", sigma, seed, args.duration))
+            bar.update(bar.done + 1)
+            _report.say(f"  pivoting per step σ={sigma}: last-second θ err "
+                        f"{rows[-1]['last_second_theta_err']:.3f}")
         rows.append(pivot_run("pivoting", 0.5, 1, args.duration))
+        bar.update(bar.done + 1)
         res["pivot"] = rows
     if "mu3" in args.parts:
         rows = []
         tasks = ("pivoting",) if args.quick else ("pivoting", "pivoting-per-step")
-        for task in tasks:
-            for mu3 in np.round(np.arange(0.1, 1.01, 0.1), 1):
-                rows.append(pivot_run(task, 0.0, 0, get_task(task).duration, mu3=float(mu3)))
-                _report.say(f"  {task} μ₃={mu3}: success {rows[-1]['task_success']}")
+        runs = [(task, float(mu3)) for task in tasks for mu3 in np.round(np.arange(0.1, 1.01, 0.1), 1)]
+        for task, mu3 in _report.track(runs, "μ₃ sweep", args.quiet, unit="runs"):
+            rows.append(pivot_run(task, 0.0, 0, get_task(task).duration, mu3=mu3))
+            _report.say(f"  {task} μ₃={mu3}: success {rows[-1]['task_success']}")
         res["mu3"] = rows
     if "cartpole" in args.parts:
         res["cartpole"] = cartpole(3 if args.quick else 10)
