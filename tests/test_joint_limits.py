@@ -238,6 +238,39 @@ def test_self_collision_filter_is_configurable():
         allegro_cube(self_collision_include=[("palm_link", "no_such_link")])
 
 
+FOLDED_CHAIN = """<mujoco><worldbody>
+  <body name="l1" pos="0 0 1"><joint name="j1" type="hinge" axis="0 1 0"/>
+    <geom name="g1" type="box" size="0.2 0.05 0.05" pos="0.2 0 0" mass="1"/>
+    <body name="l2" pos="0.4 0 0"><joint name="j2" type="hinge" axis="0 1 0"/>
+      <geom name="g2" type="box" size="0.03 0.03 0.06" pos="0 0 0.06" mass="0.3"/>
+      <body name="l3" pos="0 0 0.12"><joint name="j3" type="hinge" axis="0 1 0"/>
+        <geom name="g3" type="box" size="0.15 0.04 0.04" pos="-0.15 0 -0.05" mass="0.5"/>
+  </body></body></body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_self_contact_touches_its_tree_once_so_its_delassus_block_is_exact(compiled, tmp_path):
+    """A chain folded back on itself (link 3 overlapping link 1, the pair included): the stepper
+    lists each contact's trees as ContactProblem derives them from J (a self-contact's tree
+    once), so W_ii = J_i A⁻¹ J_iᵀ exactly; listed twice, W_ii and SAP's R_i doubled."""
+    path = tmp_path / "chain.xml"
+    path.write_text(FOLDED_CHAIN)
+    b = SceneBuilder()
+    b.add_urdf(path, SOFT, self_collision_include=[("l1", "l3")])
+    scene = b.build()
+    problem, _ = Simulator(scene, dt=1e-3, compiled=compiled).contact_problem()
+    n_c = problem.n_c - problem.n_limits
+    assert n_c >= 1
+    trees = np.asarray(problem.contact_trees)[:n_c]
+    derived = ContactProblem._trees_from_jacobian(problem.J[: 3 * n_c], problem.tree_starts)
+    np.testing.assert_array_equal(np.sort(trees, axis=1), np.sort(derived, axis=1))  # (order free)
+    assert (np.sort(trees, axis=1) == [-1, 0]).all()  # one tree, touched once
+    J = problem.J.reshape(problem.n_c, 3, -1)[:n_c]
+    W = problem.delassus_diagonal()[:n_c]
+    exact = np.einsum("irk,kl,icl->irc", J, np.linalg.inv(problem.A), J)
+    np.testing.assert_allclose(W, exact, rtol=1e-9, atol=1e-12 * np.abs(exact).max())
+
+
 def test_overlap_rule_never_separates_the_bodies_of_a_file(tmp_path):
     """A cube resting (0.1 mm overlap) on a welded table of the same MJCF file keeps its contact
     pair: the start-overlap rule is for the links of one articulated robot only."""

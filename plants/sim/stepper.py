@@ -419,6 +419,9 @@ class Simulator:
         Jw = np.array(data.J.reshape(6, model.nv), order="C")  # world-frame joint Jacobians (a copy: data changes)
         rows = self._contact_rows if self.compiled else self._contact_rows_numpy
         F, point, J, k, tau_d, mu, trees, joints, local = rows(c, Rg, pg, Jw)
+        self_contact = trees[:, 0] == trees[:, 1]
+        if self_contact.any():  # a robot touching itself touches its tree once (ContactProblem's
+            trees[self_contact, 1] = -1  # convention): listed twice, W_ii and R_i would double
         # the bodies behind the contacts, for body-level splitting (SubADMM, seed 000 eq. 30-31)
         bodies = ContactBodies.trusted(
             model=model, q=q0, joints=joints, points=point, frames=F, local_points=local, world_jacobian=Jw,
