@@ -143,7 +143,7 @@ def test_box_on_box_face_contact_is_the_clipped_overlap_of_the_two_faces():
     det = ContactDetector(_geoms(Box((H, H, H)), Box((H, H, H))), np.array([[0, 1]]), 0.01)
     c = _both(det, np.array([np.eye(3), Rb]), np.array([np.zeros(3), pb]))
     assert c.n_c == 4
-    np.testing.assert_allclose(c.phi, gap, atol=1e-9)
+    np.testing.assert_allclose(c.phi, gap, atol=2e-6)  # coal's GJK/EPA tolerance is 1e-6
     # edge-edge: no face within FACE_ALIGNMENT of the normal -> the one GJK/EPA point
     # (the lower box turned 45° about y: its top edge along y; the upper one 45° about x: its
     # bottom edge along x; they cross at the top, 0.1 mm deep, every face at 45° to the normal)
@@ -344,3 +344,31 @@ def test_cube_scenes_in_box_mode_stand_and_land_like_the_corner_cubes():
     np.testing.assert_allclose(z, 0.05 + 0.1 * np.arange(3), atol=2e-3)
     with pytest.raises(ValueError, match="contact"):
         CubeSpec(contact="mesh")
+
+
+def _rodrigues(w):
+    th = np.linalg.norm(w)
+    k = w / th
+    K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + np.sin(th) * K + (1 - np.cos(th)) * K @ K
+
+
+@pytest.mark.parametrize("cap", [1, 4])
+def test_exactly_touching_box_faces_coal_cannot_answer_get_a_finite_contact(cap):
+    """Two 10 cm boxes stacked face to face, tilted by ~1e-11 rad: coal's default GJK returns
+    φ = −DBL_MAX with a NaN normal for this pose (found by a random search, ~2 in 10⁴ such poses);
+    the detector retries with the Nesterov-accelerated GJK and gets the gap (to GJK's 1e-6) and normal."""
+    from plants.sim.geometry import Box, ContactDetector, ContactParams, Geometry
+
+    wa = np.array([9.9621328211759615e-12, -1.4444228129685853e-13, 4.0523949150062965e-12])
+    pa = np.array([4.0525343922532420e-10, -1.7831510114496125e-10, 9.9999937200129485e-01])
+    wb = np.array([3.8370957818757517e-13, 5.3362869738926842e-13, 8.3446738282632271e-12])
+    pb = np.array([-6.031020867630366e-10, 2.289010464789123e-09, 8.999987245624769e-01])
+    P = ContactParams(1e5, 1e-3, 0.5)
+    geoms = [Geometry(n, Box((0.05, 0.05, 0.05)), j, np.eye(3), np.zeros(3), P) for n, j in (("top", 1), ("low", 2))]
+    det = ContactDetector(geoms, np.array([[0, 1]]), margin=1e-3, max_contacts_per_pair=cap)
+    c = det.detect(np.stack([_rodrigues(wa), _rodrigues(wb)]), np.stack([pa, pb]))
+    gap = (pa[2] - pb[2]) - 0.1  # the faces' separation [m] (rotations ~1e-11: negligible)
+    assert c.phi.size >= 1 and np.isfinite(c.phi).all() and np.isfinite(c.normal).all()
+    np.testing.assert_allclose(c.phi, gap, atol=2e-6)  # coal's GJK/EPA tolerance is 1e-6
+    np.testing.assert_allclose(np.abs(c.normal[:, 2]), 1.0, atol=1e-6)
