@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import C3ValueError
 from ..options import C3Options
 from ..runner import run_closed_loop
-from ..tasks import TASKS, Task
+from ..tasks import TASKS, Task, build_controller
 
 __all__ = ["TrialSetting", "Episode", "SweepTask", "ClosedLoopTask", "TaskFileTask",
            "resolve_task", "WEIGHT_SCALES", "WORLDS", "TASK_FILE_SUFFIXES", "TrialTimeoutError"]
@@ -230,8 +230,9 @@ class TaskFileTask:
         if np.any(p > 0):
             x0 = x0 + rng.uniform(-1.0, 1.0, size=x0.shape) * p
         check_deadline()
-        ctrl = self.task.controller(_WeightedPlant(plant, scaled), setting.options,
-                                    N=setting.N, x0=x0)
+        # a task file has no Task.controller: the controller c3mpc run builds for it
+        ctrl = build_controller(_WeightedPlant(plant, scaled), setting.options, N=setting.N,
+                                x0=x0)
         T = duration or task.duration
 
         def stop(*_: Any) -> bool:
