@@ -26,10 +26,11 @@ the key. Example (``examples/own_robot/pusher_box.yaml``)::
       - {a: pusher_tip, b: box_body, mu: 0.4}
       - {a: [foot_front_left, foot_front_right, foot_back_left, foot_back_right], b: ground,
          mu: 0.5}
-    goal: {box_x: 0.2, pusher_x: 0.33}
+    goal: {box_x: 0.2, pusher_x: 0.35}
     cost:
-      Q: {default: 10, box_x: 500, box_z: 100, box_theta: 100}
-      Q_velocity: {default: 10, box_x: 200}
+      Q: {default: 10, pusher_x: 500, box_x: 500, box_z: 100, box_theta: 100}
+      Q_velocity: 10
+    planning: {U: 1.0}
     simulation: {solver: sap, dt: 0.001, control_rate: 10, duration: 3.0}
 """
 
