@@ -114,6 +114,36 @@ def explicit_free_motion(M, k, v0, dt, tree_starts, A, v):  # pragma: no cover -
 
 
 @njit(cache=True)
+def explicit_free_motion_blocks(M, k, v0, dt, tree_starts, A, v):  # pragma: no cover - compiled
+    """:func:`explicit_free_motion` touching only the trees' diagonal blocks: ``A`` must come zeroed
+    (``np.zeros``: pages the OS zeroes lazily), and only the blocks of ``M``'s upper triangle are
+    read, so a scene of many small trees costs O(Σ s_t²), not O(n_v²)."""
+    s_max = 0
+    for t in range(tree_starts.shape[0] - 1):
+        s_max = max(s_max, tree_starts[t + 1] - tree_starts[t])
+    L = np.empty((s_max, s_max))
+    x = np.empty(s_max)
+    for t in range(tree_starts.shape[0] - 1):
+        a = tree_starts[t]
+        s = tree_starts[t + 1] - a
+        for i in range(s):
+            A[a + i, a + i] = M[a + i, a + i]
+            for j in range(i + 1, s):
+                A[a + i, a + j] = M[a + i, a + j]
+                A[a + j, a + i] = M[a + i, a + j]
+        for i in range(s):
+            x[i] = k[a + i]
+            for j in range(i + 1):
+                L[i, j] = A[a + i, a + j]
+        if not cholesky_inplace(L, s):
+            return False
+        cholesky_solve_inplace(L, s, x)
+        for i in range(s):
+            v[a + i] = v0[a + i] + dt * x[i]
+    return True
+
+
+@njit(cache=True)
 def overlap_ratios(phi, a, b, size, fraction, J, vq, dt, out):  # pragma: no cover - compiled
     """The per-step penetration check of the stepper in one pass (reference: the numpy expressions in
     ``Simulator._overlap_ratios_numpy``). For contact i between geometries a[i], b[i]:

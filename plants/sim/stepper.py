@@ -34,7 +34,7 @@ from ..progress import ProgressLine
 from ._blas import blas_threads
 from ._geometry_kernels import HAVE_NUMBA
 from ._linalg import cholesky, cholesky_solve
-from ._stepper_kernels import contact_rows, explicit_free_motion, geometry_poses, joint_limit_rows, overlap_ratios
+from ._stepper_kernels import contact_rows, explicit_free_motion, explicit_free_motion_blocks, geometry_poses, joint_limit_rows, overlap_ratios
 from .contact_problem import (
     ContactBodies,
     ContactProblem,
@@ -56,6 +56,7 @@ from .diagnostics import (
 )
 from .geometry import ContactDetector, HalfSpace, _empty_contacts, tangent_basis
 from .scene import Scene
+from .tree_dynamics import CHUNK_DOFS, TreeDynamics
 from .trajectory import Trajectory  # noqa: F401  (re-exported: plants.sim.stepper.Trajectory)
 
 __all__ = ["SCHEMES", "Simulator", "Trajectory"]
@@ -199,13 +200,26 @@ class Simulator:
             raise TypeError(f"compiled must be a bool, got {compiled!r}")
         self.compiled = bool(compiled) and HAVE_NUMBA
         self.model = scene.model
-        self.data = scene.model.createData()
+        self._data = None  # the whole model's pinocchio.Data, created on first use (see `data`)
+        # many trees (a clutter of objects): their rigid-body terms per chunk of trees (no Data of
+        # n_v³ tensors, O(n_v) cost); one small tree or the reference path: the whole model's Data
+        self._dyn = (TreeDynamics(scene.model, scene.tree_starts, scene.tree_of_joint)
+                     if self.compiled and scene.model.nv > CHUNK_DOFS and scene.n_trees > 1 else None)
         self._precompute()
         self.set_state(scene.q0, scene.v0, 0.0)
         self._in_run = False
         self.last_problem: ContactProblem | None = None
         self.last_result: ContactSolverResult | None = None
         self._fm_iterations = 0
+
+    @property
+    def data(self) -> Any:
+        """The whole model's ``pinocchio.Data`` (created on first use: Pinocchio allocates n_v³-sized
+        tensors in it, ~3 GB at n_v = 360). A compiled simulator of many trees steps on per-chunk
+        data instead (:class:`~plants.sim.tree_dynamics.TreeDynamics`) and never creates it."""
+        if self._data is None:
+            self._data = self.model.createData()
+        return self._data
 
     # ------------------------------------------------------------------ state
     def set_state(self, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> None:
@@ -282,6 +296,8 @@ class Simulator:
         self._geom_names = [g.name for g in scene.geometries]
         self._zero_diagonal = np.zeros(nv)  # A = M + diag(0) for the explicit free motion
         self._zero_diagonal.flags.writeable = False
+        self._M_blocks = np.zeros((nv, nv)) if self._dyn is not None else None  # chunk blocks of M(q)
+        self._A_pool: list[np.ndarray] = []  # A buffers of the chunked path (_recycled_A)
         self._joint_H = np.empty((len(self._geom_joints), 4, 4))  # poses of the joints carrying geometry
         self._hulls = self._hull_detector()
 
@@ -324,12 +340,19 @@ class Simulator:
 
     # ------------------------------------------------------------------ dynamics pieces
     def _mass(self, q: np.ndarray) -> np.ndarray:
-        M = self._pin.crba(self.model, self.data, q).copy()  # upper triangle filled
+        if self._dyn is not None:
+            M = np.zeros((self.model.nv, self.model.nv))
+            self._dyn.mass(q, M)
+        else:
+            M = self._pin.crba(self.model, self.data, q).copy()  # upper triangle filled
         M[self._tril] = M.T[self._tril]
         return M
 
     def _forces(self, q, v, tau) -> np.ndarray:
-        k = tau - self._pin.nonLinearEffects(self.model, self.data, q, v)
+        if self._dyn is not None:
+            k = tau - self._dyn.nonlinear_effects(q, v)
+        else:
+            k = tau - self._pin.nonLinearEffects(self.model, self.data, q, v)
         return k + self.scene.spring_forces(q, v) if self.scene.has_springs else k
 
     def _actuation(self, t, q, v) -> np.ndarray:
@@ -364,9 +387,16 @@ class Simulator:
         dt, th, tvq = self.dt, self.theta, self.theta_vq
         if th == 0.0 and self.compiled and self._joint_damping is None:
             n = self.model.nv
-            A, v = np.empty((n, n)), np.empty(n)
-            M = self._pin.crba(self.model, self.data, q0)  # upper triangle filled
-            if explicit_free_motion(M, self._forces(q0, v0, tau), v0, dt, self._tree_starts, A, v):
+            v = np.empty(n)
+            if self._dyn is not None:  # the tree blocks alone (A between trees stays zero)
+                M, A = self._M_blocks, self._recycled_A()
+                self._dyn.mass(q0, M)
+                solved = explicit_free_motion_blocks(M, self._forces(q0, v0, tau), v0, dt, self._tree_starts, A, v)
+            else:
+                A = np.empty((n, n))
+                M = self._pin.crba(self.model, self.data, q0)  # upper triangle filled
+                solved = explicit_free_motion(M, self._forces(q0, v0, tau), v0, dt, self._tree_starts, A, v)
+            if solved:
                 self._fm_iterations = 0
                 self._mass_q, self._mass_diagonal = q0, self._zero_diagonal
                 return v, A
@@ -404,6 +434,26 @@ class Simulator:
             v = v - cholesky_solve(cholesky(A), m)
         return v, A
 
+    def _recycled_A(self) -> np.ndarray:
+        """A zeroed-off-the-blocks (n_v, n_v) buffer for this step's A (chunked path): one of two
+        kept buffers when nothing outside the simulator still holds it (its off-block entries are
+        zero and the blocks are rewritten), else a fresh ``np.zeros``. A fresh one costs a page fault
+        per row touched (~20 ms a step at n_v = 2400), for a matrix whose blocks alone are read."""
+        import sys
+
+        pool = self._A_pool
+        for i in range(len(pool)):
+            if sys.getrefcount(pool[i]) <= 2:  # the pool's and getrefcount's argument: no one else's
+                buf = pool.pop(i)
+                pool.append(buf)  # most recently used last
+                buf.flags.writeable = True  # (the problem that held it made it read-only)
+                return buf
+        buf = np.zeros((self.model.nv, self.model.nv))
+        pool.append(buf)
+        if len(pool) > 2:
+            pool.pop(0)
+        return buf
+
     def contact_problem(self) -> tuple[ContactProblem, dict[str, Any]]:
         """The contact problem of the current step (also runs the free motion)."""
         pin = self._pin
@@ -412,11 +462,17 @@ class Simulator:
         if self._any_explicit_pd:
             tau = tau + self._explicit_pd(q0, v0)
         v_star, A = self.free_motion(q0, v0, tau)
-        model, data, scene = self.model, self.data, self.scene
-        pin.computeJointJacobians(model, data, q0)  # also forward kinematics at q0
+        model, scene = self.model, self.scene
+        if self._dyn is not None:
+            Jw = np.empty((6, model.nv))  # world-frame joint Jacobians, per chunk of trees
+            self._dyn.jacobians(q0, Jw)
+            self._kinematics = data = self._dyn.view(Jw)
+        else:
+            data = self._kinematics = self.data
+            pin.computeJointJacobians(model, data, q0)  # also forward kinematics at q0
+            Jw = np.array(data.J.reshape(6, model.nv), order="C")  # world-frame joint Jacobians (a copy: data changes)
         Rg, pg = self._geometry_poses(data)
         c = scene.detector.detect(Rg, pg)
-        Jw = np.array(data.J.reshape(6, model.nv), order="C")  # world-frame joint Jacobians (a copy: data changes)
         rows = self._contact_rows if self.compiled else self._contact_rows_numpy
         F, point, J, k, tau_d, mu, trees, joints, local = rows(c, Rg, pg, Jw)
         self_contact = trees[:, 0] == trees[:, 1]
@@ -511,7 +567,7 @@ class Simulator:
         """(rows (m, n_v), gaps (m,), stiffness (m,) (NaN: near-rigid), τ_d (m,), trees (m, 2)) of
         the scene's weld, ball and distance constraints, from ``self.data`` at q₀ (joint placements
         and world-frame joint Jacobians, ``computeJointJacobians``)."""
-        pin, data, nv = self._pin, self.data, self.model.nv
+        pin, data, nv = self._pin, self._kinematics, self.model.nv
         support, tree_of_joint = self.scene.joint_support, self.scene.tree_of_joint
         Jw = np.reshape(data.J, (6, nv))
 
@@ -677,7 +733,7 @@ class Simulator:
         compiled twin of :meth:`Scene.geometry_poses` (the reference) when numba is present."""
         if not self.compiled:
             return self.scene.geometry_poses(data, self._geom_joints, self._geom_slot)
-        H, oMi = self._joint_H, data.oMi
+        H, oMi = self._joint_H, data.oMi  # (a pinocchio.Data or TreeDynamics' view of one)
         for i, j in enumerate(self._geom_joints):  # loop over joints carrying geometry (Pinocchio objects)
             H[i] = oMi[j].homogeneous  # one conversion (rotation + translation: two, ~2x the cost)
         Rg, pg = np.empty((self._n_geoms, 3, 3)), np.empty((self._n_geoms, 3))
@@ -1030,10 +1086,14 @@ class Simulator:
         """(N+1,) total mechanical energy along ``traj`` [J]: kinetic + gravitational + spring (as
         :meth:`Scene.energy`, on the simulator's own ``pinocchio.Data``: the scene's is created on
         first use and holds n_v³ tensors, 0.8 s and ~3.7 GB on the largest scenes)."""
-        pin, model, data, scene = self._pin, self.model, self.data, self.scene
+        pin, model, scene, dyn = self._pin, self.model, self.scene, self._dyn
+        data = self.data if dyn is None else None
         out = np.empty(len(traj.q))
         for i, (qi, vi) in enumerate(zip(traj.q, traj.v)):  # loop over samples (Pinocchio calls)
-            e = pin.computeKineticEnergy(model, data, qi, vi) + pin.computePotentialEnergy(model, data, qi)
+            if dyn is not None:
+                e = dyn.energy(qi, vi)
+            else:
+                e = pin.computeKineticEnergy(model, data, qi, vi) + pin.computePotentialEnergy(model, data, qi)
             if scene.has_springs:
                 e += 0.5 * float(np.sum(scene.K * (qi[scene.spring_q_index] - scene.q_rest) ** 2))
             out[i] = e
