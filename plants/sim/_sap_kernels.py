@@ -18,6 +18,8 @@ import numpy as np
 
 from lcs._numba import HAVE_NUMBA, njit
 
+from ._sap_sparse import block_cholesky, block_cholesky_solve, symbolic_blocks
+
 
 __all__ = ["HAVE_NUMBA", "project_into", "line_search_terms", "delassus_blocks", "regularization", "newton_solve",
            "island_layout", "cholesky_inplace", "cholesky_solve_inplace"]
@@ -438,7 +440,7 @@ def _ls_at(alpha, hess, vc0, dvc, v_hat, R, mu, mu_hat, mu_tilde2, dpe, dvdp, eA
 @njit(cache=True)
 def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tree_starts, contact_trees, M_diag,
                  beta, sigma, rel_tol, abs_tol, max_iterations, exact, alpha_max, armijo_rho, armijo_c,
-                 ls_max_iterations, ls_rel_tol, islands, v, gamma_out, history):  # pragma: no cover - compiled
+                 ls_max_iterations, ls_rel_tol, islands, sparse_above, v, gamma_out, history):  # pragma: no cover - compiled
     """SAP (seed 001 Algorithm 2) in one call; see the section comment above.
 
     Contacts whose Jacobian rows are all zero (inert) are left out and get zero impulses. Writes the
@@ -499,6 +501,87 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
         s_isl = max(s_isl, isl_start[k + 1] - isl_start[k])
         for m in range(isl_start[k], isl_start[k + 1]):
             isl_of[isl_dofs[m]] = k
+    # ---- contacts bucketed by island (counting sort), and the block-sparse islands' symbolic
+    # factorization (_sap_sparse: trees as supernodes, minimum-degree order), once per solve
+    c_isl = np.zeros(n_isl + 1, dtype=np.int64)
+    for i in range(n_c):
+        if count[i] > 0:
+            c_isl[isl_of[dofs[i, 0]] + 1] += 1
+    for k in range(n_isl):
+        c_isl[k + 1] += c_isl[k]
+    c_fill = c_isl[:-1].copy()
+    c_list = np.empty(max(c_isl[n_isl], 1), dtype=np.int64)
+    for i in range(n_c):
+        if count[i] > 0:
+            k = isl_of[dofs[i, 0]]
+            c_list[c_fill[k]] = i
+            c_fill[k] += 1
+    n_t = tree_starts.shape[0] - 1
+    tree_of_dof = np.empty(n_v, dtype=np.int64)
+    for t in range(n_t):
+        for d in range(tree_starts[t], tree_starts[t + 1]):
+            tree_of_dof[d] = t
+    sp_of = np.full(n_isl, -1, dtype=np.int64)  # island -> entry of the lists below (0: unused)
+    tpos = np.zeros(n_t, dtype=np.int64)  # a sparse island's tree -> its elimination position
+    sp_trees = [np.zeros(1, dtype=np.int64)]  # per sparse island: trees in elimination order,
+    sp_slot = [np.zeros((1, 1), dtype=np.int64)]  # block slots, column pointers, column structures,
+    sp_ptr = [np.zeros(1, dtype=np.int64)]  # supernode sizes and offsets, block storage
+    sp_struct = [np.zeros(1, dtype=np.int64)]
+    sp_size = [np.zeros(1, dtype=np.int64)]
+    sp_off = [np.zeros(1, dtype=np.int64)]
+    sp_blocks = [np.zeros((1, 1, 1))]
+    s_isl_dense = 0
+    for k in range(n_isl):
+        a0 = isl_start[k]
+        m = isl_start[k + 1] - a0
+        nt_k = 0
+        for ii in range(m):
+            if isl_dofs[a0 + ii] == tree_starts[tree_of_dof[isl_dofs[a0 + ii]]]:
+                nt_k += 1
+        if m <= sparse_above or nt_k < 3:
+            s_isl_dense = max(s_isl_dense, m)
+            continue
+        trees_k = np.empty(nt_k, dtype=np.int64)
+        nt_k = 0
+        for ii in range(m):
+            d = isl_dofs[a0 + ii]
+            t = tree_of_dof[d]
+            if d == tree_starts[t]:
+                tpos[t] = nt_k  # (local index until the order is known)
+                trees_k[nt_k] = t
+                nt_k += 1
+        ea = np.empty(c_isl[k + 1] - c_isl[k], dtype=np.int64)
+        eb = np.empty_like(ea)
+        for x_ in range(c_isl[k], c_isl[k + 1]):
+            i = c_list[x_]
+            ta = ct[i, 0]
+            tb = ct[i, 1]
+            ea[x_ - c_isl[k]] = tpos[ta] if ta >= 0 else tpos[tb]
+            eb[x_ - c_isl[k]] = tpos[tb] if tb >= 0 else tpos[ta]
+        order, pos, slot, ptr, struct, n_blocks = symbolic_blocks(nt_k, ea, eb)
+        size = np.empty(nt_k, dtype=np.int64)
+        off = np.empty(nt_k, dtype=np.int64)
+        o = 0
+        s_max_k = 0
+        for p in range(nt_k):
+            t = trees_k[order[p]]
+            size[p] = tree_starts[t + 1] - tree_starts[t]
+            off[p] = o
+            o += size[p]
+            s_max_k = max(s_max_k, size[p])
+        for p in range(nt_k):
+            tpos[trees_k[order[p]]] = p
+        sp_of[k] = len(sp_trees)
+        sp_trees.append(trees_k[order])
+        sp_slot.append(slot)
+        sp_ptr.append(ptr)
+        sp_struct.append(struct)
+        sp_size.append(size)
+        sp_off.append(off)
+        sp_blocks.append(np.empty((n_blocks, s_max_k, s_max_k)))
+        s_isl_dense = max(s_isl_dense, 1)
+    s_isl = max(s_isl_dense, 1)
+    xs = np.empty(n_v)  # right-hand side of a block-sparse island
     L = np.empty((s_isl, s_isl))
     x = np.empty(s_isl)
     # ---- Newton iterations
@@ -548,14 +631,53 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
         for k in range(n_isl):
             a0 = isl_start[k]
             m = isl_start[k + 1] - a0
+            j_sp = sp_of[k]
+            if j_sp > 0:  # block-sparse island (_sap_sparse)
+                trees_k, slot, size, off, blocks = sp_trees[j_sp], sp_slot[j_sp], sp_size[j_sp], sp_off[j_sp], sp_blocks[j_sp]
+                blocks[:] = 0.0
+                for p in range(trees_k.shape[0]):
+                    a = tree_starts[trees_k[p]]
+                    for r in range(size[p]):
+                        xs[off[p] + r] = -grad[a + r]
+                        for c in range(r + 1):
+                            blocks[p, r, c] = A[a + r, a + c]
+                for x_ in range(c_isl[k], c_isl[k + 1]):  # Jᵢᵀ Gᵢ Jᵢ into the blocks of the contact's trees
+                    i = c_list[x_]
+                    nd = count[i]
+                    for r in range(3):
+                        for q in range(nd):
+                            dq = dofs[i, q]
+                            GJ[r, q] = G[i, r, 0] * Jk[3 * i, dq] + G[i, r, 1] * Jk[3 * i + 1, dq] + G[i, r, 2] * Jk[3 * i + 2, dq]
+                    for p_ in range(nd):
+                        dp_ = dofs[i, p_]
+                        tp = tree_of_dof[dp_]
+                        pp = tpos[tp]
+                        rp = dp_ - tree_starts[tp]
+                        for q in range(nd):
+                            dq = dofs[i, q]
+                            tq = tree_of_dof[dq]
+                            pq = tpos[tq]
+                            rq = dq - tree_starts[tq]
+                            if pp < pq or (pp == pq and rq > rp):
+                                continue
+                            blocks[slot[pp, pq], rp, rq] += (Jk[3 * i, dp_] * GJ[0, q] + Jk[3 * i + 1, dp_] * GJ[1, q]
+                                                             + Jk[3 * i + 2, dp_] * GJ[2, q])
+                if not block_cholesky(blocks, size, slot, sp_ptr[j_sp], sp_struct[j_sp]):
+                    failed = True
+                    break
+                block_cholesky_solve(blocks, size, slot, sp_ptr[j_sp], sp_struct[j_sp], off, xs)
+                for p in range(trees_k.shape[0]):
+                    a = tree_starts[trees_k[p]]
+                    for r in range(size[p]):
+                        dv[a + r] = xs[off[p] + r]
+                continue
             for ii in range(m):
                 di = isl_dofs[a0 + ii]
                 x[ii] = -grad[di]
                 for jj in range(ii + 1):
                     L[ii, jj] = A[di, isl_dofs[a0 + jj]]
-            for i in range(n_c):  # contacts of this island: Jᵢᵀ Gᵢ Jᵢ on their tree blocks
-                if count[i] == 0 or isl_of[dofs[i, 0]] != k:
-                    continue
+            for x_ in range(c_isl[k], c_isl[k + 1]):  # contacts of this island: Jᵢᵀ Gᵢ Jᵢ on their tree blocks
+                i = c_list[x_]
                 nd = count[i]
                 for r in range(3):
                     for q in range(nd):

@@ -78,6 +78,10 @@ class SAPOptions(SolverPresets):
             from per-contact tree blocks; below it, dense products are faster.
         blas_threads: BLAS threads during the solve (1: small matrices; None: leave as is).
         islands: factor H per island (connected trees); False: one dense Cholesky of all of H.
+        sparse_factor_above: the compiled path factors an island of more dofs than this (and of
+            three trees or more) block-sparsely, trees as supernodes in a minimum-degree order
+            (seed 001 §IV-D; :mod:`plants.sim._sap_sparse`), so a pile's cost follows its contact
+            graph instead of m³/3; smaller islands take a dense Cholesky. A huge value: dense only.
         compiled: run the whole Newton solve as one compiled call (numba,
             :func:`~plants.sim._sap_kernels.newton_solve`: the same algorithm, J used through its
             tree blocks, H factored per island) when numba is present; False: the readable numpy
@@ -99,6 +103,7 @@ class SAPOptions(SolverPresets):
     sparse_threshold: int = 48
     blas_threads: int | None = 1
     islands: bool = True
+    sparse_factor_above: int = 48
     compiled: bool = True
 
     def __post_init__(self) -> None:
@@ -112,6 +117,9 @@ class SAPOptions(SolverPresets):
             raise ValueError(f"line_search must be 'exact' or 'armijo', got {self.line_search!r}")
         if not (0 < self.armijo_rho < 1) or not (0 < self.armijo_c < 1):
             raise ValueError("armijo_rho and armijo_c must lie in (0, 1)")
+        if isinstance(self.sparse_factor_above, (bool, np.bool_)) or not isinstance(self.sparse_factor_above, (int, np.integer)) \
+                or self.sparse_factor_above < 0:
+            raise ValueError(f"sparse_factor_above must be an int >= 0 [dofs], got {self.sparse_factor_above!r}")
         if int(self.max_iterations) < 1 or int(self.ls_max_iterations) < 1:
             raise ValueError("max_iterations and ls_max_iterations must be >= 1")
 
@@ -466,7 +474,7 @@ class SAPSolver(ContactSolver):
         self._kernel_options = (float(o.beta), float(o.sigma), float(o.rel_tol), float(o.abs_tol),
                                 int(o.max_iterations), o.line_search == "exact", float(o.alpha_max),
                                 float(o.armijo_rho), float(o.armijo_c), int(o.ls_max_iterations),
-                                float(o.ls_rel_tol), bool(o.islands))
+                                float(o.ls_rel_tol), bool(o.islands), int(o.sparse_factor_above))
 
     # ---------------------------------------------------------------- pieces (also used by tests)
     def workspace(self, problem: ContactProblem) -> _Workspace:
