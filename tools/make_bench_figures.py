@@ -51,21 +51,38 @@ def sigma_figure(plt) -> Path:
 
 
 def scaling_figure(plt) -> Path:
-    """CPU ms per step against the number of objects: ours, Drake SAP, MuJoCo (seed 001 §VI-C1)."""
+    """CPU ms per step against the number of objects: ours, Drake SAP, MuJoCo (seed 001 §VI-C1),
+    with and without walls, and ours / Drake."""
     data, rows = _rows("bench_sim_scaling.json")
-    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.6), sharey=True)
-    for ax, walls in zip(axes, (True, False)):
+    rows = [r for r in rows if "ours" in r]  # (older results list skipped sizes without timings)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    names = {"ours": "c3mpc SAP", "drake": "Drake SAP", "mujoco": "MuJoCo"}
+    for ax, walls in zip(axes[:2], (True, False)):
         sel = sorted((r for r in rows if r["walls"] is walls), key=lambda r: r["n_objects"])
-        n = [r["n_objects"] for r in sel]
         for peer, style in (("ours", "o-"), ("drake", "s-"), ("mujoco", "^-")):
-            if all(peer in r for r in sel):
-                ax.loglog(n, [r[peer]["cpu_ms_per_step"] for r in sel], style,
-                          label={"ours": "c3mpc SAP", "drake": "Drake SAP", "mujoco": "MuJoCo"}[peer])
-        ax.set(xlabel="objects", title="with walls" if walls else "without walls")
+            pts = [(r["n_objects"], r[peer]["cpu_ms_per_step"]) for r in sel if peer in r]
+            if pts:
+                ax.loglog(*zip(*pts), style, label=names[peer])
+        n = [r["n_objects"] for r in sel]
+        if n:  # a linear-growth guide through ours at the smallest size
+            ax.loglog([n[0], n[-1]], [sel[0]["ours"]["cpu_ms_per_step"] * k for k in (1, n[-1] / n[0])], "k:",
+                      lw=0.8, label="∝ objects")
+        ax.set(xlabel="objects", ylabel="CPU time per step [ms]", title="with walls" if walls else "without walls")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    axes[0].set_ylabel("CPU time per step [ms]")
-    fig.suptitle(f"clutter, δt = {1e3 * data['dt']:g} ms, CPU time per step ({data['timestamp'][:10]})", fontsize=9)
+    ax = axes[2]
+    for walls, style in ((True, "o-"), (False, "s--")):
+        sel = sorted((r for r in rows if r["walls"] is walls and "drake" in r), key=lambda r: r["n_objects"])
+        ax.semilogx([r["n_objects"] for r in sel],
+                    [r["ours"]["cpu_ms_per_step"] / r["drake"]["cpu_ms_per_step"] for r in sel], style,
+                    label="with walls" if walls else "without walls")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set(xlabel="objects", ylabel="ours / Drake SAP (CPU)", title="ratio (goal ≤ 1)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    load = data["machine"].get("load_avg", [float("nan")])[0]
+    fig.suptitle(f"clutter, δt = {1e3 * data['dt']:g} ms, {data['duration_s']:g} s from the drop, CPU time "
+                 f"per step ({data['timestamp'][:16]}Z, shared 2-core machine, load {load:.0f})", fontsize=9)
     fig.tight_layout()
     out = FIGURES / "sim_scaling.png"
     fig.savefig(out, dpi=110)

@@ -452,15 +452,23 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
     """
     n_v = A.shape[0]
     n_all = phi0.shape[0]
-    # ---- inert contacts (zero Jacobian) out: their W_ii = 0 would zero R_i
+    # ---- inert contacts (zero Jacobian) out: their W_ii = 0 would zero R_i. A contact's row is
+    # nonzero only on the columns of its trees (ContactProblem.contact_trees), so only those are
+    # read and copied: O(n_c s), not O(n_c n_v) (the other columns of Jk are never read)
     keep = np.empty(n_all, dtype=np.int64)
     n_c = 0
     for i in range(n_all):
         nz = False
-        for r in range(3):
-            for d in range(n_v):
-                if J[3 * i + r, d] != 0.0:
-                    nz = True
+        for side in range(2):
+            t = contact_trees[i, side]
+            if t < 0:
+                continue
+            for r in range(3):
+                for d in range(tree_starts[t], tree_starts[t + 1]):
+                    if J[3 * i + r, d] != 0.0:
+                        nz = True
+                        break
+                if nz:
                     break
             if nz:
                 break
@@ -476,9 +484,13 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
     tau_k = np.empty(n_c)
     for j in range(n_c):
         i = keep[j]
-        for r in range(3):
-            for d in range(n_v):
-                Jk[3 * j + r, d] = J[3 * i + r, d]
+        for side in range(2):
+            t = contact_trees[i, side]
+            if t < 0:
+                continue
+            for r in range(3):
+                for d in range(tree_starts[t], tree_starts[t + 1]):
+                    Jk[3 * j + r, d] = J[3 * i + r, d]
         ct[j, 0] = contact_trees[i, 0]
         ct[j, 1] = contact_trees[i, 1]
         phi_k[j] = phi0[i]

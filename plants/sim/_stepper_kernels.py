@@ -114,10 +114,11 @@ def explicit_free_motion(M, k, v0, dt, tree_starts, A, v):  # pragma: no cover -
 
 
 @njit(cache=True)
-def explicit_free_motion_blocks(M, k, v0, dt, tree_starts, A, v):  # pragma: no cover - compiled
-    """:func:`explicit_free_motion` touching only the trees' diagonal blocks: ``A`` must come zeroed
-    (``np.zeros``: pages the OS zeroes lazily), and only the blocks of ``M``'s upper triangle are
-    read, so a scene of many small trees costs O(Σ s_t²), not O(n_v²)."""
+def explicit_free_motion_blocks(Mc, chunk_v, chunk_of_tree, k, v0, dt, tree_starts, A, v):  # pragma: no cover - compiled
+    """:func:`explicit_free_motion` from M's chunk blocks (``Mc[c]``: the upper triangle of the
+    block of dofs ``chunk_v[c]:chunk_v[c+1]``, ``TreeDynamics.mass_chunks``), writing only the trees'
+    diagonal blocks of ``A`` (whose other entries must be zero), so a scene of many small trees
+    costs O(Σ s_t²), not O(n_v²)."""
     s_max = 0
     for t in range(tree_starts.shape[0] - 1):
         s_max = max(s_max, tree_starts[t + 1] - tree_starts[t])
@@ -126,11 +127,13 @@ def explicit_free_motion_blocks(M, k, v0, dt, tree_starts, A, v):  # pragma: no 
     for t in range(tree_starts.shape[0] - 1):
         a = tree_starts[t]
         s = tree_starts[t + 1] - a
+        c = chunk_of_tree[t]
+        o = a - chunk_v[c]
         for i in range(s):
-            A[a + i, a + i] = M[a + i, a + i]
+            A[a + i, a + i] = Mc[c, o + i, o + i]
             for j in range(i + 1, s):
-                A[a + i, a + j] = M[a + i, a + j]
-                A[a + j, a + i] = M[a + i, a + j]
+                A[a + i, a + j] = Mc[c, o + i, o + j]
+                A[a + j, a + i] = Mc[c, o + i, o + j]
         for i in range(s):
             x[i] = k[a + i]
             for j in range(i + 1):

@@ -296,7 +296,9 @@ class Simulator:
         self._geom_names = [g.name for g in scene.geometries]
         self._zero_diagonal = np.zeros(nv)  # A = M + diag(0) for the explicit free motion
         self._zero_diagonal.flags.writeable = False
-        self._M_blocks = np.zeros((nv, nv)) if self._dyn is not None else None  # chunk blocks of M(q)
+        if self._dyn is not None:  # M(q)'s chunk blocks (TreeDynamics.mass_chunks)
+            c_max = int(np.diff(self._dyn.chunk_v).max())
+            self._M_chunks = np.zeros((len(self._dyn.chunks), c_max, c_max))
         self._A_pool: list[np.ndarray] = []  # A buffers of the chunked path (_recycled_A)
         self._joint_H = np.empty((len(self._geom_joints), 4, 4))  # poses of the joints carrying geometry
         self._hulls = self._hull_detector()
@@ -389,9 +391,10 @@ class Simulator:
             n = self.model.nv
             v = np.empty(n)
             if self._dyn is not None:  # the tree blocks alone (A between trees stays zero)
-                M, A = self._M_blocks, self._recycled_A()
-                self._dyn.mass(q0, M)
-                solved = explicit_free_motion_blocks(M, self._forces(q0, v0, tau), v0, dt, self._tree_starts, A, v)
+                dyn, M, A = self._dyn, self._M_chunks, self._recycled_A()
+                dyn.mass_chunks(q0, M)
+                solved = explicit_free_motion_blocks(M, dyn.chunk_v, dyn.chunk_of_tree, self._forces(q0, v0, tau), v0,
+                                                     dt, self._tree_starts, A, v)
             else:
                 A = np.empty((n, n))
                 M = self._pin.crba(self.model, self.data, q0)  # upper triangle filled

@@ -80,6 +80,8 @@ class TreeDynamics:
         for j in range(1, model.njoints):  # once per model
             members[int(chunk_of_tree[tree_of_joint[j]])].append(j)
         self.chunks = [_Chunk(model, js) for js in members]
+        self.chunk_v = np.array([ch.v.start for ch in self.chunks] + [self.nv], dtype=np.int64)  # dof offsets
+        self.chunk_of_tree = chunk_of_tree
         self.joint_chunk = np.full(model.njoints, -1, dtype=np.int64)
         self.joint_local = np.zeros(model.njoints, dtype=np.int64)
         for c, ch in enumerate(self.chunks):
@@ -94,6 +96,16 @@ class TreeDynamics:
 
         for ch in self.chunks:  # loop over chunks (one Pinocchio call each)
             M[ch.v, ch.v] = pin.crba(ch.model, ch.data, q[ch.q])
+
+    def mass_chunks(self, q: np.ndarray, out: np.ndarray) -> None:
+        """Each chunk's CRBA block of M(q) (upper triangle, as ``pinocchio.crba``) into
+        ``out[c, :n_c, :n_c]``, ``out`` (n_chunks, c_max, c_max) (:attr:`chunk_v`: their dofs):
+        the compact form, without the n_v × n_v matrix."""
+        import pinocchio as pin
+
+        for c, ch in enumerate(self.chunks):
+            n = ch.v.stop - ch.v.start
+            out[c, :n, :n] = pin.crba(ch.model, ch.data, q[ch.q])
 
     def nonlinear_effects(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """(n_v,) C(q, v) v + g(q) [N or N·m]."""
