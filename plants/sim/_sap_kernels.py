@@ -728,17 +728,21 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
         _tree_matvec(A, dv, tree_starts, dp)
         for d in range(n_v):
             e0[d] = v[d] - v_star[d]
-        _tree_matvec(A, e0, tree_starts, Ae0)
+        eAe = 0.0
+        if not exact:  # ℓ(α) itself is needed by Armijo alone (the exact search uses ℓ' and ℓ'')
+            _tree_matvec(A, e0, tree_starts, Ae0)
+            for d in range(n_v):
+                eAe += e0[d] * Ae0[d]
         dvdp = 0.0
         dpe = 0.0
-        eAe = 0.0
         d0 = 0.0
         for d in range(n_v):
             dvdp += dv[d] * dp[d]
             dpe += dp[d] * e0[d]
-            eAe += e0[d] * Ae0[d]
             d0 += grad[d] * dv[d]
-        _jac_matvec(Jk, dofs, count, v, vc0)
+        for i in range(n_c):  # J v at this v: the last _sap_cost's
+            for r in range(3):
+                vc0[i, r] = vc[i, r]
         if not d0 < 0:
             status = LINE_SEARCH_FAILED
             break

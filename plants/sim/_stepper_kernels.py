@@ -46,8 +46,9 @@ def contact_rows(normal, point_a, point_b, ga, gb, n_geoms, pair_w, pair_k, pair
                  F, point, J, k, tau_d, mu, trees, joints, local):  # pragma: no cover - compiled
     """Per contact i (geometries ``ga[i]``, ``gb[i]``): the point on the stiffer surface
     ``w p_a + (1 − w) p_b``, the frame (t1, t2, n), the Jacobian rows (3 n_c, n_v), the pair's
-    stiffness, dissipation and friction, the trees and joints of both sides and the point in each
-    side's joint frame ``geom_R (R_gᵀ (p − p_g)) + geom_p``. Written into the output arrays."""
+    stiffness, dissipation and friction, the trees (a robot touching itself: its tree once, the
+    second −1) and joints of both sides and the point in each side's joint frame
+    ``geom_R (R_gᵀ (p − p_g)) + geom_p``. Written into the output arrays."""
     n_c = ga.shape[0]
     tangent_frames(normal, F)
     sa = np.empty(n_c, dtype=np.int64)
@@ -65,7 +66,7 @@ def contact_rows(normal, point_a, point_b, ga, gb, n_geoms, pair_w, pair_k, pair
         sa[i] = geom_slot[a]
         sb[i] = geom_slot[b]
         trees[i, 0] = slot_tree[sa[i]]
-        trees[i, 1] = slot_tree[sb[i]]
+        trees[i, 1] = slot_tree[sb[i]] if slot_tree[sb[i]] != trees[i, 0] else -1  # a self-contact: its tree once
         joints[i, 0] = geom_joint[a]
         joints[i, 1] = geom_joint[b]
         for side in range(2):
@@ -152,9 +153,10 @@ def overlap_ratios(phi, a, b, size, fraction, J, vq, dt, out):  # pragma: no cov
     ``Simulator._overlap_ratios_numpy``). For contact i between geometries a[i], b[i]:
     ``out[0] = allow = fraction min(size_a, size_b)``, ``out[1] = measured = −φ₀``,
     ``out[2] = predicted = −(φ₀ + δt J_n vq)`` (J_n: row 3i + 2 of ``J``) and
-    ``out[3] = max(measured, predicted) / allow``. Returns the largest ratio."""
+    ``out[3] = max(measured, predicted) / allow``. Returns the largest ratio and the smallest φ₀."""
     n_v = vq.shape[0]
     peak = -np.inf
+    phi_min = np.inf
     for i in range(phi.shape[0]):
         allow = fraction * min(size[a[i]], size[b[i]])
         vn = 0.0
@@ -168,7 +170,8 @@ def overlap_ratios(phi, a, b, size, fraction, J, vq, dt, out):  # pragma: no cov
         out[2, i] = p
         out[3, i] = r
         peak = max(peak, r)
-    return peak
+        phi_min = min(phi_min, phi[i])
+    return peak, phi_min
 
 
 @njit(cache=True)

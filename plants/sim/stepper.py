@@ -477,10 +477,7 @@ class Simulator:
         Rg, pg = self._geometry_poses(data)
         c = scene.detector.detect(Rg, pg)
         rows = self._contact_rows if self.compiled else self._contact_rows_numpy
-        F, point, J, k, tau_d, mu, trees, joints, local = rows(c, Rg, pg, Jw)
-        self_contact = trees[:, 0] == trees[:, 1]
-        if self_contact.any():  # a robot touching itself touches its tree once (ContactProblem's
-            trees[self_contact, 1] = -1  # convention): listed twice, W_ii and R_i would double
+        F, point, J, k, tau_d, mu, trees, joints, local = rows(c, Rg, pg, Jw)  # (a self-contact's tree once)
         # the bodies behind the contacts, for body-level splitting (SubADMM, seed 000 eq. 30-31)
         bodies = ContactBodies.trusted(
             model=model, q=q0, joints=joints, points=point, frames=F, local_points=local, world_jacobian=Jw,
@@ -776,6 +773,8 @@ class Simulator:
         F = tangent_basis(c.normal)  # (n_c, 3, 3) rows (t1, t2, n)
         J = self._contact_jacobian_numpy(F, point, Jw, sa, sb)
         trees = np.stack([self._slot_tree[sa], self._slot_tree[sb]], axis=1).astype(np.int64)
+        self_contact = trees[:, 0] == trees[:, 1]  # a robot touching itself touches its tree once
+        trees[self_contact, 1] = -1  # (ContactProblem's convention): listed twice, W_ii and R_i would double
         joints = np.stack([scene.geom_joint[c.a], scene.geom_joint[c.b]], axis=1)
         # the point in each joint's frame: r = R_geom (R_worldᵀ (p − p_world)) + p_geom (the geometry
         # sits at (R_geom, p_geom) in its joint's frame and at (R_world, p_world) in the world)
@@ -824,7 +823,7 @@ class Simulator:
                 problem, result, self.step_index, self.t,
             )
         v = result.v
-        peak = max(v.max(), -v.min()) if v.size else 0.0  # max |v_i|
+        peak = np.abs(v).max() if v.size else 0.0  # max |v_i|
         if not math.isfinite(peak) or (self.max_speed is not None and peak > self.max_speed):
             raise SimulationDivergedError(
                 f"simulation diverged at step {self.step_index} (t = {self.t:.6g} s): the "
@@ -906,8 +905,8 @@ class Simulator:
             elif self.plausibility is None:
                 st_min_phi[i] = c.phi.min()
             else:
-                peak, allow, measured, predicted, ratios = self._overlap_ratios(c, r)
-                st_min_phi[i] = -measured.max()  # measured = −φ₀
+                peak, allow, measured, predicted, ratios, phi_min = self._overlap_ratios(c, r)
+                st_min_phi[i] = phi_min
                 st_penetration_ratio[i] = peak
                 if peak >= 1.0:
                     flags |= PlausibilityFlag.DEEP_PENETRATION
@@ -940,27 +939,27 @@ class Simulator:
             bar.update(n)
 
     def _overlap_ratios(self, c, result: ContactSolverResult) -> tuple[float, np.ndarray, np.ndarray, np.ndarray,
-                                                                       np.ndarray]:
-        """(peak, allow, measured, predicted, ratios) of the last step's contacts ``c``: ``allow`` (n_c,) the
-        overlap allowance [m] (``penetration_fraction`` × the smaller geometry's size), ``measured``
-        and ``predicted`` overlaps of :meth:`_overlaps`, ``ratios = max(measured, predicted) / allow``
-        and its largest entry. Compiled (:func:`~plants.sim._stepper_kernels.overlap_ratios`) when
+                                                                       np.ndarray, float]:
+        """(peak, allow, measured, predicted, ratios, min φ₀) of the last step's contacts ``c``: ``allow``
+        (n_c,) the overlap allowance [m] (``penetration_fraction`` × the smaller geometry's size),
+        ``measured`` and ``predicted`` overlaps of :meth:`_overlaps`, ``ratios = max(measured,
+        predicted) / allow``, its largest entry and the smallest gap φ₀ [m]. Compiled (:func:`~plants.sim._stepper_kernels.overlap_ratios`) when
         numba is present, else :meth:`_overlap_ratios_numpy`, the reference."""
         if not self.compiled:
             return self._overlap_ratios_numpy(c, result)
         p = self.last_problem
         vq = result.v if self.theta_vq == 1.0 else self.theta_vq * result.v + (1.0 - self.theta_vq) * p.v0
         out = np.empty((4, c.n_c))
-        peak = overlap_ratios(c.phi, c.a, c.b, self._geom_size, self.plausibility.penetration_fraction, p.J, vq,
-                              self.dt, out)
-        return peak, out[0], out[1], out[2], out[3]
+        peak, phi_min = overlap_ratios(c.phi, c.a, c.b, self._geom_size, self.plausibility.penetration_fraction, p.J,
+                                       vq, self.dt, out)
+        return peak, out[0], out[1], out[2], out[3], phi_min
 
     def _overlap_ratios_numpy(self, c, result: ContactSolverResult) -> tuple:
         """Reference of :meth:`_overlap_ratios`."""
         allow = self.plausibility.penetration_fraction * np.minimum(self._geom_size[c.a], self._geom_size[c.b])
         measured, predicted = self._overlaps(c.phi, result)
         ratios = np.maximum(measured, predicted) / allow
-        return float(ratios.max()), allow, measured, predicted, ratios
+        return float(ratios.max()), allow, measured, predicted, ratios, float(-measured.max())
 
     def _overlaps(self, phi0: np.ndarray, result: ContactSolverResult) -> tuple[np.ndarray, np.ndarray]:
         """(measured, predicted): (n_c,) overlap of each contact of the last step at its start (−φ₀)
