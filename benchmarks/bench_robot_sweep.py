@@ -72,7 +72,7 @@ def markdown(result: dict) -> str:
              f"Run {result['timestamp']} on {m['processor']} ({m['cpu_count']} cores, shared with other "
              f"engineers' jobs: load average {', '.join(f'{x:.1f}' for x in m['load_avg'])}; times are noisy). "
              "example-robot-data robots no other test uses, default options, 1 s under gravity at δt = 1 ms "
-             "(arms fixed 10 cm above a ground plane through a task file; legged robots dropped with a "
+             "(arms fixed 30 cm above a ground plane through a task file; legged robots dropped with a "
              "floating base). LCS: largest relative error of A / B against central differences of forward "
              "dynamics at a random state. Cells: non-converged steps / 1000 (advanced on the best iterate), "
              "the largest joint-limit violation [rad] (≤ its near-rigid bound max |v| δt/2π, at least 1e-3, in "

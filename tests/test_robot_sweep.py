@@ -6,8 +6,8 @@ would: a fixed-base arm through a task file (the robot's URDF by ``package://`` 
 plane, one contact pair), a legged robot through ``SceneBuilder.add_urdf(floating_base=True)``
 and ``MultibodyPlant.from_urdf(root_joint="freeflyer")``. Checked: the LCS's A and B against
 central finite differences of forward dynamics at a random state (tangent-space directions for
-the free-flyer, 1e-5 relative), a short SAP run (finite, joint limits held), the viewer's HTML
-recording; the slow test runs 1 s with every solver. docs/own-robot.md, "Robots we did not write".
+the free-flyer, 1e-5 relative), an arm's distal-link pose by inverse kinematics (1e-6), a
+short SAP run (finite, joint limits held), the viewer's HTML recording; the slow test runs 1 s with every solver. docs/own-robot.md, "Robots we did not write".
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pinocchio as pin
 import pytest
 
 from plants import load_task_file
-from plants.multibody import ModelImportWarning, MultibodyPlant, example_robot_data_path
+from plants.multibody import ModelImportWarning, MultibodyPlant, example_robot_data_path, frame_pose, solve_ik
 from plants.sim import NonConvergenceWarning, Simulator
 from plants.sim.geometry import ContactParams
 from plants.sim.scene import SceneBuilder
@@ -47,7 +47,7 @@ SOLVERS = ("sap", "canal", "subadmm", "nsn", "pgs")
 GROUND = """<mujoco model="ground"><worldbody>
   <geom name="ground" type="plane" size="2 2 0.01"/></worldbody></mujoco>"""
 TASK = """models:
-  - {{file: "package://example-robot-data/{file}", base_position: [0, 0, 0.1]}}
+  - {{file: "package://example-robot-data/{file}", base_position: [0, 0, 0.3]}}
   - {{file: ground.xml}}
 contacts:
   - {{a: {link}, b: ground, mu: 0.5}}
@@ -80,15 +80,25 @@ def load(name: str, tmp_path):
     return plant, b.build()
 
 
+def random_configuration(model, rng) -> np.ndarray:
+    """A seeded random configuration: q0 ⊕ (uniform tangent in [−1, 1]), then every one-dof joint
+    with finite limits uniform inside them (clipped to ±3)."""
+    q = pin.integrate(model, pin.neutral(model), rng.uniform(-1.0, 1.0, model.nv))
+    for j in range(1, model.njoints):
+        jm = model.joints[j]
+        lo, hi = model.lowerPositionLimit[jm.idx_q], model.upperPositionLimit[jm.idx_q]
+        if jm.nq == 1 and abs(lo) < 1e30 and abs(hi) < 1e30:
+            q[jm.idx_q] = rng.uniform(max(lo, -3.0), min(hi, 3.0))
+    return q
+
+
 def lcs_finite_difference_errors(plant, seed: int = 19, h: float = 1e-6, dt: float = 0.01):
     """Largest relative errors of the LCS's A and B against central differences of the smooth
     step (v⁺ = v + δt a(x, u), q⁺ = q ⊕ δt v⁺, a from forward dynamics) at a random state inside
     the joint limits. q-directions are tangent (q ⊕ ±h e_i), compared with A_q N(q)."""
     model = plant.model
     rng = np.random.default_rng(seed)
-    lo = np.maximum(model.lowerPositionLimit, -3.0)
-    hi = np.minimum(model.upperPositionLimit, 3.0)
-    q = pin.randomConfiguration(model, lo, hi)
+    q = random_configuration(model, rng)
     v = rng.normal(size=plant.n_v)
     u = rng.normal(size=plant.n_u)
     L = plant.lcs(np.concatenate([q, v]), u, dt=dt)
@@ -106,6 +116,19 @@ def lcs_finite_difference_errors(plant, seed: int = 19, h: float = 1e-6, dt: flo
     B_fd = np.column_stack([(step(q, v, u + h * e) - step(q, v, u - h * e)) / (2 * h) for e in np.eye(plant.n_u)])
     A = np.hstack([L.A[:, :plant.n_q] @ pin.tangentMap(model, q), L.A[:, plant.n_q:]])
     return (np.abs(A - A_fd).max() / np.abs(A_fd).max(), np.abs(L.B - B_fd).max() / np.abs(B_fd).max())
+
+
+def check_ik(model, frame: str, seed: int = 19) -> None:
+    """solve_ik reaches the frame's pose at a random configuration inside the limits, to 1e-6
+    by forward kinematics, inside the limits."""
+    q_target = random_configuration(model, np.random.default_rng(seed))
+    p, R = frame_pose(model, q_target, frame)
+    oriented = model.nv >= 6
+    result = solve_ik(model, frame, p, R if oriented else None)
+    assert result.converged
+    p_ik, R_ik = frame_pose(model, result.q, frame)
+    assert np.abs(p_ik - p).max() <= 1e-6 and (not oriented or np.abs(R_ik - R).max() <= 1e-6)
+    assert (result.q >= model.lowerPositionLimit - 1e-12).all() and (result.q <= model.upperPositionLimit + 1e-12).all()
 
 
 def limit_violation(scene, traj) -> tuple[float, float]:
@@ -130,6 +153,8 @@ def test_robot_loads_linearizes_simulates_and_renders(name, tmp_path):
     assert list(plant.model.names) == list(scene.model.names)
     err_A, err_B = lcs_finite_difference_errors(plant)
     assert err_A <= 1e-5 and err_B <= 1e-5
+    if name in ARMS:  # the distal link's pose (position only below 6 dofs) by inverse kinematics
+        check_ik(plant.model, ARMS[name][1])
     # the scene with the simulator's defaults: a short run under gravity
     traj = Simulator(scene, dt=DT).run(0.15)
     assert np.isfinite(traj.q).all() and (traj.stats["status"] == 0).all()
@@ -142,6 +167,22 @@ def test_robot_loads_linearizes_simulates_and_renders(name, tmp_path):
         html = viewer.save_html(tmp_path / f"{name}.html").read_text()
     assert [s.name for s in viewer.shapes] == [g.name for g in scene.geometries]
     assert frames == 4 and "animation" in html.lower() and len(html) > 200_000
+
+
+def test_default_start_is_inside_the_joint_limits_for_planning_and_simulation():
+    """Kinova's neutral configuration (q = 0) lies 0.82 rad below joint 2's lower limit: the
+    planning plant's start (the task file's default) is clipped into the limits as the scene's is.
+    Before, a task file started the scene 0.82 rad outside the limit and SAP's limit impulse threw
+    the arm at 2400 rad/s at step 0 (SimulationDivergedError)."""
+    path = example_robot_data_path(ARMS["kinova"][0])
+    plant = MultibodyPlant.from_urdf(path, [])
+    model = plant.model
+    q_neutral = pin.neutral(model)
+    assert (q_neutral < model.lowerPositionLimit - 0.5).any()  # the file's neutral: outside
+    assert (plant.q0 >= model.lowerPositionLimit).all() and (plant.q0 <= model.upperPositionLimit).all()
+    b = SceneBuilder()
+    b.add_urdf(path, ContactParams(1e5, 1e-3, 0.5))
+    np.testing.assert_array_equal(b.build().q0, plant.q0)
 
 
 @pytest.mark.slow
