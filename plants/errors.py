@@ -174,8 +174,9 @@ class UnreachablePoseError(MultibodyValueError):
     def __init__(self, frame: str, result: Any):
         super().__init__(
             f"frame {frame!r} cannot reach its target within the joint limits: the closest "
-            f"configuration found leaves {result.position_error:.3g} m of position error and "
-            f"{result.rotation_error:.3g} rad of rotation error (tolerance {result.tolerance:.1g}; "
-            f"{result.attempts} starts)")
+            f"configuration found leaves {result.position_error:.3g} m of position error"
+            + (f" and {result.rotation_error:.3g} rad of rotation error"
+               if getattr(result, "oriented", True) else "")
+            + f" (tolerance {result.tolerance:.1g}; {result.attempts} starts)")
         self.frame = frame
         self.result = result

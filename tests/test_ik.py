@@ -102,6 +102,9 @@ def test_ik_reports_an_unreachable_pose(path, frame):
     assert _inside_limits(model, result.q)
     message = str(UnreachablePoseError(frame, result))
     assert frame in message and f"{result.position_error:.3g} m" in message
+    assert "rotation error" not in message  # a position-only target
+    oriented = solve_ik(model, frame, [3.0, 0.0, 0.2], np.eye(3), options=IKOptions(restarts=0))
+    assert not oriented.converged and "rad of rotation error" in str(UnreachablePoseError(frame, oriented))
 
 
 def test_ik_bad_input_names_the_argument():

@@ -93,6 +93,7 @@ class IKResult:
         iterations: Levenberg-Marquardt iterations over all starts.
         attempts: starts tried (1 + restarts used).
         tolerance: the ``tol`` it was solved to.
+        oriented: whether the target had an orientation (else ``rotation_error`` is 0).
     """
 
     q: np.ndarray
@@ -103,6 +104,7 @@ class IKResult:
     iterations: int
     attempts: int
     tolerance: float
+    oriented: bool = True
 
     @property
     def converged(self) -> bool:
@@ -312,4 +314,4 @@ def solve_ik(model: Any, frame: str, position: Any, rotation: Any = None, *, q0:
     status = IKStatus.CONVERGED if best_err <= options.tol else IKStatus.NOT_REACHED
     return IKResult(q=best_q, status=status, frame=frame, position_error=pos_err,
                     rotation_error=rot_err, iterations=iterations, attempts=attempts,
-                    tolerance=options.tol)
+                    tolerance=options.tol, oriented=R_star is not None)
