@@ -106,8 +106,9 @@ def main(argv=None) -> dict:
     for name in robots:
         _report.say(f"{name} ...")
         r = result["robots"][name] = run_robot(name, solvers)
-        _report.say(f"{name}: " + ", ".join(f"{s} {v.get('non_converged', 'F')} nc, viol {v.get('limit_violation', 0):.1e}"
-                                            for s, v in r["runs"].items()))
+        _report.say(f"{name}: " + ", ".join(
+            f"{s} {v.get('non_converged', 'F')} nc, viol {v.get('limit_violation', 0):.1e}"
+            for s, v in r["runs"].items()))
     if args.quick or args.robots:
         return result
     _report.publish(result, markdown(result), KEY, JSON_PATH)

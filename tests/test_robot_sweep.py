@@ -7,7 +7,8 @@ plane, one contact pair), a legged robot through ``SceneBuilder.add_urdf(floatin
 and ``MultibodyPlant.from_urdf(root_joint="freeflyer")``. Checked: the LCS's A and B against
 central finite differences of forward dynamics at a random state (tangent-space directions for
 the free-flyer, 1e-5 relative), an arm's distal-link pose by inverse kinematics (1e-6), a
-short SAP run (finite, joint limits held), the viewer's HTML recording; the slow test runs 1 s with every solver. docs/own-robot.md, "Robots we did not write".
+short SAP run (finite, joint limits held), the viewer's HTML recording; the slow test runs 1 s
+with every solver. docs/own-robot.md §4, "Robots we did not write".
 """
 
 from __future__ import annotations
