@@ -18,6 +18,8 @@ __all__ = [
     "UnknownGeometryError",
     "UnknownJointError",
     "MissingCollisionGeometryError",
+    "UnknownFrameError",
+    "UnreachablePoseError",
 ]
 
 
@@ -147,3 +149,34 @@ class MissingCollisionGeometryError(MultibodyValueError):
         )
         self.name = name
         self.geometries = list(geometries)
+
+
+class UnknownFrameError(MultibodyValueError):
+    """A frame name (inverse kinematics target) is not a frame of the model; ``.frames`` lists
+    the valid ones (links, joints and fixed frames)."""
+
+    def __init__(self, name: str, frames: Sequence[str]):
+        super().__init__(f"unknown frame {name!r}; frames of the model: {_listing(frames)}")
+        self.name = name
+        self.frames = list(frames)
+
+
+class UnreachablePoseError(MultibodyValueError):
+    """Inverse kinematics found no configuration within the joint limits that puts a frame at
+    its target pose.
+
+    Attributes:
+        frame: the frame's name.
+        result: the best :class:`plants.multibody.ik.IKResult` found (``.q``, ``.position_error``
+            [m], ``.rotation_error`` [rad]).
+    """
+
+    def __init__(self, frame: str, result: Any):
+        super().__init__(
+            f"frame {frame!r} cannot reach its target within the joint limits: the closest "
+            f"configuration found leaves {result.position_error:.3g} m of position error"
+            + (f" and {result.rotation_error:.3g} rad of rotation error"
+               if getattr(result, "oriented", True) else "")
+            + f" (tolerance {result.tolerance:.1g}; {result.attempts} starts)")
+        self.frame = frame
+        self.result = result

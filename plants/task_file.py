@@ -67,6 +67,7 @@ TASK_KEYS: dict[str | None, tuple[str, ...]] = {
     "cost": ("Q", "Q_velocity", "R", "QN_scale"),
     "simulation": ("solver", "dt", "control_rate", "duration", "self_collision"),
     "success": ("tolerance", "orientation_tolerance", "joints"),
+    "ik": ("frame", "position", "quaternion", "rpy", "joints"),
 }
 
 _DEFAULT_PARAMS = {"stiffness": 1e5, "dissipation": 1e-3, "mu": 0.5}
@@ -449,22 +450,28 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
         raise r.error(key, str(e)) from None
 
     # ---------------------------------------------------------------- states by joint name
+    ik_joints: dict[str, list[str]] = {}
+
     def state(key: str, base: np.ndarray | None) -> np.ndarray:
         spec = r.get((key,), None) or {}
         if not isinstance(spec, dict):
-            raise r.error((key,), "must map joint names to positions (and 'velocities:')")
-        pos = {k: v for k, v in spec.items() if k != "velocities"}
+            raise r.error((key,), "must map joint names to positions (and 'velocities:', 'ik:')")
+        pos = {k: v for k, v in spec.items() if k not in ("velocities", "ik")}
         vel = spec.get("velocities") or {}
         from .multibody.names import state_from_joints
 
         try:
             q_base = plant.q0 if base is None else base[:plant.n_q]
-            return state_from_joints(plant.model, q_base, pos, vel)
+            x = state_from_joints(plant.model, q_base, pos, vel)
         except (MultibodyError, ValueError, TypeError) as e:
             bad = next((k for k in list(pos) + list(vel) if k in str(e)), None)
             where = (key,) if bad is None else ((key, bad) if bad in pos
                                                  else (key, "velocities", bad))
             raise r.error(where, str(e), at_key=True) from None
+        if "ik" in spec:
+            x[:plant.n_q], ik_joints[key] = _solve_ik_targets(r, (key, "ik"), plant.model,
+                                                              x[:plant.n_q])
+        return x
 
     x0 = state("start", None)
     x_goal = state("goal", x0)
@@ -589,7 +596,8 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
     r.mapping(("success",), "success")
     tolerance = r.number(("success", "tolerance"), 0.02, positive=True)
     orientation_tolerance = r.number(("success", "orientation_tolerance"), 0.05, positive=True)
-    goal_joints = tuple(k for k in (r.get(("goal",)) or {}) if k != "velocities")
+    goal_joints = tuple(k for k in (r.get(("goal",)) or {}) if k not in ("velocities", "ik"))
+    goal_joints += tuple(j for j in ik_joints.get("goal", ()) if j not in goal_joints)
     if "joints" in (r.get(("success",)) or {}):  # judge only these goal joints
         judged = r.names(("success", "joints"))
         for i, j in enumerate(judged):
@@ -644,6 +652,57 @@ def _model_parts(r: _Reader, top: dict[str, Any], base: Path, ModelPart: Any,
         raise r.error((), "missing required key 'model' (the URDF or MJCF file) or 'models' "
                       "(a list of them)")
     return [ModelPart(file(("model",)), "", **placement(()))]
+
+
+def _solve_ik_targets(r: _Reader, path: tuple[Any, ...], model: Any,
+                      q: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """``start.ik`` / ``goal.ik``: one target ``{frame, position, quaternion | rpy, joints}`` or a
+    list of them, solved in order by :func:`plants.multibody.ik.solve_ik` from ``q`` (the named
+    joints' values, else the file's start). Returns the configuration and the joints moved."""
+    from .multibody.errors import UnknownFrameError, UnknownJointError, UnreachablePoseError
+    from .multibody.ik import _frame_id, _moved_dofs, solve_ik
+    from .multibody.orientation import rpy_quaternion
+
+    spec = r.get(path)
+    targets = [(path + (i,), t) for i, t in enumerate(spec)] if isinstance(spec, list) \
+        else [(path, spec)]
+    if not targets:
+        raise r.error(path, "must be a target {frame:, position:} or a non-empty list of them")
+    moved: list[str] = []
+    for p, _ in targets:
+        t = r.mapping(p, "ik")
+        for req in ("frame", "position"):
+            if req not in t:
+                raise r.error(p, f"an inverse-kinematics target needs '{req}'")
+        if "quaternion" in t and "rpy" in t:
+            raise r.error(p + ("rpy",), "give 'quaternion' or 'rpy', not both", at_key=True)
+        frame = r.string(p + ("frame",), "")
+        position = r.vector(p + ("position",), 3, None)
+        rotation = None
+        if "quaternion" in t:
+            rotation = r.vector(p + ("quaternion",), 4, None)
+            n = float(np.linalg.norm(rotation))
+            if not abs(n - 1.0) <= 1e-3:
+                raise r.error(p + ("quaternion",), f"must be a unit quaternion [qx, qy, qz, qw], "
+                              f"got norm {n:.6g}")
+        elif "rpy" in t:
+            rotation = rpy_quaternion(r.vector(p + ("rpy",), 3, None))
+        joints = r.names(p + ("joints",)) if "joints" in t else None
+        try:
+            ids, _ = _moved_dofs(model, _frame_id(model, frame), joints)
+            result = solve_ik(model, frame, position, rotation, q0=q, joints=joints)
+        except UnknownFrameError as e:
+            raise r.error(p + ("frame",), str(e)) from None
+        except UnknownJointError as e:
+            bad = next((i for i, j in enumerate(joints or ()) if j == e.name), None)
+            raise r.error(p + ("joints",) + (() if bad is None else (bad,)), str(e)) from None
+        except ValueError as e:
+            raise r.error(p, str(e)) from None
+        if not result.converged:
+            raise r.error(p + ("position",), str(UnreachablePoseError(frame, result)))
+        q = result.q
+        moved += [model.names[j] for j in ids if model.names[j] not in moved]
+    return q, moved
 
 
 def _joint_of_state(plant: Any) -> list[str]:

@@ -12,6 +12,8 @@ Public API::
                                                                # "frictionless_spring"
     x_next, lam = plant.step(x, u, dt=0.01)                    # one LCS step
     x_ref = plant.simulate_nonlinear_step(x, u, dt=0.01)       # nonlinear reference step
+    res = solve_ik(plant.model, "ee_link", [0.4, 0, 0.1], rpy_quaternion([3.14159, 0, 0]))
+                                                               # res.q, res.status (IKStatus)
 
 The math is in ``docs/lcs-factory.md``.
 """
@@ -24,9 +26,12 @@ from .errors import (
     MultibodyError,
     MultibodyTypeError,
     MultibodyValueError,
+    UnknownFrameError,
     UnknownGeometryError,
     UnknownJointError,
+    UnreachablePoseError,
 )
+from .ik import IKOptions, IKResult, IKStatus, frame_pose, solve_ik
 from .model import FLOATING_JOINTS, LCP_REGULARIZATIONS, MultibodyPlant, solve_contact_lcp
 from .mjcf import MJCFModel, load_mjcf
 from .orientation import align_quaternions, quaternion_angle, rpy_quaternion
@@ -56,7 +61,14 @@ __all__ = [
     "UnknownGeometryError",
     "UnknownJointError",
     "MissingCollisionGeometryError",
+    "UnknownFrameError",
+    "UnreachablePoseError",
     "ModelImportWarning",
+    "solve_ik",
+    "frame_pose",
+    "IKOptions",
+    "IKResult",
+    "IKStatus",
     "load_urdf",
     "load_mjcf",
     "MJCFModel",

@@ -10,7 +10,9 @@ from ..errors import (  # noqa: F401
     MultibodyTypeError,
     MultibodyValueError,
     UnknownGeometryError,
+    UnknownFrameError,
     UnknownJointError,
+    UnreachablePoseError,
 )
 
 __all__ = [
@@ -21,6 +23,8 @@ __all__ = [
     "UnknownGeometryError",
     "UnknownJointError",
     "MissingCollisionGeometryError",
+    "UnknownFrameError",
+    "UnreachablePoseError",
 ]
 
 

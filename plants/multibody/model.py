@@ -92,7 +92,8 @@ class MultibodyPlant:
             another).
         dt, contact_model, defaults: as the arguments (plain attributes).
         q0: (n_q,) the model's start configuration (read-only): ``"qpos0"`` of an MJCF file (free
-            bodies at their start pose), else ``pinocchio.neutral``.
+            bodies at their start pose), else ``pinocchio.neutral``, clipped into the joint
+            limits (:func:`clip_into_limits`; as ``SceneBuilder.add_urdf`` starts the robot).
         model, collision_model: the Pinocchio models (do not mutate).
         contact_pairs: the configured pairs (tuple).
         B: (n_v, n_u) actuation matrix (read-only).
@@ -164,6 +165,7 @@ class MultibodyPlant:
         for key in model.referenceConfigurations:  # "qpos0" of an MJCF file: free bodies placed
             if key.key() == "qpos0" and np.shape(key.data()) == (self.n_q,):
                 q0 = np.array(key.data(), dtype=float)
+        q0 = clip_into_limits(model, q0)  # as the simulator's scenes start (Kinova: q = 0 is not)
         q0.setflags(write=False)
         self.q0 = q0
 
@@ -669,6 +671,21 @@ class MultibodyPlant:
 #: Regularizations tried, relative to max(1, max|F|), when Lemke fails on the contact LCP
 #: (as the authors' LCS simulator does with its regularized Lemke fallback).
 LCP_REGULARIZATIONS = (1e-12, 1e-10, 1e-8, 1e-6)
+
+
+def clip_into_limits(model: Any, q: Any) -> np.ndarray:
+    """A copy of the configuration ``q`` (n_q,) with each one-dof joint clipped into its position
+    limits [lowerPositionLimit, upperPositionLimit]. Some files' neutral configuration (q = 0)
+    lies outside them: Allegro's thumb joint_12.0 (lower 0.263 rad), Kinova's joint 2 (lower
+    0.82 rad); a start there makes the limit constraints push the robot back violently."""
+    q = np.array(q, dtype=float)
+    lo, hi = model.lowerPositionLimit, model.upperPositionLimit
+    for j in range(1, model.njoints):
+        jm = model.joints[j]
+        if jm.nq == 1 and jm.nv == 1:
+            i = jm.idx_q
+            q[i] = min(max(q[i], lo[i]), hi[i])
+    return q
 
 
 def solve_contact_lcp(F: np.ndarray, q: np.ndarray, where: str = "contact LCP") -> np.ndarray:

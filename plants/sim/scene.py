@@ -683,14 +683,11 @@ class SceneBuilder:
     def _initial_configuration(robot, path: Path, q0, floating_base: bool, base_position, base_quaternion,
                                q_default) -> np.ndarray:
         """(n_q,) initial configuration of a robot being added (see :meth:`add_urdf`)."""
-        q = np.array(q_default, dtype=float)
+        from ..multibody.model import clip_into_limits
+
         # the default start (neutral, or MJCF qpos0) inside the joint limits: some files' neutral
         # (q = 0) lies outside them (Allegro's thumb joint_12.0 has lower = 0.263 rad)
-        for j in range(1, robot.njoints):
-            jm = robot.joints[j]
-            if jm.nq == 1 and jm.nv == 1:
-                i = jm.idx_q
-                q[i] = min(max(q[i], robot.lowerPositionLimit[i]), robot.upperPositionLimit[i])
+        q = clip_into_limits(robot, q_default)
         n_joint_q = robot.nq - 7 if floating_base else robot.nq
         if q0 is not None:
             qj = np.asarray(q0, float).ravel()

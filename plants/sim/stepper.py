@@ -24,7 +24,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -830,7 +830,7 @@ class Simulator:
                 f"{result.solver or type(self.solver).__name__} solution has |v| = {peak:.3g}"
                 f" > max_speed = {self.max_speed} (state left unchanged); likely cause: δt = {self.dt:.3g} s"
                 f" is too large for the contact stiffness or mass ratio (seed 001 §VIII), or the"
-                f" solve did not converge (status {result.status.name})",
+                f" solve did not converge (status {result.status.name}){self._deepest_overlap(info)}",
                 problem, result, self.step_index, self.t,
             )
         vq = v if self.theta_vq == 1.0 else self.theta_vq * v + (1.0 - self.theta_vq) * self.v
@@ -839,6 +839,19 @@ class Simulator:
         self.t += self.dt
         self.step_index += 1
         return result
+
+    def _deepest_overlap(self, info: Mapping[str, Any]) -> str:
+        """'; the deepest overlap ...' naming the pair of the step's deepest contact when it
+        overlaps by more than 1 mm (a start pose inside another geometry diverges at step 0), or
+        ''."""
+        c = info.get("contacts")
+        phi = np.asarray(getattr(c, "phi", ()), dtype=float)
+        if phi.size == 0 or not phi.min() < -1e-3:
+            return ""
+        k = int(np.argmin(phi))
+        names = [g.name for g in self.scene.geometries]
+        return (f"; the geometries {names[int(c.a[k])]!r} and {names[int(c.b[k])]!r} overlap by "
+                f"{-phi[k]:.3g} m (is the start configuration inside another geometry?)")
 
     def run(self, duration: float, progress: bool = False, stream: Any = None) -> Trajectory:
         """Simulate ``duration`` seconds (rounded to whole steps) from the current state.

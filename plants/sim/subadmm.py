@@ -302,9 +302,10 @@ def _warn_limits_once() -> None:
         import warnings
 
         _LIMITS_WARNED[0] = True
-        warnings.warn("subadmm: steps with active joint-limit constraints run the 'no_body' variant "
-                      "(the body splitting of seed 000 eq. 30-31 has no pieces for joint-space rows)",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn("subadmm: steps with joint-space constraints that couple two branches of a tree "
+                      "(e.g. a mimic coupler between fingers), or with body_factorization='pinocchio', run "
+                      "the 'no_body' variant (their rows leave the branch-induced pattern of the body-split "
+                      "matrix)", RuntimeWarning, stacklevel=3)
 
 
 def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = None,
@@ -339,18 +340,16 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
         width = max(int((sizes[ct[:, 0]] + np.where(ct[:, 1] != ct[:, 0], sizes[ct[:, 1]], 0)).max(initial=0)), 1)
         blocks, cols = _piece_rows(problem, J, ci, ct[:, 0], ct[:, 1], width)
         return SlackPieces(ci, blocks, cols, np.ones(n_c))
-    if HAVE_NUMBA:  # one compiled pass; the numpy below is its reference
-        ci, tj, side, count = piece_index(np.ascontiguousarray(ct, np.int64), variant == "body")
+    if variant == "body" and problem.n_limits:
+        # joint-space rows (limits, couplers, ...) are no forces at body points: one piece per
+        # (row, tree touched), as without body splitting; they follow the geometric contacts
+        n_geo = problem.n_geometric
+        ci, tj, side, count = _piece_index(ct[:n_geo], True)
+        ci_l, tj_l, side_l, count_l = _piece_index(ct[n_geo:], False)
+        ci, tj = np.concatenate([ci, ci_l + n_geo]), np.concatenate([tj, tj_l])
+        side, count = np.concatenate([side, side_l]), np.concatenate([count, count_l])
     else:
-        # side b of a contact within one tree is a piece of its own only with body splitting
-        sides = [np.flatnonzero(ct[:, 0] >= 0),
-                 np.flatnonzero((ct[:, 1] >= 0) & ((ct[:, 1] != ct[:, 0]) | (variant == "body")))]
-        ci = np.concatenate(sides)
-        tj = np.concatenate([ct[sides[0], 0], ct[sides[1], 1]])
-        order = np.argsort(ci, kind="stable")
-        ci, tj = ci[order], tj[order]
-        side = np.concatenate([np.zeros(sides[0].size, int), np.ones(sides[1].size, int)])[order]
-        count = np.maximum(np.bincount(ci, minlength=n_c), 1).astype(float)
+        ci, tj, side, count = _piece_index(ct, variant == "body")
     if rows:
         s_max = int(np.diff(problem.tree_starts).max())
         blocks, cols = _piece_rows(problem, J, ci, tj, np.full_like(tj, -1), s_max)
@@ -361,13 +360,17 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
     b = problem.bodies
     if b is None:
         raise ValueError("variant 'body' needs problem.bodies (the stepper attaches them)")
-    joint = b.joints[ci, side]
-    if (joint <= 0).any():
+    geo = ci < problem.n_geometric
+    joint = np.zeros(ci.size, dtype=np.int64)  # 0 on the pieces of joint-space rows
+    joint[geo] = b.joints[ci[geo], side[geo]]
+    if (joint[geo] <= 0).any():
         raise ValueError("problem.bodies.joints disagree with problem.contact_trees (a tree side on the world)")
+    local = np.zeros((ci.size, 3))
+    local[geo] = b.local_points[ci[geo], side[geo]]
     # A piece on one side of a contact between two trees (or a tree and the world) is the tree's
     # part of J_i. Only a contact between two bodies of one tree is split differently: its two
     # stacked pieces ±F_i [I −[p_i]] J_b come from the body Jacobians (eq. 30-31, footnote).
-    same = np.flatnonzero(ct[ci, 0] == ct[ci, 1]) if rows else ()
+    same = np.flatnonzero(geo & (ct[ci, 0] == ct[ci, 1])) if rows else ()
     if len(same):
         sign = np.where(side[same] == 0, -1.0, 1.0)
         cs = cols[same]
@@ -378,7 +381,24 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
         C = np.cross(b.points[ci[same]][:, None, :], F)  # rows p × f: F (v_o − p × ω) = F v_o + (p × F) ω
         blocks[same] = (F @ Jw[:3].transpose(1, 0, 2) + C @ Jw[3:].transpose(1, 0, 2)) * (
             sign[:, None] * support)[:, None, :]
-    return SlackPieces(ci, blocks, cols, count, joint, b.local_points[ci, side], side)
+    return SlackPieces(ci, blocks, cols, count, joint, local, side)
+
+
+def _piece_index(ct: np.ndarray, split_same_tree: bool) -> tuple[np.ndarray, ...]:
+    """(contact, tree, side, count) of the pieces of contacts with trees ``ct`` (n, 2): compiled
+    (:func:`~plants.sim._subadmm_kernels.piece_index`), or the numpy reference without numba."""
+    if HAVE_NUMBA:  # one compiled pass; the numpy below is its reference
+        return piece_index(np.ascontiguousarray(ct, np.int64), split_same_tree)
+    # side b of a contact within one tree is a piece of its own only with body splitting
+    sides = [np.flatnonzero(ct[:, 0] >= 0),
+             np.flatnonzero((ct[:, 1] >= 0) & ((ct[:, 1] != ct[:, 0]) | split_same_tree))]
+    ci = np.concatenate(sides)
+    tj = np.concatenate([ct[sides[0], 0], ct[sides[1], 1]])
+    order = np.argsort(ci, kind="stable")
+    ci, tj = ci[order], tj[order]
+    side = np.concatenate([np.zeros(sides[0].size, int), np.ones(sides[1].size, int)])[order]
+    count = np.maximum(np.bincount(ci, minlength=ct.shape[0]), 1).astype(float)
+    return ci, tj, side, count
 
 
 def pseudo_density_beta(problem: ContactProblem, rule: str = "body", body_mass: np.ndarray | None = None) -> float:
@@ -663,6 +683,11 @@ class CompiledBodySplitFactor:
             return self.generated.solve(self.K, self.tree_starts, rhs, out)
         ltdl_solve_trees(self.K, self.dof_parent, self.tree_starts, rhs, out)
         return out
+
+
+def _select(pieces: SlackPieces, mask: np.ndarray) -> SlackPieces:
+    """The pieces where ``mask`` (their row blocks only)."""
+    return SlackPieces(pieces.contact[mask], pieces.blocks[mask], pieces.cols[mask], pieces.count)
 
 
 def _assembled_matrix(A: np.ndarray, pieces: SlackPieces, beta: float) -> np.ndarray:
@@ -997,6 +1022,25 @@ class SubADMMSolver(WarmStartedSolver):
             cache = self._mass_cache = (problem.bodies.model, np.array([I.mass for I in inertias]))
         return cache[1]
 
+    @staticmethod
+    def _fits_body_split(problem) -> bool:
+        """The joint-space rows of ``problem`` keep the body-split matrix inside the branch-induced
+        pattern of a mass matrix: each row's dofs lie on one path to the root (a limit, a PD
+        actuator or dry friction of one dof always; a coupler of two branches never)."""
+        rows = problem.J.reshape(problem.n_c, 3, -1)[problem.n_geometric:, 2]
+        support = problem.bodies.joint_support  # [j, k] = 1: dof k moves joint j
+        for r in rows:
+            dofs = np.flatnonzero(r)
+            if dofs.size <= 1:
+                continue
+            # dofs are numbered depth-first: the last one is the deepest candidate; its joint is
+            # the one, among the joints it moves, that the fewest dofs move
+            moved = np.flatnonzero(support[:, dofs[-1]])
+            owner = moved[np.argmin(support[moved].sum(axis=1))]
+            if not support[owner, dofs].all():
+                return False
+        return True
+
     def _factor(self, problem, A, pieces, beta, variant):
         if variant == "body":
             bodies = problem.bodies
@@ -1008,8 +1052,12 @@ class SubADMMSolver(WarmStartedSolver):
                     or (compiled and cache.generate != self.options.generated_solves)):
                 cache = self._body_factor = (kind(bodies.model, problem.tree_starts, self.options.generated_solves)
                                              if compiled else kind(bodies.model, problem.tree_starts))
-            points = bodies.points[pieces.contact] if compiled else pieces.local_point
-            return cache.factor(bodies, pieces.joint, points, beta, self.options.theta, problem.A)
+            geo = pieces.joint > 0
+            points = bodies.points[pieces.contact[geo]] if compiled else pieces.local_point[geo]
+            A_body = problem.A
+            if not geo.all():  # joint-space rows: β rᵀr in the matrix (a diagonal β for a limit)
+                A_body = _assembled_matrix(problem.A, _select(pieces, ~geo), beta * (1.0 - self.options.theta))
+            return cache.factor(bodies, pieces.joint[geo], points, beta, self.options.theta, A_body)
         if variant == "no_body":
             return TreeSplitFactor(A, pieces, problem.tree_starts, beta, generated=self.options.generated_solves)
         return _SparseLU(whole_system_factor(A, pieces, problem.tree_starts, beta, factors=True))
@@ -1018,10 +1066,14 @@ class SubADMMSolver(WarmStartedSolver):
         o = self.options
         t0 = time.perf_counter()
         variant = o.variant if (o.variant != "body" or problem.bodies is not None) else "no_body"
+        body_iteration = o.body_iteration
         if variant == "body" and problem.n_limits:
-            # joint limits are rows ±e_k, not forces at body points: no body pieces for them yet
-            variant = "no_body"
-            _warn_limits_once()
+            # joint-space rows (±e_k for a limit) are no forces at body points: their pieces are
+            # rows, added to the body-split matrix, and the iteration runs on piece rows
+            if o.body_factorization != "compiled" or not self._fits_body_split(problem):
+                variant = "no_body"
+                _warn_limits_once()
+            body_iteration = "rows"
         form = rigid_contact_form(problem, o.theta)
         n_c, n_v = form.n_c, form.n_v
         A, mu, c = form.A, form.mu, form.compliance
@@ -1031,7 +1083,7 @@ class SubADMMSolver(WarmStartedSolver):
         else:
             b = A @ form.v_free
         body_walk = (HAVE_NUMBA and variant == "body" and o.body_factorization == "compiled"
-                     and o.body_iteration == "bodies")  # the body iteration needs no piece rows
+                     and body_iteration == "bodies")  # the body iteration needs no piece rows
         pieces = slack_pieces(problem, variant, form.J, rows=not body_walk)
         ci, nz = np.ascontiguousarray(pieces.contact, np.int64), pieces.count
         cols = None if body_walk else np.ascontiguousarray(pieces.cols, np.int64)
@@ -1068,7 +1120,7 @@ class SubADMMSolver(WarmStartedSolver):
         rhs = np.empty(n_v)
         z = np.empty((ci.size, 3))
         arrays = (Jp, cols, ci, nz, v, lam, lam_prev, e, mu, b, rhs, alpha, z)
-        iteration = _Iteration(factor, variant, o.body_iteration, problem, pieces, arrays, o.threads)
+        iteration = _Iteration(factor, variant, body_iteration, problem, pieces, arrays, o.threads)
         z[:] = iteration.velocity(v)  # z⁰ = J v̂⁰
         rhs[:] = b
         iteration.scatter(beta * z, rhs)  # b + Σ J_pᵀ (β z_p + λ_i)
@@ -1125,7 +1177,7 @@ class SubADMMSolver(WarmStartedSolver):
                 iteration.scatter(beta * z, rhs)
                 tf = time.perf_counter()
                 factor = self._factor(problem, A, pieces, beta, variant)
-                iteration = _Iteration(factor, variant, o.body_iteration, problem, pieces, arrays, o.threads)
+                iteration = _Iteration(factor, variant, body_iteration, problem, pieces, arrays, o.threads)
                 run = iteration.run
                 t_factor += time.perf_counter() - tf
                 n_factor += 1
