@@ -86,6 +86,29 @@ def test_step5_without_contact_or_without_a_wrench(planner):
     assert planner.step5_state(x, robot) is None and math.isnan(planner.last_normal_force)
 
 
+@pytest.mark.parametrize("tuning", ["nominal", "noisy"])
+def test_deploy_planner_is_the_simulated_loops_planner(tuning):
+    """The bridged loop lost the ball the simulated loop keeps because its planner was not the
+    same: C3PlannerOptions fixed step 5's Δt_c floor at one camera period (12.5 ms against the
+    tuning's 8 ms / 4 ms: the ball ran ahead, 62.8 % in the band in the lock-step rehearsal
+    against 96.6 %) and the lead angle at 20° (the noisy tuning's is 15°). With the defaults
+    (None) the deploy planner now takes both from the closed loop's FrankaBallOptions; an
+    explicit value still wins."""
+    pytest.importorskip("pinocchio")
+    from c3mpc.tasks.franka_ball import FrankaBallOptions, build_planner
+    from hardware.planner_c3 import C3Planner, C3PlannerOptions
+    from plants import load_plant
+
+    sim, _ = build_planner(load_plant("franka-ball"), FrankaBallOptions(tuning=tuning))
+    dep = C3Planner(C3PlannerOptions(tuning=tuning)).algorithm3
+    assert dep.min_resim_dt == sim.min_resim_dt == (0.008 if tuning == "nominal" else 0.004)
+    assert dep.target.lead_angle_deg == sim.target.lead_angle_deg
+    assert dep.target.gait == sim.target.gait
+    own = C3Planner(C3PlannerOptions(tuning=tuning, min_resim_dt=0.02, lead_angle_deg=25.0))
+    assert own.algorithm3.min_resim_dt == 0.02
+    assert own.algorithm3.target.lead_angle_deg == 25.0
+
+
 def test_planner_options_are_strict():
     from hardware.errors import HardwareValueError
     from hardware.planner_c3 import C3PlannerOptions
