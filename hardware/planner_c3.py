@@ -66,12 +66,16 @@ class C3PlannerOptions(LoadableOptions):
     """Circle centre (x, y) in the base frame [m]."""
     radius: float = 0.1
     """Circle radius [m]."""
-    lead_angle_deg: float = 20.0
-    """Lead angle α_l of eq. (25) [deg]."""
+    lead_angle_deg: float | None = None
+    """Lead angle α_l of eq. (25) [deg]; None: the tuning's (20° nominal as the paper, 15°
+    noisy)."""
     table_height: float = 0.0
     """Table surface z in the base frame [m] (the plant's table is at z = 0)."""
     min_resim_dt: float | None = None
-    """Smallest Δt_c [s] of Algorithm 3's step 5; None: one camera period (1/80 s)."""
+    """Smallest Δt_c [s] of Algorithm 3's step 5; None: the closed loop's
+    (``FrankaBallOptions``: the tuning's command delay, 8 ms nominal, 4 ms noisy, which the
+    step-5 re-simulation is tuned at; one camera period, 12.5 ms, made the ball run ahead,
+    docs/deployment.md, "Bridged loop against the simulated loop")."""
     velocity_lead: bool = True
     """Add (B/K) v_d to the equilibrium (see the module docstring)."""
     acceleration_lead: bool = True
@@ -99,7 +103,8 @@ class C3PlannerOptions(LoadableOptions):
     """Normal force below which no contact is declared [N] (3 σ of a 1 N estimate)."""
 
     def __post_init__(self) -> None:
-        if not (self.radius > 0 and 0 < self.lead_angle_deg < 180):
+        if not (self.radius > 0 and (self.lead_angle_deg is None
+                                     or 0 < self.lead_angle_deg < 180)):
             raise HardwareValueError("C3PlannerOptions: radius must be > 0, lead_angle_deg in "
                                      "(0, 180)")
         if self.min_resim_dt is not None and not (self.min_resim_dt >= 0):
@@ -143,9 +148,10 @@ class C3Planner:
         imp = impedance or ImpedanceParams()
         self._k = imp.translational_stiffness
         self._b_over_k = imp.translational_damping / imp.translational_stiffness  # [s]
-        kw: dict[str, Any] = {"center": tuple(o.center), "radius": o.radius,
-                              "lead_angle_deg": o.lead_angle_deg,
-                              "min_resim_dt": o.min_resim_dt}
+        kw: dict[str, Any] = {"center": tuple(o.center), "radius": o.radius}
+        for name in ("lead_angle_deg", "min_resim_dt"):  # None: the closed loop's tuned value
+            if getattr(o, name) is not None:
+                kw[name] = getattr(o, name)
         if o.projection is not None:
             kw["projection"] = o.projection
         if o.admm_iter is not None:
