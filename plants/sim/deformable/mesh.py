@@ -258,10 +258,18 @@ def tetrahedralize(surface, edge_length: float | None = None, edge_length_fac: f
         from pytetwild import tetrahedralize as ftetwild
     except ImportError as err:
         raise ImportError("tetrahedralize needs pytetwild (fTetWild): pip install 'c3mpc[deformable-mesh]'") from err
-    # writable C-contiguous copies (the mesh's arrays are read-only, which the binding rejects)
-    X, T = ftetwild(np.array(mesh.X, np.float64, order="C"), np.array(mesh.elements, np.int32, order="C"),
-                    edge_length_fac=edge_length_fac, edge_length_abs=edge_length, optimize=bool(optimize),
-                    epsilon=float(epsilon), num_threads=int(num_threads), quiet=True)
+    import os
+    import tempfile
+
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="c3mpc-ftetwild-") as tmp:
+        os.chdir(tmp)  # fTetWild writes __tracked_surface.stl into the working directory
+        try:  # writable C-contiguous copies (the mesh's arrays are read-only, which the binding rejects)
+            X, T = ftetwild(np.array(mesh.X, np.float64, order="C"), np.array(mesh.elements, np.int32, order="C"),
+                            edge_length_fac=edge_length_fac, edge_length_abs=edge_length, optimize=bool(optimize),
+                            epsilon=float(epsilon), num_threads=int(num_threads), quiet=True)
+        finally:
+            os.chdir(cwd)
     X, T = np.asarray(X, float), np.asarray(T, np.int64)
     if T.ndim != 2 or T.shape[0] == 0:
         raise ValueError("fTetWild returned no tetrahedra (is the surface closed?)")

@@ -438,26 +438,24 @@ class DeformableSimulator:
         return np.concatenate([s.v_star for s in self._robot_steps]) if self._robots else np.zeros(0)
 
     def _robot_mass_factor(self):
-        """Cholesky factors L (M̂ = LLᵀ) per robot, and ``apply_inverse(y)`` of the block-diagonal M̂⁻¹."""
-        import scipy.linalg as sla
-
-        Ls = [np.linalg.cholesky(s.Mhat) for s in self._robot_steps]
+        """Inverse Cholesky factors L⁻¹ per robot (M̂ = LLᵀ; n_v ≤ a few tens, so explicit), and
+        ``apply_inverse(y)`` of the block-diagonal M̂⁻¹ = L⁻ᵀL⁻¹."""
+        Linvs = [np.linalg.inv(np.linalg.cholesky(s.Mhat)) for s in self._robot_steps]
+        Minvs = [Li.T @ Li for Li in Linvs]
 
         def apply_inverse(y: np.ndarray) -> np.ndarray:
             out = np.empty_like(y)
-            for L, sl in zip(Ls, self._rv_slices):
-                out[sl] = sla.cho_solve((L, True), y[sl])
+            for Mi, sl in zip(Minvs, self._rv_slices):
+                out[sl] = Mi @ y[sl]
             return out
 
-        return Ls, apply_inverse
+        return Linvs, apply_inverse
 
-    def _robot_factor_rows(self, G: np.ndarray, Ls) -> np.ndarray:
+    def _robot_factor_rows(self, G: np.ndarray, Linvs) -> np.ndarray:
         """Y = L⁻¹Gᵀ (n_rv, m): the robots' Delassus part G M̂⁻¹ Gᵀ = YᵀY."""
-        import scipy.linalg as sla
-
         Y = np.zeros((self.n_rv, G.shape[0]))
-        for L, sl in zip(Ls, self._rv_slices):
-            Y[sl] = sla.solve_triangular(L, G[:, sl].T, lower=True)
+        for Li, sl in zip(Linvs, self._rv_slices):
+            Y[sl] = Li @ G[:, sl].T
         return Y
 
     def _finish_robots(self, v_r: np.ndarray, rows: ContactRows | None, force: np.ndarray) -> None:
