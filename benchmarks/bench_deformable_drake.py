@@ -10,11 +10,14 @@ detection + W, local, global, assembly, constraint solve, correction, frame) and
 step (``Simulator.AdvanceTo``), as medians over the steps in contact, and the ratio ours/Drake.
 
 Writes ``benchmarks/results/bench_deformable_drake.json`` and the ``bench_deformable_drake``
-section of ``docs/BENCHMARKS.md``.
+section of ``docs/BENCHMARKS.md``. ``--append`` adds the sizes run to the rows already there (a
+row per size; each row keeps its own run time, load and step count), so the large sizes, whose
+Drake steps take minutes, can be run one at a time.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import time
@@ -120,6 +123,10 @@ def render(res: dict) -> str:
          "ground a compliant-hydroelastic box (Drake's deformable contact needs a meshed rigid geometry). Median "
          f"ms per step over the last two thirds of {res['steps']} steps (in contact); our phases are summed over "
          "the 5 iterations of a step (seed 004 Table 3 lists them per iteration).", "",
+         *([("Rows run separately (`--append`): " + "; ".join(
+             f"{r['ours']['vertices']} vertices: {r.get('timestamp', res['timestamp'])}, load "
+             f"{r.get('load', m['load_avg'][0]):.1f}, {r.get('steps', res['steps'])} steps" for r in res["rows"]) + "."),
+            ""] if any("timestamp" in r for r in res["rows"]) else []),
          "| vertices | tets | contacts | Schur | Local | Global | Assembly | Cst. solve | Correction | ours: step | "
          "Drake: step | ours / Drake | final bottom z ours / Drake [mm] |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
@@ -141,6 +148,8 @@ def main(argv=None) -> None:
     parser.add_argument("--cells", nargs="+", type=int, default=None,
                         help="ball resolutions (cells per diameter; (cells+1)³ vertices), default 12 16 21")
     parser.add_argument("--steps", type=int, default=None, help="steps per run (default 25; --quick 15)")
+    parser.add_argument("--append", action="store_true",
+                        help="add these sizes to the rows of the existing results (replacing the same sizes)")
     args = parser.parse_args(argv)
     import pydrake
 
@@ -151,11 +160,20 @@ def main(argv=None) -> None:
         for c in _report.track(cells, "drake", args.quiet, "meshes"):
             ours = run_ours(c, steps)
             drake = run_drake(c, steps, Path(tmp))
-            rows.append({"cells": c, "ours": ours, "drake": drake})
+            rows.append({"cells": c, "ours": ours, "drake": drake, "timestamp": _report.utc_timestamp(),
+                         "load": _report.machine_info()["load_avg"][0], "steps": steps})
             _report.say(f"ball {ours['vertices']} vertices: ours {ours['step_time']:.1f} ms/step, "
                         f"Drake {drake['step_time']:.1f} ms/step")
     res = {"timestamp": _report.utc_timestamp(), "machine": _report.machine_info(), "quick": args.quick,
            "steps": steps, "drake_version": getattr(pydrake, "__version__", "?"), "rows": rows}
+    if args.append and JSON_PATH.exists():
+        old = json.loads(JSON_PATH.read_text())
+        for r in old["rows"]:
+            r.setdefault("timestamp", old["timestamp"])
+            r.setdefault("load", old["machine"]["load_avg"][0])
+            r.setdefault("steps", old["steps"])
+        new = {r["cells"] for r in rows}
+        res["rows"] = sorted([r for r in old["rows"] if r["cells"] not in new] + rows, key=lambda r: r["cells"])
     _report.publish(res, render(res), "bench_deformable_drake", JSON_PATH)
 
 

@@ -283,7 +283,7 @@ def test_gripper_lifts_the_soft_ball_and_the_finger_forces_carry_its_weight():
 
 
 def test_panda_pinch_lifts_the_ball_with_pads_placed_by_forward_kinematics():
-    """A Panda (example-robot-data URDF) pinches and lifts a soft ball: the pads follow Pinocchio's
+    """One-way coupling: a kinematic Panda (example-robot-data URDF) pinches and lifts a soft ball: the pads follow Pinocchio's
     forward kinematics of the planned joint trajectory (at the lift's end they have risen by the
     commanded 10 cm, mid-lift their velocity is the smoothstep's 1.5 lift / lift_time, upwards),
     the ball rises with them, and the pads' vertical forces carry its weight."""
@@ -291,7 +291,7 @@ def test_panda_pinch_lifts_the_ball_with_pads_placed_by_forward_kinematics():
 
     from plants.sim.deformable.robot_obstacles import PAD_HALF_EXTENTS, PAD_OFFSET
 
-    sim = load_scene("panda-pinch", cells=4)
+    sim = load_scene("panda-pinch", cells=4, coupling="one-way")
     left = sim.world.obstacles[0]
     info = sim.info
     # forward kinematics, independently: the left pad's centre at t = 0 and after the lift

@@ -77,3 +77,24 @@ def test_headless_chromium_renders_the_ball_between_the_fingers(gripper, tmp_pat
     cos = px @ ref / ((np.linalg.norm(px, axis=1) + 1e-9) * np.linalg.norm(ref))
     ball = float(np.mean((cos > np.cos(np.radians(8))) & (px.max(axis=1) - px.min(axis=1) > 60)))
     assert ball > 0.003, f"ball-coloured pixels: {ball:.4f}"  # a 4 cm ball in a 1024×768 view: ~0.7 %
+
+
+def test_coupled_panda_link_boxes_are_drawn_where_the_kinematic_pads_are():
+    """The two-way Panda's pads, drawn by forward kinematics of its configuration, sit where the
+    one-way scene's kinematic pad obstacles are at t = 0 (same trajectory, computed independently
+    from the hand's rotation and the finger frames), and follow traj.q in a recording."""
+    two = load_scene("panda-pinch", cells=3)
+    one = load_scene("panda-pinch", cells=3, coupling="one-way")
+    with DeformableViewer(two.world) as viewer:
+        placed = {node.path.lower().rsplit("/", 1)[-1]: T for node, T in viewer.robot_transforms()}
+        for ob in one.world.obstacles[:2]:
+            side = "left" if "left" in ob.name else "right"
+            T = placed[f"{side}_pad"]
+            np.testing.assert_allclose(T[:3, 3], ob.center, atol=1e-12)
+            np.testing.assert_allclose(T[:3, :3], ob.rotation, atol=1e-12)
+        traj = two.run(0.05)
+        assert viewer.record(traj, fps=100) == 6
+        lifted = viewer.robot_transforms(traj.q[-1])
+        assert all(np.isfinite(T).all() for _, T in lifted)
+        with pytest.raises(ValueError, match="robot configurations"):
+            viewer.robot_transforms(np.zeros(3))

@@ -232,7 +232,12 @@ class NSNStepper:
         return sp.csr_matrix((rows.C.reshape(-1), cols, np.arange(m + 1) * 3), shape=(m, self.n_dof))
 
     def step(self, iterations: int | None, record: list | None, stats):
-        """One implicit-Euler step; returns (q (n, 3), λ of the contact/bilateral rows, rows)."""
+        """One implicit-Euler step; returns (q (n, 3), λ of the contact/bilateral rows, rows, the
+        applied row forces Ωλ, the coupled robots' velocities v⁺ (n_rv,)).
+
+        Coupled robots (:mod:`.coupling`) add their generalized velocities v_r to the unknowns, with
+        the dense implicit-actuator mass M̂ beside the lumped H, and the columns −ΩG to the contact
+        rows: g_r = M̂(v_r − v*) + hGᵀΩλ, the Schur matrix gains ΩG M̂⁻¹GᵀΩ, Δv_r = M̂⁻¹(−GᵀΩ hΔλ − g_r)."""
         sim, sysm, h, opt = self.sim, self.sim.system, self.sim.dt, self.sim.options
         n_it = opt.newton_iterations if iterations is None else int(iterations)
         x_t, v_t = sim.x, sim.v
@@ -248,7 +253,7 @@ class NSNStepper:
         u_tilde[pin_dof] = u_pin
 
         t0 = time.perf_counter()
-        rows = sim.detect(x_t, v_t, sim.t) if (sim.world.obstacles or sim.world.attachments) else None
+        rows = sim.detect(x_t, v_t, sim.t) if (sim.world.obstacles or sim.world.attachments or sim._robots) else None
         m_c = 0 if rows is None else rows.n_rows
         nc = 0 if rows is None else rows.n_contacts
         Hc = self._contact_matrix(rows) if m_c else None
@@ -268,6 +273,21 @@ class NSNStepper:
         lam_b = np.zeros(nb)
         lam_c = sim._warm_start(rows) if (opt.warm_start and m_c) else np.zeros(m_c)
         H_diag = self.mass.copy()
+        v_star = sim._robot_v_star()
+        vr = v_star.copy()
+        coupled = m_c and rows.G is not None
+        if coupled:
+            G = rows.G
+            Ls, m_inv = sim._robot_mass_factor()
+            Y = sim._robot_factor_rows(G, Ls)
+            Mhat = [st.Mhat for st in sim._robot_steps]
+
+            def m_mul(y):
+                out = np.empty_like(y)
+                for Mk, sl in zip(Mhat, sim._rv_slices):
+                    out[sl] = Mk @ y[sl]
+                return out
+        omega = np.ones(m_c)
         stats.schur_time = time.perf_counter() - t0
         stats.n_contacts = nc
 
@@ -314,7 +334,7 @@ class NSNStepper:
                 ob += k
             # ---- contact and bilateral rows
             if m_c:
-                Hq = Hc @ q
+                Hq = Hc @ q - h * (G @ vr) if coupled else Hc @ q
                 omega = np.ones(m_c)
                 Cc = np.zeros(m_c)
                 rc = np.zeros(m_c)
@@ -356,12 +376,27 @@ class NSNStepper:
                 return J @ (Hinv * (JT @ y)) + Cmat @ y
 
             diag = J.multiply(J) @ Hinv + Cd + eps
-            y = conjugate_residual(K, J @ (Hinv * g) - hres, opt.cr_iterations, diagonal=diag)  # = hΔλ
+            rhs = J @ (Hinv * g) - hres
+            if coupled:  # the robots' columns −ΩG on the contact rows (the last m_c rows)
+                oc = slice(lam.size - m_c, lam.size)
+                g_r = m_mul(vr - v_star) + h * (G.T @ (omega * lam_c))
+                K0 = K
+
+                def K(y, K0=K0, omega=omega):
+                    out = K0(y)
+                    out[oc] += omega * (Y.T @ (Y @ (omega * y[oc])))
+                    return out
+
+                diag[oc] += omega**2 * (Y**2).sum(0)
+                rhs[oc] -= omega * (G @ m_inv(g_r))
+            y = conjugate_residual(K, rhs, opt.cr_iterations, diagonal=diag)  # = hΔλ
             du = Hinv * (JT @ y - g)
             stats.constraint_time += time.perf_counter() - t0
             t_step = float(opt.damping)
             lam = lam + t_step * y / h
             u = u + t_step * du
+            if coupled:
+                vr = vr + t_step * m_inv(-(G.T @ (omega * y[oc])) - g_r)
             lam_el, lam_b, lam_c = lam[:ne], lam[ne:ne + nb], lam[ne + nb:]
             J_el_prev, du_prev = J_el, t_step * du
             if record is not None:
@@ -370,5 +405,7 @@ class NSNStepper:
         self.last_lambda_elastic = lam_el
         if m_c and nc:
             gaps = (rows.C[iN] * q[sysm.free[rows.node[iN]]]).sum(1) - rows.offset[iN]
+            if coupled:
+                gaps -= h * (G[iN] @ vr)
             stats.min_gap = float(gaps.min())
-        return q, lam_c, rows
+        return q, lam_c, rows, omega * lam_c, vr

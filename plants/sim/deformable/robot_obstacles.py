@@ -1,6 +1,13 @@
-"""A robot's links as moving obstacles of a deformable world: a Franka Panda's two finger pads,
-placed by Pinocchio forward kinematics along a joint trajectory (one-way coupling: the robot is
-kinematic, the deformable body's contact forces on the pads are reported, not fed back).
+"""A robot's links as contact geometry of a deformable world: a Franka Panda's two finger pads.
+
+Two couplings:
+
+* one-way (:func:`panda_finger_pads`): the pads are kinematic obstacles placed by Pinocchio
+  forward kinematics along a joint trajectory; the deformable body's contact forces on them are
+  reported, not fed back;
+* two-way (:func:`panda_coupled_robot`): the Panda is a :class:`~.coupling.CoupledRobot` whose
+  joint PD actuators track the same trajectory; the pads' contact rows enter its dynamics, so
+  the ball pushes the fingers open and hangs on the arm's actuators.
 
 :func:`panda_pinch_trajectory` plans the joint trajectory of a top-down pinch-and-lift (damped
 least-squares IK for the hand, fingers closed by a smoothstep); :func:`panda_finger_pads` turns it
@@ -16,14 +23,21 @@ import numpy as np
 
 from .obstacles import BoxObstacle
 
-__all__ = ["PandaTrajectory", "panda_pinch_trajectory", "panda_finger_pads", "PAD_HALF_EXTENTS", "PAD_OFFSET", "READY"]
+__all__ = ["PandaTrajectory", "panda_pinch_trajectory", "panda_finger_pads", "panda_coupled_robot", "PAD_HALF_EXTENTS",
+           "PAD_OFFSET", "READY", "PANDA_KP", "PANDA_KD"]
 
 PAD_HALF_EXTENTS = (0.01, 0.004, 0.012)
 """Half extents [m] of a fingertip pad box in the hand frame (x, y: the closing direction, z)."""
 PAD_OFFSET = 0.045
+"""Distance [m] of the pad centre from the finger frame's origin along the hand's z axis."""
 READY = (0.0, -np.pi / 4, 0.0, -3 * np.pi / 4, 0.0, np.pi / 2, np.pi / 4)
 """The Panda's usual ready configuration (hand pointing down), the IK's start."""
-"""Distance [m] of the pad centre from the finger frame's origin along the hand's z axis."""
+PANDA_KP = (600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0, 1000.0, 1000.0)
+"""Joint stiffness of :func:`panda_coupled_robot`'s PD actuators: the arm's are the stiffness of
+franka_ros's joint impedance example [N·m/rad]; the fingers' [N/m] makes a 1 N squeeze open a
+finger by 5 mm, so the ball's push back shows in the finger joints."""
+PANDA_KD = (50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0, 10.0, 10.0)
+"""Joint damping of :func:`panda_coupled_robot`'s PD actuators [N·m·s/rad, N·s/m]."""
 
 
 def _panda_model():
@@ -130,3 +144,27 @@ def panda_finger_pads(trajectory: PandaTrajectory, mu: float = 0.8, eps: float =
 
     return tuple(BoxObstacle(name=name, mu=mu, center=start[k], half_extents=PAD_HALF_EXTENTS, rotation=R0,
                              motion=motion(k)) for k, name in enumerate(("panda_left_pad", "panda_right_pad")))
+
+
+def panda_coupled_robot(trajectory: PandaTrajectory, mu: float = 0.8, kp=PANDA_KP, kd=PANDA_KD,
+                        name: str = "panda"):
+    """The Panda as a :class:`~.coupling.CoupledRobot` (two-way coupling): the example-robot-data
+    URDF (9 DoFs: 7 arm joints and the two finger joints, each with its own actuator), joint PD
+    actuators with gravity compensation tracking ``trajectory`` (``kp``, ``kd`` per joint), and the
+    two fingertip pads of :func:`panda_finger_pads` as :class:`~.coupling.LinkBox` es on the
+    ``panda_leftfinger``/``panda_rightfinger`` frames (contact-force keys ``"<name>/left_pad"`` and
+    ``"<name>/right_pad"``)."""
+    from .coupling import CoupledRobot, LinkBox
+
+    pin, model = _panda_model()
+    data = model.createData()
+    q0 = trajectory(0.0)
+    pin.framesForwardKinematics(model, data, q0)
+    R = data.oMf[model.getFrameId("panda_hand")].rotation
+    shapes = []
+    for side, frame, label in ((1.0, "panda_leftfinger", "left_pad"), (-1.0, "panda_rightfinger", "right_pad")):
+        oMf = data.oMf[model.getFrameId(frame)]
+        centre = oMf.translation + R @ np.array([0.0, side * PAD_HALF_EXTENTS[1], PAD_OFFSET])
+        shapes.append(LinkBox(frame, PAD_HALF_EXTENTS, translation=oMf.rotation.T @ (centre - oMf.translation),
+                              rotation=oMf.rotation.T @ R, mu=mu, name=f"{name}/{label}"))
+    return CoupledRobot(name, model, tuple(shapes), q0, kp=kp, kd=kd, q_ref=trajectory, gravity_compensation=True)

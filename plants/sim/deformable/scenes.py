@@ -277,18 +277,31 @@ def gripper_ball(dt=None, radius: float = 0.04, cells: int = 5, youngs: float = 
 def panda_pinch(dt=None, radius: float = 0.03, cells: int = 5, youngs: float = 1e5, poisson: float = 0.4,
                 density: float = 1000.0, mu: float = 0.8, squeeze: float = 0.006, lift: float = 0.1,
                 close_time: float = 0.3, lift_start: float = 0.4, lift_time: float = 0.4, center=(0.45, 0.0),
-                material: str = "neohookean") -> DeformableSceneSpec:
-    """A Franka Panda (example-robot-data URDF, Pinocchio forward kinematics) pinches a soft ball on
-    the ground from above between its two fingertip pads and lifts it by ``lift`` [m]: the pads are
-    moving obstacles with the velocities of the robot's joint trajectory (one-way coupling;
-    :mod:`.robot_obstacles`). ``info["trajectory"]``: the Panda's joint trajectory q(t)."""
-    from .robot_obstacles import panda_finger_pads, panda_pinch_trajectory
+                material: str = "neohookean", coupling: str = "two-way") -> DeformableSceneSpec:
+    """A Franka Panda (example-robot-data URDF) pinches a soft ball on the ground from above between
+    its two fingertip pads and lifts it by ``lift`` [m] along a planned joint trajectory
+    (``info["trajectory"]``, q(t)); the fingers are commanded to close to ``radius − squeeze``.
 
+    ``coupling="two-way"`` (default): the Panda is a :class:`~.coupling.CoupledRobot`, its joint
+    PD actuators (gravity-compensated, :data:`~.robot_obstacles.PANDA_KP`) track the trajectory and
+    the pads' contact rows act on its dynamics: the ball pushes the fingers open (their deflection
+    times the finger stiffness is the squeeze force) and hangs on the arm's actuators; the robot's
+    state is ``traj.q``/``traj.v`` (9 columns), its torques ``sim.robot_torques("panda")``.
+    ``coupling="one-way"``: the pads are kinematic obstacles following the trajectory's forward
+    kinematics (:mod:`.robot_obstacles`), the fingers close fully whatever the ball does."""
+    from .robot_obstacles import panda_coupled_robot, panda_finger_pads, panda_pinch_trajectory
+
+    if coupling not in ("two-way", "one-way"):
+        raise ValueError(f"coupling must be 'two-way' or 'one-way', got {coupling!r}")
     c = np.array([float(center[0]), float(center[1]), radius])
     traj = panda_pinch_trajectory(c, radius, squeeze, lift, close_time, lift_start, lift_time)
     mesh = sphere_tet_mesh(radius, cells, center=tuple(c))
     body = DeformableBody("ball", mesh, make_material(material, youngs, poisson), density=density)
-    world = DeformableWorld((body,), panda_finger_pads(traj, mu) + (HalfSpace(name="ground", mu=0.5),))
+    ground = HalfSpace(name="ground", mu=0.5)
+    if coupling == "one-way":
+        world = DeformableWorld((body,), panda_finger_pads(traj, mu) + (ground,))
+    else:
+        world = DeformableWorld((body,), (ground,), robots=(panda_coupled_robot(traj, mu),))
     return DeformableSceneSpec(world, 0.01 if dt is None else dt,
                                info={"lift": lift, "radius": radius, "mass": float(body.node_masses().sum()),
-                                     "trajectory": traj})
+                                     "trajectory": traj, "coupling": coupling})

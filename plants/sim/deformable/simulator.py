@@ -3,8 +3,10 @@
 :class:`DeformableSimulator` has the rigid :class:`plants.sim.Simulator`'s verbs (``step``,
 ``run``, ``set_state``, ``t``, ``dt``, ``info``) and returns a :class:`DeformableTrajectory`,
 a :class:`plants.sim.Trajectory` (``t``, ``q``, ``v``, ``stats``) whose rigid ``q``/``v`` are
-(N + 1, 0) (the obstacles are kinematic) with ``deformable_positions[name]`` and
-``deformable_velocities[name]`` arrays (N + 1, n_nodes, 3) [m], [m/s] beside them.
+(N + 1, 0) when the obstacles are kinematic, or the configurations/velocities of the world's
+:class:`~plants.sim.deformable.coupling.CoupledRobot` s (concatenated in their order) when robots are
+coupled two-way, with ``deformable_positions[name]`` and ``deformable_velocities[name]`` arrays
+(N + 1, n_nodes, 3) [m], [m/s] beside them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ...errors import SimulationDivergedError
 from ..._validation import duration_steps
 from ...progress import ProgressLine
 from ..trajectory import Trajectory
+from .coupling import RobotDynamics
 from .cr import conjugate_residual
 from .local_global import FBAOptions, LocalGlobalSystem, StepStats
 from .materials import local_step
@@ -48,7 +51,11 @@ class ContactRows:
     """The constraint rows of one step (fixed within it): row j acts on free node ``node[j]``
     along unit direction ``C[j]``; contact c owns rows 3c (normal), 3c+1, 3c+2 (tangents);
     bilateral rows follow. ``offset`` holds d_n (normal), H_f x_t + h d_f (friction) and d_b
-    (bilateral), Eq. 40; ``mu`` (n_c,), ``compliance`` (n_b,) [m/N]; ``obstacle`` (n_c,) indices."""
+    (bilateral), Eq. 40; ``mu`` (n_c,), ``compliance`` (n_b,) [m/N]; ``obstacle`` (n_c,) indices
+    (kinematic obstacles first, then the robots' link boxes in order). ``G`` (m, n_rv): each row's
+    c·J_p on the coupled robots' generalized velocities (zero for rows not on a robot link); the
+    row then measures c·q_i − h G v⁺ − offset, the robot's motion being an unknown of the step
+    (``None`` without robots)."""
 
     node: np.ndarray
     C: np.ndarray
@@ -57,6 +64,7 @@ class ContactRows:
     mu: np.ndarray
     compliance: np.ndarray
     obstacle: np.ndarray
+    G: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -69,22 +77,28 @@ class Delassus:
     contact nodes U, so W x = c_j · (B Pᵀ(C ⊙ x))_{i_j}: 3|U|² flops per product instead of the
     (3|U|)² of a dense W, and 9× less memory.
 
+    With robots coupled two-way (:mod:`.coupling`), the rows on their links add the robots'
+    Delassus part G M̂⁻¹ Gᵀ = YᵀY, Y = L⁻¹Gᵀ (M̂ = LLᵀ): W x += Yᵀ(Y x).
+
     Args:
         block: (|U|, |U|) dense (A⁻¹)_UU = (S[:, U])ᵀ S[:, U].
         pos: (m,) index into U of each row's node.
         C: (m, 3) unit row directions.
+        rigid: (n_rv, m) Y of the coupled robots, or None.
     """
 
     #: on a GPU, W is formed densely (one matrix-vector product per CR iteration instead of about
     #: five small kernels: the block form is launch-bound there) up to this many entries (256 MB)
     GPU_DENSE_ENTRIES = 2**25
 
-    def __init__(self, block: np.ndarray, pos: np.ndarray, C: np.ndarray, backend=None, dense: bool | None = None):
+    def __init__(self, block: np.ndarray, pos: np.ndarray, C: np.ndarray, backend=None, dense: bool | None = None,
+                 rigid: np.ndarray | None = None):
         import scipy.sparse as sp
 
         from .backend import make_backend
 
         self.block, self.pos, self.C = block, pos, C
+        self.rigid = None if rigid is None or rigid.shape[0] == 0 else np.asarray(rigid, float)
         m = pos.size
         self._P = sp.csr_matrix((np.ones(m), (np.arange(m), pos)), shape=(m, block.shape[0]))
         self.backend = make_backend("numpy") if backend is None else backend
@@ -97,23 +111,29 @@ class Delassus:
         # device copies for matvec (the same objects on the CPU backend)
         self._block_d, self._pos_d, self._C_d = be.to_device(block), be.to_device(pos), be.to_device(C)
         self._PT_d = be.sparse(self._P.T.tocsr())
+        self._Y_d = None if self.rigid is None else be.to_device(self.rigid)
         if self.dense:  # W_jl = B_{i_j i_l} (c_j · c_l), formed on the device
             self._W_d = self._block_d[self._pos_d][:, self._pos_d] * (self._C_d @ self._C_d.T)
+            if self._Y_d is not None:
+                self._W_d = self._W_d + self._Y_d.T @ self._Y_d
 
     def diagonal(self) -> np.ndarray:
-        """(m,) W_jj = (A⁻¹)_{i_j i_j} (unit directions)."""
-        return self.block[self.pos, self.pos] * (self.C * self.C).sum(1)
+        """(m,) W_jj = (A⁻¹)_{i_j i_j} (unit directions) + the robots' (G M̂⁻¹ Gᵀ)_jj."""
+        d = self.block[self.pos, self.pos] * (self.C * self.C).sum(1)
+        return d if self.rigid is None else d + (self.rigid**2).sum(0)
 
     def matvec(self, x):
         """W x for x (m,), an array of the backend (device arrays in and out)."""
         if self.dense:
             return self._W_d @ x
         F = self._PT_d @ (self._C_d * x[:, None])  # (|U|, 3) per-node sums of c_l x_l
-        return (self._C_d * (self._block_d @ F)[self._pos_d]).sum(1)
+        out = (self._C_d * (self._block_d @ F)[self._pos_d]).sum(1)
+        return out if self._Y_d is None else out + self._Y_d.T @ (self._Y_d @ x)
 
     def toarray(self) -> np.ndarray:
         """Dense W (m, m) (tests and small problems)."""
-        return self.block[self.pos][:, self.pos] * (self.C @ self.C.T)
+        W = self.block[self.pos][:, self.pos] * (self.C @ self.C.T)
+        return W if self.rigid is None else W + self.rigid.T @ self.rigid
 
 
 def _tangents(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -161,7 +181,20 @@ class DeformableSimulator:
         self.info: dict = {}
         self.last_stats = StepStats()
         self.last_lambda = np.zeros(0)
+        self.last_force = np.zeros(0)
         self.last_rows: ContactRows | None = None
+        # robots coupled two-way (coupling.py): their state and per-step dynamics
+        self._robots = [RobotDynamics(r, world.gravity) for r in world.robots]
+        self._rv_slices, o = [], 0
+        for r in world.robots:
+            self._rv_slices.append(slice(o, o + r.nv))
+            o += r.nv
+        self.n_rv = o
+        self.robot_q = [r.q0.copy() for r in world.robots]
+        self.robot_v = [r.v0.copy() for r in world.robots]
+        self.last_robot_torques = [np.zeros(r.nv) for r in world.robots]
+        self.last_robot_contact_torques = [np.zeros(r.nv) for r in world.robots]
+        self._robot_steps: list = []
         x0 = np.concatenate([b.positions for b in world.bodies])
         v0 = np.concatenate([b.velocity for b in world.bodies])
         self.set_state(x0, v0, 0.0)
@@ -178,24 +211,50 @@ class DeformableSimulator:
         self.x, self.v, self.t = x, v, float(t)
         self.step_index = 0
 
+    def set_robot_state(self, name: str, q: np.ndarray, v: np.ndarray) -> None:
+        """Set the configuration q (n_q,) and velocity v (n_v,) of the coupled robot ``name``."""
+        k = self._robot_index(name)
+        r = self.world.robots[k]
+        q, v = np.array(q, float), np.array(v, float)
+        if q.shape != (r.nq,) or v.shape != (r.nv,) or not (np.isfinite(q).all() and np.isfinite(v).all()):
+            raise ValueError(f"robot {name!r} state must be finite q ({r.nq},) and v ({r.nv},), got {q.shape}, {v.shape}")
+        self.robot_q[k], self.robot_v[k] = q, v
+
+    def _robot_index(self, name: str) -> int:
+        names = [r.name for r in self.world.robots]
+        if name not in names:
+            raise KeyError(f"no robot {name!r}; robots: {names}")
+        return names.index(name)
+
+    def robot_torques(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(τ_actuator, τ_contact) (n_v,) [N, N·m] of robot ``name`` over the last step: the implicit
+        PD (+ gravity feed-forward) torque at v⁺, and the contact rows' generalized force −GᵀΩλ."""
+        k = self._robot_index(name)
+        return self.last_robot_torques[k].copy(), self.last_robot_contact_torques[k].copy()
+
     def positions(self, name: str) -> np.ndarray:
         """(n_nodes, 3) current positions [m] of body ``name``."""
         i = [b.name for b in self.world.bodies].index(name)
         o = self.system.offsets
         return self.x[o[i]:o[i + 1]]
 
+    def _contact_names(self) -> list[str]:
+        return [ob.name for ob in self.world.obstacles] + [s.name for r in self.world.robots for s in r.shapes]
+
     def obstacle_forces(self) -> dict:
-        """{obstacle name: (3,) force [N]} that each obstacle exerted on the deformable bodies over
-        the last step: Σ_j λ_j c_j over its contact rows (normal and friction). The force on the
-        obstacle (a robot finger) is its negative."""
-        out = {ob.name: np.zeros(3) for ob in self.world.obstacles}
-        rows, lam = self.last_rows, self.last_lambda
+        """{obstacle or robot link-box name: (3,) force [N]} that each exerted on the deformable
+        bodies over the last step: Σ_j ω_j λ_j c_j over its contact rows (normal and friction), the
+        force the step applied (Ω of the last iteration; ω = 1 on a converged active contact). The
+        force on the obstacle (a robot finger) is its negative."""
+        names = self._contact_names()
+        out = {name: np.zeros(3) for name in names}
+        rows, lam = self.last_rows, self.last_force
         if rows is None or not rows.n_contacts or lam.size != rows.n_rows:
             return out
         nc = rows.n_contacts
         f = (lam[:3 * nc, None] * rows.C[:3 * nc]).reshape(nc, 3, 3).sum(1)  # per contact
-        for k, ob in enumerate(self.world.obstacles):
-            out[ob.name] = f[rows.obstacle == k].sum(0)
+        for k, name in enumerate(names):
+            out[name] = f[rows.obstacle == k].sum(0)
         return out
 
     def _pinned_at(self, t: float) -> np.ndarray:
@@ -205,7 +264,9 @@ class DeformableSimulator:
     # ------------------------------------------------------------------ contacts
     def detect(self, x: np.ndarray, v: np.ndarray, t: float) -> ContactRows:
         """Contact rows for the step from (x, v) at t: node/obstacle pairs within the margin
-        (plus the distance both can travel in a step), linearized at x (Eq. 40); attachments."""
+        (plus the distance both can travel in a step), linearized at x (Eq. 40); the coupled robots'
+        link boxes (at the configuration of the last :meth:`_prepare_robots`, their velocity an
+        unknown: rows carry G instead of û); attachments."""
         sysm, h, world = self.system, self.dt, self.world
         xf, vf = x[sysm.free], v[sysm.free]
         reach = self.options.contact_margin + h * np.linalg.norm(vf, axis=1) + h * h * np.linalg.norm(world.gravity)
@@ -223,6 +284,25 @@ class DeformableSimulator:
                 bm = body_mu[sel]
                 mus.append(np.where(np.isnan(bm), ob.mu, np.minimum(bm, ob.mu)))
                 obs.append(np.full(sel.size, k))
+        groups = []  # coupled robot link boxes: (first contact, sel, G-function, robot's velocity slice)
+        k = len(world.obstacles)
+        count = sum(a.size for a in nodes)
+        for rd, step, sl in zip(self._robots, self._robot_steps, self._rv_slices):
+            for ks in range(len(rd.robot.shapes)):
+                phi, n, u, Gf = rd.query(ks, xf, step.v_star)
+                sel = np.flatnonzero(phi < reach + h * np.linalg.norm(u, axis=1))
+                if sel.size:
+                    nodes.append(sel)
+                    normals.append(n[sel])
+                    phis.append(phi[sel])
+                    vels.append(np.zeros((sel.size, 3)))  # the link's motion enters through G v⁺
+                    mu_s = rd.robot.shapes[ks].mu
+                    bm = body_mu[sel]
+                    mus.append(np.where(np.isnan(bm), mu_s, np.minimum(bm, mu_s)))
+                    obs.append(np.full(sel.size, k))
+                    groups.append((count, sel, Gf, sl))
+                    count += sel.size
+                k += 1
         if nodes:
             node = np.concatenate(nodes)
             n = np.concatenate(normals)
@@ -241,6 +321,13 @@ class DeformableSimulator:
         rows_node = np.repeat(node, 3)
         C = np.stack([n, t1, t2], 1).reshape(-1, 3)
         offset = np.stack([d_n, c1, c2], 1).reshape(-1)
+        G = None
+        if self._robots:
+            G = np.zeros((3 * node.size, self.n_rv))
+            for start, sel, Gf, sl in groups:
+                c = slice(start, start + sel.size)
+                for a, dirs in enumerate((n, t1, t2)):
+                    G[3 * start + a:3 * (start + sel.size):3, sl] = Gf(sel, dirs[c])
         b_node, b_C, b_off, b_e = [], [], [], []
         for a in world.attachments:
             bi = [b.name for b in world.bodies].index(a.body)
@@ -258,8 +345,10 @@ class DeformableSimulator:
             rows_node = np.concatenate([rows_node] + b_node)
             C = np.concatenate([C] + b_C)
             offset = np.concatenate([offset] + b_off)
+            if G is not None:
+                G = np.vstack([G, np.zeros((rows_node.size - G.shape[0], self.n_rv))])
         return ContactRows(rows_node, C, offset, int(node.size), mu,
-                           np.concatenate(b_e) if b_e else np.zeros(0), obstacle)
+                           np.concatenate(b_e) if b_e else np.zeros(0), obstacle, G)
 
     # ------------------------------------------------------------------ stepping
     def _b(self, targets: list[np.ndarray], x_tilde_f: np.ndarray, x_pin: np.ndarray) -> np.ndarray:
@@ -295,8 +384,9 @@ class DeformableSimulator:
             return lam
         nc, pc = rows.n_contacts, prev.n_contacts
         if nc and pc:
-            key = rows.node[0:3 * nc:3] * (len(self.world.obstacles) + 1) + rows.obstacle
-            pkey = prev.node[0:3 * pc:3] * (len(self.world.obstacles) + 1) + prev.obstacle
+            n_ob = len(self._contact_names()) + 1
+            key = rows.node[0:3 * nc:3] * n_ob + rows.obstacle
+            pkey = prev.node[0:3 * pc:3] * n_ob + prev.obstacle
             common, i_new, i_old = np.intersect1d(key, pkey, return_indices=True)
             if common.size:  # the old contact force, in the new (n, t₁, t₂) frame
                 f_old = sum(lp[3 * i_old + a, None] * prev.C[3 * i_old + a] for a in range(3))
@@ -313,21 +403,23 @@ class DeformableSimulator:
         ``record`` (a list) receives a copy of all node positions after each iteration."""
         t_start = time.perf_counter()
         stats = StepStats()
+        self._prepare_robots()
         if self._nsn is not None:
-            q, lam, rows = self._nsn.step(iterations, record, stats)
+            q, lam, rows, force, v_r = self._nsn.step(iterations, record, stats)
         else:
-            q, lam, rows = self._step_fba(iterations, record, stats)
-        if rows is not None and rows.n_rows:
-            self.last_lambda = lam
-        self.last_rows = rows
+            q, lam, rows, force, v_r = self._step_fba(iterations, record, stats)
         h, x_t = self.dt, self.x
         v_new = (q - x_t) / h
         peak = float(np.abs(v_new).max())
-        if not np.isfinite(peak) or (self.max_speed is not None and peak > self.max_speed):
+        if not np.isfinite(peak) or not np.isfinite(v_r).all() or (self.max_speed is not None and peak > self.max_speed):
             raise SimulationDivergedError(
                 f"deformable simulation diverged at step {self.step_index} (t = {self.t:.6g} s): "
                 f"|v| = {peak:.3g} > max_speed = {self.max_speed} (state left unchanged)",
                 rows, None, self.step_index, self.t)
+        if rows is not None and rows.n_rows:
+            self.last_lambda, self.last_force = lam, force
+        self.last_rows = rows
+        self._finish_robots(v_r, rows, force)
         self.x, self.v = q, v_new
         self.t += h
         self.step_index += 1
@@ -335,8 +427,56 @@ class DeformableSimulator:
         self.last_stats = stats
         return stats
 
+    # ------------------------------------------------------------------ coupled robots
+    def _prepare_robots(self) -> None:
+        """Kinematics and the step's implicit-actuator dynamics (M̂, v*) of every coupled robot."""
+        self._robot_steps = [rd.prepare(q, v, self.t, self.dt)
+                             for rd, q, v in zip(self._robots, self.robot_q, self.robot_v)]
+
+    def _robot_v_star(self) -> np.ndarray:
+        """(n_rv,) the robots' contact-free velocities v* of this step."""
+        return np.concatenate([s.v_star for s in self._robot_steps]) if self._robots else np.zeros(0)
+
+    def _robot_mass_factor(self):
+        """Inverse Cholesky factors L⁻¹ per robot (M̂ = LLᵀ; n_v ≤ a few tens, so explicit), and
+        ``apply_inverse(y)`` of the block-diagonal M̂⁻¹ = L⁻ᵀL⁻¹."""
+        Linvs = [np.linalg.inv(np.linalg.cholesky(s.Mhat)) for s in self._robot_steps]
+        Minvs = [Li.T @ Li for Li in Linvs]
+
+        def apply_inverse(y: np.ndarray) -> np.ndarray:
+            out = np.empty_like(y)
+            for Mi, sl in zip(Minvs, self._rv_slices):
+                out[sl] = Mi @ y[sl]
+            return out
+
+        return Linvs, apply_inverse
+
+    def _robot_factor_rows(self, G: np.ndarray, Linvs) -> np.ndarray:
+        """Y = L⁻¹Gᵀ (n_rv, m): the robots' Delassus part G M̂⁻¹ Gᵀ = YᵀY."""
+        Y = np.zeros((self.n_rv, G.shape[0]))
+        for Li, sl in zip(Linvs, self._rv_slices):
+            Y[sl] = Li @ G[:, sl].T
+        return Y
+
+    def _finish_robots(self, v_r: np.ndarray, rows: ContactRows | None, force: np.ndarray) -> None:
+        """Advance the robots to v⁺ = v_r and q⁺ = q ⊕ h v⁺; record their actuator and contact torques."""
+        tau_c = np.zeros(self.n_rv)
+        if rows is not None and rows.G is not None and force.size == rows.n_rows:
+            tau_c = -(rows.G.T @ force)
+        for k, (rd, st, sl) in enumerate(zip(self._robots, self._robot_steps, self._rv_slices)):
+            vk = v_r[sl].copy()
+            self.last_robot_torques[k] = st.tau0 - st.tau_slope * vk
+            self.last_robot_contact_torques[k] = tau_c[sl]
+            self.robot_q[k] = rd.integrate(self.robot_q[k], vk, self.dt)
+            self.robot_v[k] = vk
+
     def _step_fba(self, iterations, record, stats):
-        """Seed 004's Alg. 4 for one step; returns (q (n, 3), λ, rows)."""
+        """Seed 004's Alg. 4 for one step; returns (q (n, 3), λ, rows, the applied row forces Ωλ,
+        the coupled robots' velocities v⁺ (n_rv,)).
+
+        Rows on a coupled robot's link measure c·q_i − h G v_r: the robot's velocity v_r follows λ
+        as q does, v_r = v* − h M̂⁻¹GᵀΩλ (the u-step with λᵏ, the correction with Δλ), and W
+        carries G M̂⁻¹ Gᵀ (:mod:`.coupling`)."""
         sysm, h, opt = self.system, self.dt, self.options
         n_it = opt.iterations if iterations is None else int(iterations)
         free, pinned = sysm.free, sysm.pinned
@@ -349,12 +489,26 @@ class DeformableSimulator:
         duals = [None if p.projective else np.zeros((p.elements.stop - p.elements.start, p.dim, 3)) for p in sysm.parts]
 
         t0 = time.perf_counter()
-        rows = self.detect(x_t, v_t, self.t) if (self.world.obstacles or self.world.attachments) else None
+        rows = (self.detect(x_t, v_t, self.t) if (self.world.obstacles or self.world.attachments or self._robots)
+                else None)
         m_r = 0 if rows is None else rows.n_rows
+        v_star = self._robot_v_star()
+        vr = v_star.copy()
+        coupled = m_r and rows.G is not None
+        G = rows.G if coupled else None
+
+        def rel(qf, vr):  # row displacements c·q_i (− h G v_r on the robots' links)
+            out = (rows.C * qf[rows.node]).sum(1)
+            return out - h * (G @ vr) if coupled else out
+
         if m_r:
             nc = rows.n_contacts
             uniq, pos = np.unique(rows.node, return_inverse=True)
-            W = Delassus(sysm.inverse_block(uniq), pos, rows.C, sysm.backend)
+            Y = None
+            if coupled:
+                Ls, m_inv = self._robot_mass_factor()
+                Y = self._robot_factor_rows(G, Ls)
+            W = Delassus(sysm.inverse_block(uniq), pos, rows.C, sysm.backend, rigid=Y)
             Wd = W.diagonal()
             if opt.preconditioner == "w_diagonal":
                 r_n = h * h * Wd[0:3 * nc:3]
@@ -381,7 +535,7 @@ class DeformableSimulator:
             else:
                 stats.global_time += time.perf_counter() - t0
                 t0 = time.perf_counter()  # assembly: gaps, NCP indicators Ω, E and h (Eqs. 19, 24)
-                Hq = (rows.C * qf[rows.node]).sum(1)
+                Hq = rel(qf, vr)
                 omega = np.ones(m_r)
                 Ep = np.zeros(m_r)  # E of Eq. 21 (already divided by h² or h)
                 hv = np.zeros(m_r)
@@ -408,7 +562,9 @@ class DeformableSimulator:
                 JT = np.zeros_like(qf)
                 np.add.at(JT, rows.node, (omega * lam)[:, None] * rows.C)
                 u = sysm.solve(b + h * h * JT)
-                Ju = omega * (rows.C * u[rows.node]).sum(1)
+                if coupled:  # the robots' u-step: v_r = v* − h M̂⁻¹GᵀΩλᵏ
+                    vr_u = v_star - h * m_inv(G.T @ (omega * lam))
+                Ju = omega * rel(u, vr_u if coupled else None)
                 stats.global_time += time.perf_counter() - t0
                 t0 = time.perf_counter()
                 be = sysm.backend  # the constraint solve runs on its device (CPU: the identity moves)
@@ -425,17 +581,20 @@ class DeformableSimulator:
                 dJT = np.zeros_like(qf)
                 np.add.at(dJT, rows.node, (omega * x_sol)[:, None] * rows.C)
                 qf = u + sysm.solve(dJT)
+                if coupled:  # v_r = v_r^u − h M̂⁻¹GᵀΩΔλ, with x_sol = h²Δλ
+                    vr = vr_u - m_inv(G.T @ (omega * x_sol)) / h
                 stats.correction_time += time.perf_counter() - t0
             q[free] = qf
             if record is not None:
                 record.append(q.copy())
 
         if not m_r:
-            lam = np.zeros(0)
+            lam = force = np.zeros(0)
         else:
-            gaps = (rows.C[iN] * qf[rows.node[iN]]).sum(1) - rows.offset[iN]
+            force = omega * lam if n_it else np.zeros(m_r)
+            gaps = rel(qf, vr)[iN] - rows.offset[iN]
             stats.min_gap = float(gaps.min()) if gaps.size else np.inf
-        return q, lam, rows
+        return q, lam, rows, force, vr
 
     def run(self, duration: float, progress: bool = False, stream: Any = None) -> DeformableTrajectory:
         """Simulate ``duration`` seconds (rounded to whole steps) from the current state
@@ -446,7 +605,16 @@ class DeformableSimulator:
         V = np.empty_like(X)
         names = [f.name for f in fields(StepStats)]
         stats = {k: np.zeros(n, dtype=np.int64 if k == "n_contacts" else float) for k in names}
+        nq = sum(r.nq for r in self.world.robots)
+        Q, QV = np.empty((n + 1, nq)), np.empty((n + 1, self.n_rv))
+
+        def robot_state():
+            if not self._robots:
+                return np.zeros(0), np.zeros(0)
+            return np.concatenate(self.robot_q), np.concatenate(self.robot_v)
+
         t[0], X[0], V[0] = self.t, self.x, self.v
+        Q[0], QV[0] = robot_state()
         bar = (ProgressLine(n, label=str(getattr(self, "info", {}).get("name", "")), stream=stream)
                if progress else None)
         for i in range(n):
@@ -454,11 +622,11 @@ class DeformableSimulator:
             for k in names:
                 stats[k][i] = getattr(s, k)
             t[i + 1], X[i + 1], V[i + 1] = self.t, self.x, self.v
+            Q[i + 1], QV[i + 1] = robot_state()
             if bar is not None:
                 bar.update(i + 1)
         o = self.system.offsets
         pos = {b.name: X[:, o[i]:o[i + 1]] for i, b in enumerate(self.world.bodies)}
         vel = {b.name: V[:, o[i]:o[i + 1]] for i, b in enumerate(self.world.bodies)}
-        empty = np.zeros((n + 1, 0))
-        return DeformableTrajectory(t=t, q=empty, v=empty.copy(), stats=stats, deformable_positions=pos,
+        return DeformableTrajectory(t=t, q=Q, v=QV, stats=stats, deformable_positions=pos,
                                     deformable_velocities=vel)

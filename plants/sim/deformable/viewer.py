@@ -85,7 +85,8 @@ def _obstacle_geometry(ob, g) -> tuple[Any, np.ndarray]:
 
 
 class DeformableViewer:
-    """meshcat view of a :class:`DeformableWorld` (bodies' surfaces and obstacles).
+    """meshcat view of a :class:`DeformableWorld` (bodies' surfaces, obstacles, and the link boxes
+    of coupled robots placed by forward kinematics of their configurations).
 
     Args:
         world: the world to draw.
@@ -115,6 +116,14 @@ class DeformableViewer:
                 color=_hex(WORLD_RGB), opacity=0.6 if isinstance(ob, HalfSpace) else 1.0,
                 transparent=isinstance(ob, HalfSpace)))
             self._obstacles.append((ob, T0))
+        self._robots = []  # (robot, model, data, [(frame id, LinkBox)])
+        for r in world.robots:
+            model = r.model
+            shapes = [(model.getFrameId(sh.frame), sh) for sh in r.shapes]
+            for _, sh in shapes:
+                self.root["robots"][sh.name].set_object(g.Box(list(2.0 * sh.half_extents)),
+                                                        g.MeshLambertMaterial(color=_hex(WORLD_RGB)))
+            self._robots.append((r, model, model.createData(), shapes))
         self.show(np.concatenate([b.positions for b in world.bodies]), 0.0)
 
     @property
@@ -138,15 +147,40 @@ class DeformableViewer:
             out.append((self.root["obstacles"][ob.name], T))
         return out
 
-    def show(self, x, t: float = 0.0) -> None:
-        """Live update: all node positions x (n, 3) [m] (or {body name: (n_b, 3)}) and the
-        obstacles at time t [s]."""
+    def robot_transforms(self, q=None) -> list[tuple[Any, np.ndarray]]:
+        """(meshcat node, 4×4 world placement) of every coupled robot's link box at the robots'
+        configurations q (their concatenation, as a row of ``traj.q``; default: each robot's q0)."""
+        import pinocchio as pin
+
+        if not self._robots:
+            return []
+        n = sum(r.nq for r, *_ in self._robots)
+        q = np.concatenate([r.q0 for r, *_ in self._robots]) if q is None else np.asarray(q, float)
+        if q.shape != (n,) or not np.isfinite(q).all():
+            raise ValueError(f"robot configurations q must be finite with shape ({n},), got {q.shape}")
+        out, o = [], 0
+        for r, model, data, shapes in self._robots:
+            pin.framesForwardKinematics(model, data, q[o:o + r.nq])
+            o += r.nq
+            for fid, sh in shapes:
+                oMf = data.oMf[fid]
+                T = np.eye(4)
+                T[:3, :3] = oMf.rotation @ sh.rotation
+                T[:3, 3] = oMf.translation + oMf.rotation @ sh.translation
+                out.append((self.root["robots"][sh.name], T))
+        return out
+
+    def show(self, x, t: float = 0.0, q=None) -> None:
+        """Live update: all node positions x (n, 3) [m] (or {body name: (n_b, 3)}), the
+        obstacles at time t [s], and the coupled robots at configurations q (default q0)."""
         for k, (b, X) in enumerate(zip(self.world.bodies, self._split(x))):
             if not np.isfinite(X).all():
                 raise ValueError(f"positions of body {b.name!r} must be finite")
             self.root["bodies"][b.name]["live"].set_object(
                 self._g.TriangularMeshGeometry(X, self.faces[k]), self._materials[k])
         for node, T in self._obstacle_transforms(t):
+            node.set_transform(T)
+        for node, T in self.robot_transforms(q):
             node.set_transform(T)
 
     def record(self, traj: Any, fps: float = 20.0, max_frames: int = 400) -> int:
@@ -182,6 +216,9 @@ class DeformableViewer:
                         frame_node(frame, self.vis, meshes[f"f{f - 1}"]).set_property("visible", "boolean", False)
                 for node, T in self._obstacle_transforms(float(t[i])):
                     frame_node(frame, self.vis, node).set_transform(T)
+                if self._robots:
+                    for node, T in self.robot_transforms(np.asarray(traj.q, float)[i]):
+                        frame_node(frame, self.vis, node).set_transform(T)
         self.vis.set_animation(anim, play=False)
         self.frame_camera(np.concatenate([p[0] for p in self.frame_positions]))
         return int(frames.size)

@@ -1,4 +1,5 @@
-"""A world of deformable bodies, rigid analytic obstacles and bilateral attachments."""
+"""A world of deformable bodies, rigid analytic obstacles, bilateral attachments and robots
+coupled two-way through the contact rows."""
 
 from __future__ import annotations
 
@@ -41,13 +42,16 @@ class Attachment:
 
 @dataclass(frozen=True)
 class DeformableWorld:
-    """Deformable bodies, kinematic obstacles, attachments and gravity [m/s²]."""
+    """Deformable bodies, kinematic obstacles, attachments, gravity [m/s²], and robots
+    (:class:`~plants.sim.deformable.coupling.CoupledRobot`) whose dynamics are coupled two-way with
+    the bodies through the contact rows."""
 
     bodies: tuple
     obstacles: tuple = ()
     attachments: tuple = ()
     gravity: np.ndarray | tuple = (0.0, 0.0, -9.81)
     info: dict = field(default_factory=dict)
+    robots: tuple = ()
 
     def __post_init__(self):
         bodies = tuple(self.bodies)
@@ -70,6 +74,14 @@ class DeformableWorld:
                 raise ValueError(f"attachment nodes of {a.body!r} must lie in [0, {body.n_nodes})")
             if np.intersect1d(a.nodes, body.pinned).size:
                 raise ValueError(f"attachment nodes of {a.body!r} must not be pinned (kinematic) nodes")
+        from .coupling import CoupledRobot
+
+        robots = tuple(self.robots)
+        if not all(isinstance(r, CoupledRobot) for r in robots):
+            raise TypeError("robots must be CoupledRobot instances")
+        keys = [ob.name for ob in obstacles] + [s.name for r in robots for s in r.shapes]
+        if robots and len(set(keys)) != len(keys):
+            raise ValueError(f"obstacle and robot link-box names must be unique, got {keys}")
         g = np.asarray(self.gravity, float)
         if g.shape != (3,) or not np.isfinite(g).all():
             raise ValueError(f"gravity must be a finite 3-vector [m/s^2], got {self.gravity!r}")
@@ -77,6 +89,7 @@ class DeformableWorld:
         object.__setattr__(self, "obstacles", obstacles)
         object.__setattr__(self, "attachments", atts)
         object.__setattr__(self, "gravity", g)
+        object.__setattr__(self, "robots", robots)
 
     def body(self, name: str) -> DeformableBody:
         for b in self.bodies:
