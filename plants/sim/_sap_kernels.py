@@ -643,6 +643,11 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
         for k in range(n_isl):
             a0 = isl_start[k]
             m = isl_start[k + 1] - a0
+            if c_isl[k + 1] == c_isl[k]:  # no contact on the island: ∇ℓ = A (v − v*) there, so Δv = v* − v
+                for ii in range(m):
+                    di = isl_dofs[a0 + ii]
+                    dv[di] = v_star[di] - v[di]
+                continue
             j_sp = sp_of[k]
             if j_sp > 0:  # block-sparse island (_sap_sparse)
                 trees_k, slot, size, off, blocks = sp_trees[j_sp], sp_slot[j_sp], sp_size[j_sp], sp_off[j_sp], sp_blocks[j_sp]

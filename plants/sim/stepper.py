@@ -203,8 +203,12 @@ class Simulator:
         self._data = None  # the whole model's pinocchio.Data, created on first use (see `data`)
         # many trees (a clutter of objects): their rigid-body terms per chunk of trees (no Data of
         # n_v³ tensors, O(n_v) cost); one small tree or the reference path: the whole model's Data
-        self._dyn = (TreeDynamics(scene.model, scene.tree_starts, scene.tree_of_joint)
-                     if self.compiled and scene.model.nv > CHUNK_DOFS and scene.n_trees > 1 else None)
+        self._dyn = None
+        if self.compiled and scene.model.nv > CHUNK_DOFS and scene.n_trees > 1:
+            try:
+                self._dyn = TreeDynamics(scene.model, scene.tree_starts, scene.tree_of_joint)
+            except (ValueError, RuntimeError, TypeError):  # a model Pinocchio cannot copy tree by tree
+                self._dyn = None  # (e.g. a joint type without a Python copy): the whole model's Data
         self._precompute()
         self.set_state(scene.q0, scene.v0, 0.0)
         self._in_run = False
