@@ -340,14 +340,17 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
         width = max(int((sizes[ct[:, 0]] + np.where(ct[:, 1] != ct[:, 0], sizes[ct[:, 1]], 0)).max(initial=0)), 1)
         blocks, cols = _piece_rows(problem, J, ci, ct[:, 0], ct[:, 1], width)
         return SlackPieces(ci, blocks, cols, np.ones(n_c))
-    if variant == "body" and problem.n_limits:
-        # joint-space rows (limits, couplers, ...) are no forces at body points: one piece per
-        # (row, tree touched), as without body splitting; they follow the geometric contacts
+    if variant == "body" and problem.bodies is not None:
+        # a piece per body side: the sides' trees from the bodies, since contact_trees lists a
+        # self-contact's tree once (its two bodies are two pieces here, eq. 30-31 footnote)
         n_geo = problem.n_geometric
-        ci, tj, side, count = _piece_index(ct[:n_geo], True)
-        ci_l, tj_l, side_l, count_l = _piece_index(ct[n_geo:], False)
-        ci, tj = np.concatenate([ci, ci_l + n_geo]), np.concatenate([tj, tj_l])
-        side, count = np.concatenate([side, side_l]), np.concatenate([count, count_l])
+        ci, tj, side, count = _piece_index(_body_side_trees(problem), True)
+        if problem.n_limits:
+            # joint-space rows (limits, couplers, ...) are no forces at body points: one piece
+            # per (row, tree touched), as without body splitting, after the geometric contacts
+            ci_l, tj_l, side_l, count_l = _piece_index(ct[n_geo:], False)
+            ci, tj = np.concatenate([ci, ci_l + n_geo]), np.concatenate([tj, tj_l])
+            side, count = np.concatenate([side, side_l]), np.concatenate([count, count_l])
     else:
         ci, tj, side, count = _piece_index(ct, variant == "body")
     if rows:
@@ -370,7 +373,10 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
     # A piece on one side of a contact between two trees (or a tree and the world) is the tree's
     # part of J_i. Only a contact between two bodies of one tree is split differently: its two
     # stacked pieces ±F_i [I −[p_i]] J_b come from the body Jacobians (eq. 30-31, footnote).
-    same = np.flatnonzero(geo & (ct[ci, 0] == ct[ci, 1])) if rows else ()
+    same = ()
+    if rows and geo.any():
+        sides = _body_side_trees(problem)[ci[geo]]
+        same = np.flatnonzero(geo)[sides[:, 0] == sides[:, 1]]
     if len(same):
         sign = np.where(side[same] == 0, -1.0, 1.0)
         cs = cols[same]
@@ -382,6 +388,17 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
         blocks[same] = (F @ Jw[:3].transpose(1, 0, 2) + C @ Jw[3:].transpose(1, 0, 2)) * (
             sign[:, None] * support)[:, None, :]
     return SlackPieces(ci, blocks, cols, count, joint, local, side)
+
+
+def _body_side_trees(problem: ContactProblem) -> np.ndarray:
+    """(n_geometric, 2) tree of each side's body (−1: the world) from ``problem.bodies``: as
+    ``contact_trees``, except that a contact between two bodies of one tree has that tree on both
+    sides (``contact_trees`` lists it once)."""
+    b = problem.bodies
+    first_dof = np.argmax(b.joint_support, axis=1)  # a dof moving each joint (joint 0: none)
+    tree = np.searchsorted(problem.tree_starts, first_dof, side="right") - 1
+    tree[~b.joint_support.any(axis=1)] = -1
+    return np.ascontiguousarray(np.where(b.joints > 0, tree[b.joints], -1), dtype=np.int64)
 
 
 def _piece_index(ct: np.ndarray, split_same_tree: bool) -> tuple[np.ndarray, ...]:
