@@ -78,4 +78,5 @@ def test_deformable_grasp_lifts_the_ball_and_records_it(tmp_path):
     ratio = float(out.stdout.split("vertical force / weight:")[1].split()[0])
     assert abs(ratio - 1) < 0.02
     assert "lifted 9." in out.stdout or "lifted 10." in out.stdout
+    assert "fingers held open by the ball" in out.stdout  # two-way coupling, the default
     assert (tmp_path / "grasp.html").stat().st_size > 200_000

@@ -176,7 +176,8 @@ class DeformableSimulator:
         self.system = LocalGlobalSystem(world, self.dt, self.options if solver == "fba" else FBAOptions(),
                                         prefactor=solver == "fba")
         self._nsn = NSNStepper(self) if solver == "nsn" else None
-        if solver == "fba" and self.options.global_step == "jacobi" and (world.obstacles or world.attachments):
+        if solver == "fba" and self.options.global_step == "jacobi" and (world.obstacles or world.attachments
+                                                                       or world.robots):
             raise ValueError("global_step='jacobi' (the incomplete baseline) supports contact-free scenes only")
         self.info: dict = {}
         self.last_stats = StepStats()
@@ -219,6 +220,7 @@ class DeformableSimulator:
         if q.shape != (r.nq,) or v.shape != (r.nv,) or not (np.isfinite(q).all() and np.isfinite(v).all()):
             raise ValueError(f"robot {name!r} state must be finite q ({r.nq},) and v ({r.nv},), got {q.shape}, {v.shape}")
         self.robot_q[k], self.robot_v[k] = q, v
+        self._robot_steps = []
 
     def _robot_index(self, name: str) -> int:
         names = [r.name for r in self.world.robots]
@@ -284,6 +286,8 @@ class DeformableSimulator:
                 bm = body_mu[sel]
                 mus.append(np.where(np.isnan(bm), ob.mu, np.minimum(bm, ob.mu)))
                 obs.append(np.full(sel.size, k))
+        if len(self._robot_steps) != len(self._robots):  # called outside step(): the robots' current state
+            self._prepare_robots()
         groups = []  # coupled robot link boxes: (first contact, sel, G-function, robot's velocity slice)
         k = len(world.obstacles)
         count = sum(a.size for a in nodes)
@@ -469,6 +473,7 @@ class DeformableSimulator:
             self.last_robot_contact_torques[k] = tau_c[sl]
             self.robot_q[k] = rd.integrate(self.robot_q[k], vk, self.dt)
             self.robot_v[k] = vk
+        self._robot_steps = []  # they described the old state
 
     def _step_fba(self, iterations, record, stats):
         """Seed 004's Alg. 4 for one step; returns (q (n, 3), λ, rows, the applied row forces Ωλ,
