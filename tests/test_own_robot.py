@@ -114,9 +114,9 @@ def test_task_file_gives_the_planning_plant_and_the_scene():
     assert d.Q[names.index("box_x"), names.index("box_x")] == 500
     assert d.Q[names.index("box_x_dot"), names.index("box_x_dot")] == 10
     assert d.Q[names.index("pusher_x"), names.index("pusher_x")] == 500
-    # one ADMM metric: the projection's U is the consensus G's shape (isotropic), 0.1·U = G
-    np.testing.assert_array_equal(d.U, np.eye(d.U.shape[0]))
-    np.testing.assert_array_equal(d.G, 0.1 * d.U)
+    # one ADMM metric by default: the projection's U is the consensus weight G = 0.1·I
+    np.testing.assert_array_equal(d.G, 0.1 * np.eye(d.G.shape[0]))
+    np.testing.assert_array_equal(d.U, d.G)
     np.testing.assert_array_equal(d.u_upper, [20.0])  # the MJCF's actuatorfrcrange
     assert (d.N, d.admm_iter, d.rho_scale) == (10, 20, 1.5)  # the task file's defaults
     # the simulation scene: the same file, the same joints, μ per geometry from the pairs
