@@ -90,7 +90,7 @@ def test_task_file_pose_errors_name_the_line(tmp_path):
                                                               "joints: [box]"))
     with pytest.raises(TaskFileError, match="'box' is not a joint the goal names") as err:
         load_task_file(tmp_path / "t.yaml")
-    assert err.value.line == 14
+    assert err.value.line == 15
 
 
 def test_goal_errors_of_a_free_joint_are_a_distance_and_an_angle():
