@@ -6,6 +6,8 @@
 * ``ur5_push``: a UR5 (example-robot-data) pushes a free box 10 cm along a table, three model
   files in one task file (``examples/own_robot/ur5_push/``); seeded starts: the box 0-2 cm
   further and up to ±1.5 cm to the side.
+* ``panda_push``: the same push by a Panda (example-robot-data, 9 joints; ``examples/own_robot/
+  panda_push/``), from its start only (a plan takes seconds).
 
 Each run is the example as a user runs it (task file defaults, ``c3mpc run`` settings): C3 at the
 file's control rate in SAP. Reported per run: the final goal errors (position [cm], orientation
@@ -42,9 +44,12 @@ def _example(name: str):
         sys.path.pop(0)
 
 
+EXAMPLES = ("two_finger_cube", "ur5_push", "panda_push")
+
+
 def _starts(name: str, n: int) -> list[tuple[str, tuple[float, ...]]]:
     out: list[tuple[str, tuple[float, ...]]] = [("nominal", ())]
-    for seed in range(1, n + 1):
+    for seed in range(1, n + 1 if name != "panda_push" else 1):
         rng = np.random.default_rng(seed)
         if name == "two_finger_cube":
             args: tuple[float, ...] = (float(rng.uniform(-np.deg2rad(15), np.deg2rad(15))),)
@@ -72,6 +77,7 @@ def _run(name: str, start: str, args: tuple[float, ...]) -> dict:
             "solve_median_ms": 1e3 * float(np.median(log.solve_time)),
             "solve_max_ms": 1e3 * float(log.solve_time.max()), "wall_s": wall,
             "failed_plans": int(log.extras["failed_steps"]),
+            "not_converged_plans": int(log.extras["not_converged_steps"]),
             "sim_not_converged": int(np.count_nonzero(log.extras["sim_stats"]["status"]))}
 
 
@@ -87,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _report.argument_parser(__doc__, "1 seeded start per example instead of 3")
     args = parser.parse_args(argv)
     n = 1 if args.quick else 3
-    plan = [(name, s, a) for name in ("two_finger_cube", "ur5_push") for s, a in _starts(name, n)]
+    plan = [(name, s, a) for name in EXAMPLES for s, a in _starts(name, n)]
     bar = _report.progress(len(plan), "own-robot 3-D", args.quiet, "runs")
     runs = []
     import warnings
@@ -99,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(_run(name, start, a))
         bar.update(bar.done + 1)
     rates = {name: float(np.mean([r["success"] for r in runs if r["example"] == name]))
-             for name in ("two_finger_cube", "ur5_push")}
+             for name in EXAMPLES}
     result = {"timestamp": _report.utc_timestamp(), "machine": _report.machine_info(),
               "runs": runs, "success_rate": rates}
     start, end = _report.markers("bench_own_robot_3d")
@@ -108,20 +114,22 @@ def main(argv: list[str] | None = None) -> int:
         f"{100 * r['position_error_m']:.2f} | {np.rad2deg(r['orientation_error_rad']):.2f} | "
         f"{r['success']} | {r['control_rate_hz']:.0f} | "
         f"{r['solve_median_ms']:.0f} / {r['solve_max_ms']:.0f} | {r['failed_plans']} / "
-        f"{r['sim_not_converged']} | {r['wall_s']:.0f} |" for r in runs)
+        f"{r['not_converged_plans']} / {r['sim_not_converged']} | {r['wall_s']:.0f} |"
+        for r in runs)
     m = result["machine"]
     md = (f"{start}\n## Bring your own robot in 3-D: a free cube turned, a box pushed by a UR5 "
+          f"and by a Panda "
           f"(`benchmarks/bench_own_robot_3d.py`)\n\n"
           f"{result['timestamp']}, {m['platform'].split('-')[0]} ({m['cpu_count']} CPUs, shared "
           f"with other jobs: times are noisy), Python {m['python']}; each row one run of the "
           f"example as a user runs it (task file defaults: C3 MIQP, N = 10, LCS dt 0.1 s, "
-          f"re-planning at 10 Hz with zero-order hold in SAP at 1 ms; "
+          f"G = U = 0.1·I, re-planning at 10 Hz with zero-order hold in SAP at 1 ms; "
           + ", ".join(sorted({f"{r['example']} {r['duration_s']:g} s" for r in runs}))
           + "). Success: the goal object within 2 cm of its goal position and "
           f"0.05 rad (2.9°) of its goal orientation.\n\n"
           f"| example | start | position error [cm] | orientation error [°] | success | "
-          f"control rate [Hz] | C3 median / max [ms] | failed plans / sim steps not "
-          f"converged | wall [s] |\n|---|---|---|---|---|---|---|---|---|\n{rows}\n\n"
+          f"control rate [Hz] | C3 median / max [ms] | failed / not converged plans / "
+          f"sim steps not converged | wall [s] |\n|---|---|---|---|---|---|---|---|---|\n{rows}\n\n"
           + "Success over the seeded starts: " + ", ".join(
               f"{k} {100 * v:.0f}% (incl. nominal)" for k, v in rates.items())
           + ". C3 plans take longer than the 100 ms period on this machine; the runs use "

@@ -133,7 +133,9 @@ class C3:
         Q: (n_x, n_x) state cost, or a list of N (knots 0..N-1) or N+1 (incl. terminal) ones.
         R: (n_u, n_u) input cost, or N of them.
         G: (n_z, n_z) ADMM weight, n_z = n_x + n_lambda + n_u (C3+: n_z + n_lambda), or N.
-        U: (n_z, n_z) projection weight (same layout as G), or N.
+        U: (n_z, n_z) projection weight (same layout as G), or N; None: U = G, one metric
+            for both ADMM steps (DAIRLab/c3 projects with G when U is zero; docs/c3.md, "The
+            ADMM metric and the convergence check").
         N: horizon (knots).
         x_des: targets: None (zeros), (n_x,) for every knot, or (N+1, n_x).
         QN: terminal cost (default: the last Q).
@@ -148,7 +150,7 @@ class C3:
         TypeError: ``lcs`` is not an :class:`lcs.LCS`, or ``options`` not :class:`C3Options`.
     """
 
-    def __init__(self, lcs: LCS, Q: Any, R: Any, G: Any, U: Any, N: int = 10,
+    def __init__(self, lcs: LCS, Q: Any, R: Any, G: Any, U: Any = None, N: int = 10,
                  x_des: Any = None, QN: Any = None, options: C3Options | None = None, *,
                  constraints: Sequence[LinearConstraint] = ()):
         if options is None:
@@ -176,6 +178,7 @@ class C3:
             QN_ = _per_knot("QN", QN, 1, self.n_x)[0]
         self._Q = np.concatenate([Qs[: self.N], QN_[None]]) * gamma[:, None, None]
         self._R = _per_knot("R", R, self.N, self.n_u) * gamma[: self.N, None, None]
+        U = G if U is None else U
         self._G = _per_knot("G", G, self.N, self.n_zt) * gamma[: self.N, None, None]
         self._U = _per_knot("U", U, self.N, self.n_zt) * gamma[: self.N, None, None]
         if not options.discount_admm_weights:  # DAIRLab/c3's gamma: Q and R only
@@ -432,6 +435,7 @@ class C3:
         sigma = opts.rho
         proj_status = np.zeros(N, dtype=int)
         iterations = 0
+        residuals: list[np.ndarray] = []  # consensus residual per ADMM iteration
         for i in range(opts.admm_iter + 1):
             t0 = time.perf_counter()
             ref = delta if (i == opts.admm_iter and self._extended
@@ -473,6 +477,7 @@ class C3:
                     t_start, iterations, {"qp": t_qp, "projection": t_proj})
             proj_status = np.maximum(proj_status, proj.status)
             delta = proj.delta
+            residuals.append(self._consensus_residual(z, delta))
             w = (w + z - delta) / opts.rho_scale
             sigma *= opts.rho_scale
             iterations += 1
@@ -490,8 +495,20 @@ class C3:
         u = zf[:, n_x + self.n_lambda: self.n_z].copy()
         lam = self._plan_lcs.unscale_lambda(lam_plan)
         status = C3Status.SOLVED if np.all(proj_status == 0) else C3Status.MAX_ITERATIONS
+        consensus, message = float("nan"), ""
+        if iterations:  # the final QP iterate against the last projection
+            residuals.append(self._consensus_residual(self._extend(qp_res.z), delta))
+            consensus = float(residuals[-1].max())
+            tol = opts.consensus_tolerance
+            if tol is not None and consensus > tol:
+                status = C3Status.NOT_CONVERGED
+                worst = ("x", "lambda", "u")[int(np.argmax(residuals[-1]))]
+                message = (f"ADMM consensus residual {consensus:.3g} > consensus_tolerance "
+                           f"{tol:g} (largest in {worst}); the plan's contact forces are not "
+                           f"complementary (complementarity violation {{viol:.3g}})")
         viol = float(np.max(self._plan_lcs.complementarity_residual(x[:N], u, lam_plan))
                      ) * self._plan_lcs.lambda_scale
+        message = message.format(viol=viol)
         cost = self.plan_cost(x, u)
         timings = {"qp": t_qp, "projection": t_proj}
         x_sim, cost_sim = None, float("inf")
@@ -520,7 +537,9 @@ class C3:
                         iterations=iterations, solve_time=total, timings=timings,
                         complementarity_violation=viol, cost=cost,
                         resimulated_cost=cost_sim, resimulated_x=x_sim,
-                        solver=f"c3/{opts.projection}")
+                        solver=f"c3/{opts.projection}", message=message,
+                        consensus_residual=consensus,
+                        extras={"consensus_residuals": np.array(residuals).reshape(-1, 3)})
 
     # ------------------------------------------------------------------ DAIRLab/c3 terms
     def _dairlab_terms(self, qp: CondensedQP, x0: np.ndarray, g_c: np.ndarray) -> np.ndarray:
@@ -629,6 +648,24 @@ class C3:
         if not self._extended:
             return z
         return np.einsum("kab,kb->ka", self._M, z) + self._e
+
+    def _consensus_residual(self, z: np.ndarray, delta: np.ndarray) -> np.ndarray:
+        """(3,) the consensus residual of z and δ (N, n_zt) per block x, λ, u:
+        ``‖z_b − δ_b‖∞ / (1 + max(‖z_b‖∞, ‖δ_b‖∞))`` over the entries G ties (G_ii > 0; an
+        entry with no consensus weight, e.g. the cart-pole's u, is free in both steps), λ in
+        physical units (see :attr:`C3Result.consensus_residual`)."""
+        n_x, n_l, n_z = self.n_x, self.n_lambda, self.n_z
+        tied = np.einsum("kii->ki", self._G)[:, :n_z] > 0
+        scale = np.ones(n_z)
+        scale[n_x:n_x + n_l] = self._plan_lcs.lambda_scale
+        a = np.where(tied, z[:, :n_z] * scale, 0.0)
+        b = np.where(tied, delta[:, :n_z] * scale, 0.0)
+        out = np.zeros(3)
+        for j, sl in enumerate((slice(0, n_x), slice(n_x, n_x + n_l), slice(n_x + n_l, n_z))):
+            if sl.stop > sl.start:
+                out[j] = np.abs(a[:, sl] - b[:, sl]).max() / (
+                    1.0 + max(np.abs(a[:, sl]).max(), np.abs(b[:, sl]).max()))
+        return out
 
     def _reroll(self, x0: np.ndarray, z: np.ndarray) -> np.ndarray:
         st = self._plan_lcs.stacked(self.N)

@@ -52,7 +52,7 @@ from .errors import C3Error, C3TypeError, C3ValueError
 from .mcap_log import write_closed_loop
 from .option_fields import read_mapping
 from .options import PROJECTIONS, C3Options
-from .result import C3Status
+from .result import count_failed, count_not_converged
 from .runner import ClosedLoopLog, run_closed_loop
 from .tasks import TASKS, get_task
 
@@ -71,7 +71,8 @@ def _summary(task_name: str, log: ClosedLoopLog, success: bool, criterion: str,
         "median_solve_time_s": float(np.median(log.solve_times)),
         "mean_solve_time_s": float(np.mean(log.solve_times)),
         "control_rate_hz": log.control_rate,
-        "failed_steps": int(np.sum(log.status >= C3Status.QP_FAILED)),
+        "failed_steps": count_failed(log.status),
+        "not_converged_steps": count_not_converged(log.status),
         "final_state": log.x[-1].tolist(),
         "horizon": N,
         "options": {k: v for k, v in options.to_dict().items() if k != "extra"},

@@ -28,11 +28,45 @@ class C3Status(IntEnum):
     """The problem has no feasible plan (the MIQP baseline proved it)."""
     FAILED = 6
     """Any other solver failure; no plan (NaN arrays) or the last feasible plan."""
+    NOT_CONVERGED = 7
+    """Every step succeeded but C3's ADMM did not reach consensus: the final QP iterate and
+    the last projection differ by more than ``C3Options.consensus_tolerance``
+    (:attr:`C3Result.consensus_residual`), so the plan counts on contact forces that are not
+    complementary (typically a diverging ADMM, e.g. a projection weight U unlike G). The plan
+    is returned (and applied by the closed loops, as before this status existed) but is not
+    a solution of the contact problem."""
 
     @property
     def ok(self) -> bool:
-        """True when the plan can be applied (SOLVED, MAX_ITERATIONS or TIME_LIMIT)."""
-        return self in (C3Status.SOLVED, C3Status.MAX_ITERATIONS, C3Status.TIME_LIMIT)
+        """True when the plan can be applied (SOLVED, MAX_ITERATIONS, TIME_LIMIT or
+        NOT_CONVERGED)."""
+        return self in (C3Status.SOLVED, C3Status.MAX_ITERATIONS, C3Status.TIME_LIMIT,
+                        C3Status.NOT_CONVERGED)
+
+    @property
+    def failed(self) -> bool:
+        """True for a failure status (no plan of this solve: QP_FAILED, PROJECTION_FAILED,
+        INFEASIBLE, FAILED); the closed loops count these as ``failed_steps``."""
+        return not self.ok
+
+
+FAILURE_STATUSES = (C3Status.QP_FAILED, C3Status.PROJECTION_FAILED, C3Status.INFEASIBLE,
+                    C3Status.FAILED)
+"""The statuses with no plan of their own (:attr:`C3Status.failed`)."""
+
+
+def count_failed(statuses: Any) -> int:
+    """How many of the logged status codes (an int array) are failures (closed loops'
+    ``failed_steps``); NOT_CONVERGED, MAX_ITERATIONS and TIME_LIMIT plans are not."""
+    return int(np.count_nonzero(np.isin(np.asarray(statuses, dtype=int),
+                                        [int(s) for s in FAILURE_STATUSES])))
+
+
+def count_not_converged(statuses: Any) -> int:
+    """How many of the logged status codes are NOT_CONVERGED (closed loops'
+    ``not_converged_steps``)."""
+    return int(np.count_nonzero(np.asarray(statuses, dtype=int)
+                                == int(C3Status.NOT_CONVERGED)))
 
 
 @dataclass(frozen=True)
@@ -51,6 +85,14 @@ class C3Result:
         timings: per-phase wall times in [s], e.g. {"qp": ..., "projection": ..., "setup": ...}.
         complementarity_violation: max over knots of the natural residual
             ``|min(lambda, E x + F lambda + H u + c)|`` of the returned plan.
+        consensus_residual: C3's ADMM consensus residual between the final QP iterate z and
+            the last projection δ, ``max_b ‖z_b − δ_b‖∞ / (1 + max(‖z_b‖∞, ‖δ_b‖∞))`` over
+            the blocks b = x, λ (physical units), u, counting only the entries G ties
+            (G_ii > 0; dimensionless); above
+            ``C3Options.consensus_tolerance`` the status is NOT_CONVERGED. NaN for the MIQP
+            baseline and for C3 with ``admm_iter = 0``. Per block and per ADMM iteration in
+            ``extras["consensus_residuals"]`` ((iterations + 1, 3): after each projection, then
+            the final QP step's).
         cost: objective value of the returned plan (eq. 15's cost, without the ADMM terms),
             evaluated on the plan's own (x, u): for C3 the states follow the LCS dynamics
             with the plan's λ, which need not satisfy complementarity, so this can be below
@@ -76,6 +118,7 @@ class C3Result:
     solve_time: float
     timings: dict[str, float] = field(default_factory=dict)
     complementarity_violation: float = float("inf")
+    consensus_residual: float = float("nan")
     cost: float = float("inf")
     resimulated_cost: float = float("inf")
     resimulated_x: np.ndarray | None = None

@@ -18,7 +18,7 @@ from lcs import _validation as _v
 
 from .c3 import C3
 from .errors import C3TypeError, C3ValueError
-from .result import C3Status
+from .result import count_failed, count_not_converged
 
 _ERRORS = (C3TypeError, C3ValueError)
 
@@ -167,4 +167,5 @@ def run_closed_loop(plant: Any, controller: C3, x0: Any, steps: int, *,
     return ClosedLoopLog(t=np.arange(T + 1) * dt, x=xs[: T + 1], u=us[:T], lam=lams[:T],
                          solve_time=times[:T], status=statuses[:T], stage_cost=costs[:T],
                          stopped_early=stopped,
-                         extras={"failed_steps": int(np.sum(statuses[:T] >= C3Status.QP_FAILED))})
+                         extras={"failed_steps": count_failed(statuses[:T]),
+                                 "not_converged_steps": count_not_converged(statuses[:T])})

@@ -35,7 +35,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import C3ValueError
-from .result import C3Status
+from .result import count_failed, count_not_converged
 from .runner import ClosedLoopLog
 
 __all__ = ["StateMap", "run_in_simulator"]
@@ -133,7 +133,8 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
         ``extras``: ``"control_rate"`` (the rate run [Hz]), ``"control_period_steps"``,
         ``"sim_t"``, ``"sim_q"``, ``"sim_v"`` (the full-rate trajectory), ``"applied_u"``
         ((n_steps, n_u) the input acting at each simulator step), ``"delay_steps"`` (T,),
-        ``"failed_steps"`` (plans with a failed status), ``"sim_stats"`` (per simulator step,
+        ``"failed_steps"`` (plans with a failed status), ``"not_converged_steps"`` (plans
+        whose ADMM did not reach consensus, status NOT_CONVERGED), ``"sim_stats"`` (per simulator step,
         :data:`plants.sim.stepper.STAT_FIELDS`).
 
     Raises:
@@ -268,7 +269,8 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
     return ClosedLoopLog(
         t=t_ctrl, x=xs[:k + 1], u=us[:k], lam=lams[:k], solve_time=times[:k],
         status=statuses[:k], stage_cost=costs[:k], stopped_early=stopped,
-        extras={"failed_steps": int(np.sum(statuses[:k] >= C3Status.QP_FAILED)),
+        extras={"failed_steps": count_failed(statuses[:k]),
+                "not_converged_steps": count_not_converged(statuses[:k]),
                 "control_rate": 1.0 / (period * dt_sim), "control_period_steps": period,
                 "delay": delay, "delay_steps": delays[:k], "sim_t": sim_t[:step + 1],
                 "sim_q": sim_q[:step + 1], "sim_v": sim_v[:step + 1],

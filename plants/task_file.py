@@ -30,7 +30,6 @@ the key. Example (``examples/own_robot/pusher_box.yaml``)::
     cost:
       Q: {default: 10, pusher_x: 500, box_x: 500, box_z: 100, box_theta: 100}
       Q_velocity: 10
-    planning: {U: 1.0}
     simulation: {solver: sap, dt: 0.001, control_rate: 10, duration: 3.0}
 """
 
@@ -71,6 +70,10 @@ TASK_KEYS: dict[str | None, tuple[str, ...]] = {
 }
 
 _DEFAULT_PARAMS = {"stiffness": 1e5, "dissipation": 1e-3, "mu": 0.5}
+
+#: ``planning.G`` when the file gives none: G = 0.1·I. ``planning.U`` defaults to the same
+#: matrix (U = G), so that the QP step and the projection measure distance in one metric.
+DEFAULT_G = 0.1
 
 
 class TaskFileError(PlantError, ValueError):
@@ -508,16 +511,17 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
                          weights("Q_velocity", n_x - n_q, v_labels, 1.0)])
     Rd = weights("R", n_u, [[s] for s in plant.input_names], 0.01)
     qn = r.number(("cost", "QN_scale"), 1.0, nonneg=True)
+    G = r.number(("planning", "G"), DEFAULT_G, positive=True)
+    # U defaults to G (one ADMM metric; docs/c3.md, "The ADMM metric"): a block the file
+    # does not name takes G's weight.
     U_spec = r.mapping(("planning", "U"), "U") if isinstance(plan.get("U"), dict) else None
     if U_spec is not None:
         Ud = np.concatenate([
-            np.full(n_x, r.number(("planning", "U", "state"), 1000.0, nonneg=True)),
-            np.full(n_l, r.number(("planning", "U", "lambda"), 1.0, nonneg=True)),
-            np.full(n_u, r.number(("planning", "U", "input"), 1.0, nonneg=True))])
+            np.full(n_x, r.number(("planning", "U", "state"), G, nonneg=True)),
+            np.full(n_l, r.number(("planning", "U", "lambda"), G, nonneg=True)),
+            np.full(n_u, r.number(("planning", "U", "input"), G, nonneg=True))])
     else:
-        Ud = np.full(n_x + n_l + n_u, r.number(("planning", "U"), 1.0, nonneg=True)) \
-            if "U" in plan else np.concatenate([np.full(n_x, 1000.0), np.ones(n_l + n_u)])
-    G = r.number(("planning", "G"), 0.1, positive=True)
+        Ud = np.full(n_x + n_l + n_u, r.number(("planning", "U"), G, nonneg=True))
     projection = r.string(("planning", "projection"), "miqp")  # checked by c3mpc.C3Options
     if not projection:
         raise r.error(("planning", "projection"), "must be a projection name such as 'miqp'")

@@ -21,7 +21,11 @@ def test_finger_gaiting_paper_start_lifts_object_within_limits():
     task, log = run_finger(get_task("finger-gaiting").plant().defaults.x0)
     assert task.success(log)
     assert log.x[-1, 0] > -0.8  # started at -8
-    assert np.all(log.status == C3Status.SOLVED)
+    # every plan usable; some are NOT_CONVERGED: with the paper's s = 10 ADMM iterations the
+    # final QP iterate's forces stay off their projection (λ residual median 0.24, measured;
+    # docs/c3.md, "The ADMM metric and the convergence check")
+    assert not any(C3Status(int(s)).failed for s in log.status)
+    assert set(log.status.tolist()) <= {C3Status.SOLVED, C3Status.NOT_CONVERGED}
     # both fingers regrasp: each applies normal force at some steps and not at others
     normal = log.u[:, 2:] > 1e-6
     assert normal[:, 0].any() and normal[:, 1].any() and not normal.all()

@@ -90,7 +90,7 @@ def test_task_file_pose_errors_name_the_line(tmp_path):
                                                               "joints: [box]"))
     with pytest.raises(TaskFileError, match="'box' is not a joint the goal names") as err:
         load_task_file(tmp_path / "t.yaml")
-    assert err.value.line == 14
+    assert err.value.line == 15
 
 
 def test_goal_errors_of_a_free_joint_are_a_distance_and_an_angle():
@@ -159,12 +159,13 @@ def _example():
 
 def test_two_finger_cube_starts_turning_the_cube():
     """The first 0.3 s (three plans; the full run is slow): the cube turns towards its goal
-    (45° → 34.5° measured at 0.3 s), stays in place on the table, every solve converges."""
+    (45° → 14.1° measured at 0.3 s), stays in place on the table, every solve converges (no
+    failed and no NOT_CONVERGED plan: the default U = G)."""
     task, log = _example().main(duration=0.3)
     err = task.goal_errors(log.x[-1])
     assert err["cube.orientation"] <= np.deg2rad(40.0) and err["cube.position"] <= 5e-3
     assert log.extras["control_rate"] == task.control_rate == 10.0
-    assert log.extras["failed_steps"] == 0
+    assert log.extras["failed_steps"] == 0 and log.extras["not_converged_steps"] == 0
     assert not np.any(log.extras["sim_stats"]["status"])
     assert np.abs(log.extras["sim_q"][:, 2] - 0.5).max() <= 5e-3  # not lifted, not sunk
 
@@ -172,7 +173,8 @@ def test_two_finger_cube_starts_turning_the_cube():
 @pytest.mark.slow
 def test_two_finger_cube_turns_the_cube_to_its_goal():
     """Default options (the task file's): C3 at 10 Hz in SAP turns the free cube 45° about z;
-    after 1.2 s it is within the success tolerances (measured 1.2° and < 1 mm at 0.8 s)."""
+    after 1.2 s it is within the success tolerances (measured 0.4° at 0.5 s, 0.08° and 1.2 mm
+    at 1.2 s and 2 s)."""
     task, log = _example().main(duration=1.2)
     err = task.goal_errors(log.x[-1])
     assert err["cube.orientation"] <= 0.05 and err["cube.position"] <= 0.02
@@ -196,11 +198,11 @@ def test_two_finger_cube_runs_under_c3mpc_run(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2, pytest.param(3, marks=pytest.mark.xfail(
-    reason="a 57.4° turn stalls 4.1-4.3° from the goal (2 s and 3 s measured), above the "
-           "0.05 rad tolerance: docs/own-robot.md", strict=False))])
+@pytest.mark.parametrize("seed", [1, 2, 3])
 def test_two_finger_cube_succeeds_from_seeded_starts(seed):
-    """The cube starts turned up to ±15° about z (fingers on its faces): goal 45°."""
+    """The cube starts turned up to ±15° about z (fingers on its faces): goal 45°. Measured
+    (2 s): 0.05°, 0.78° and 2.72° off (seed 3, a 57.4° turn, within the 2.9° tolerance; it
+    stalled 4.1° off with the earlier default U, whose ADMM diverged)."""
     yaw0 = np.random.default_rng(seed).uniform(-np.deg2rad(15), np.deg2rad(15))
     task, log = _example().main(yaw0)
     assert task.goal_reached(log.x[-1]), task.goal_errors(log.x[-1])

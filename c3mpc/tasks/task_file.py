@@ -4,7 +4,7 @@ The task file (docs/own-robot.md) names the model file, the planning contacts, t
 goal and the simulation; this runs C3 on its planning plant inside the contact simulator at the
 file's control rate (:func:`c3mpc.run_in_simulator`) and reports like the built-in tasks:
 ``summary.json`` (success, the final error of every goal joint, control rate, solve times,
-non-converged simulator steps), ``trajectory.png``, ``trajectory.npz``, ``run.mcap`` and
+failed and not converged (ADMM) plans, non-converged simulator steps), ``trajectory.png``, ``trajectory.npz``, ``run.mcap`` and
 ``meshcat.html`` (the simulated scene, :class:`plants.viz.Viewer`).
 
 Success: every joint the ``goal`` names ends within the task file's ``success.tolerance`` of
@@ -87,6 +87,7 @@ def run_task_file_command(args: argparse.Namespace) -> int:
         "max_final_goal_error": worst,
         "simulated_time_s": float(log.extras["sim_t"][-1] - log.extras["sim_t"][0]),
         "plans": int(log.u.shape[0]), "failed_plans": int(log.extras["failed_steps"]),
+        "not_converged_plans": int(log.extras["not_converged_steps"]),
         "control_rate_hz": float(log.extras["control_rate"]),
         "solve_time_median_s": float(np.median(solve)) if solve.size else float("nan"),
         "solve_time_max_s": float(np.max(solve)) if solve.size else float("nan"),
@@ -101,7 +102,8 @@ def run_task_file_command(args: argparse.Namespace) -> int:
     print(f"  success: {ok} ({summary['criterion']})")
     print("  final goal errors: " + ", ".join(f"{k} {v:+.4f}" for k, v in errors.items()))
     print(f"  C3 median {summary['solve_time_median_s'] * 1e3:.1f} ms per plan at "
-          f"{summary['control_rate_hz']:g} Hz; failed plans {summary['failed_plans']}; "
+          f"{summary['control_rate_hz']:g} Hz; failed plans {summary['failed_plans']}, "
+          f"not converged {summary['not_converged_plans']}; "
           f"simulator steps not converged {summary['simulator']['non_converged_steps']}")
     if report is not None:
         _write_report(report, summary, log, plant, sim, html=not args.no_html,
