@@ -88,10 +88,27 @@ def test_compiled_conjugate_residual_follows_the_numpy_iteration():
 
 def test_nsn_with_the_compiled_schur_solve_matches_the_numpy_path(monkeypatch, a1_impact_step):
     problem = a1_impact_step
-    fast = NSNSolver().solve(problem)
+    fast = NSNSolver(linear_solver="cr").solve(problem)
     monkeypatch.setattr(nsn, "HAVE_NUMBA", False)
-    ref = NSNSolver().solve(problem)
+    ref = NSNSolver(linear_solver="cr").solve(problem)
     assert fast.status.ok and ref.status.ok
     assert fast.iterations == ref.iterations
     assert abs(fast.inner_iterations - ref.inner_iterations) <= 0.05 * ref.inner_iterations
     np.testing.assert_allclose(fast.gamma, ref.gamma, rtol=0, atol=1e-9 * np.abs(ref.gamma).max())
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n_c=st.integers(1, 10), with_K=st.booleans())
+def test_direct_schur_solve_solves_the_explicit_system(seed, n_c, with_K):
+    """``nsn._schur_direct`` (the Cholesky path of ``linear_solver="cholesky"|"auto"``) against the
+    explicit Schur matrix."""
+    p = random_problem(seed, n_trees=2, n_c=n_c)
+    J, X, _ = _delassus(p)
+    full = J @ X
+    rng = np.random.default_rng(seed)
+    D, Cs, K = _schur_inputs(rng, n_c, with_K)
+    Cs = Cs + 0.1  # well conditioned: the check is of the assembly, not of round-off
+    b = rng.normal(size=3 * n_c)
+    x = nsn._schur_direct(full, D, Cs, K if with_K else None, b)
+    np.testing.assert_allclose(_explicit(full, D, Cs, K if with_K else np.zeros((n_c, 2))) @ x, b,
+                               rtol=0, atol=1e-8 * np.abs(b).max())

@@ -4,13 +4,15 @@ against CANAL, against finite differences, and as a property of the line search.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plants.errors import ContactSolveError
-from plants.sim import CANALSolver, ContactSolverStatus, NSNSolver, load_scene
+from plants.sim import CANALSolver, ContactProblem, ContactSolverStatus, NSNSolver, load_scene
 from plants.sim.accuracy import contact_residual, perturbed_problems, random_problem
 from plants.sim.nsn import NSNOptions, friction_compliance
 
@@ -148,7 +150,59 @@ def test_backtracking_line_search_decreases_the_merit_monotonically(seed, n_tree
                                         ({"friction_jacobian": "full"}, "friction_jacobian"),
                                         ({"epsilon_scale": "abs"}, "epsilon_scale"),
                                         ({"activation_tol": 1.0}, "activation_tol"),
-                                        ({"max_backtracks": 0}, "max_backtracks")])
+                                        ({"max_backtracks": 0}, "max_backtracks"),
+                                        ({"linear_solver": "lu"}, "linear_solver"),
+                                        ({"direct_max_rows": -1}, "direct_max_rows"),
+                                        ({"step_patience": -1}, "step_patience"),
+                                        ({"step_factor": 1.0}, "step_factor"),
+                                        ({"min_step": 0.9}, "min_step")])
 def test_bad_options_name_the_option(bad, match):
     with pytest.raises(ValueError, match=match):
         NSNOptions(**bad)
+
+
+# ----------------------------------------------------------------------------- redundant (manifold) contacts, issue #20
+DATA = Path(__file__).parent / "data"
+
+
+def test_redundant_corners_need_an_exact_newton_direction(cube_set):
+    """Case 99 (five stacked cubes on their corner contacts): redundant contacts make the Schur
+    matrix near-singular (condition ~1/ε) and 50 CR steps leave the Newton direction so inexact
+    that the iteration stalls near 1e-8; the exact (Cholesky) direction converges to the default
+    tol 1e-10 (docs/contact-solvers.md §5.3)."""
+    p = cube_set[99]
+    cr = NSNSolver(linear_solver="cr").solve(p)
+    assert not cr.status.ok and cr.residual > 1e-9
+    for options in ({}, {"linear_solver": "cholesky"}):  # "auto" factors this 108-row system
+        r = NSNSolver(**options).solve(p)
+        assert r.status == ContactSolverStatus.SOLVED
+        assert contact_residual(p, r.gamma).residual <= 1e-10  # independent recomputation
+        assert r.inner_iterations == 0  # no CR step was taken
+
+
+def test_damping_watchdog_breaks_the_cycle_on_sliding_box_manifolds():
+    """a1-drop-8 step 71 (178 contacts, A1 trunks and legs sliding over each other on 4-point
+    box manifolds): the paper's constant step t = 0.75 cycles between metrics ~2e-3 and 9e-3;
+    the watchdog restarts from the best iterate with shorter steps and reaches < 1e-8."""
+    p = ContactProblem.load(DATA / "a1_drop_8_nsn_step71.npz")
+    constant = NSNSolver(step_patience=0).solve(p)
+    assert not constant.status.ok and constant.residual > 1e-4
+    solver = NSNSolver()
+    r = solver.solve(p)
+    assert contact_residual(p, r.gamma).residual < 1e-8
+    steps = np.array(solver.last_trace.step)
+    assert steps[0] == 0.75 and steps.min() < 0.75 and steps.min() >= solver.options.min_step
+
+
+def test_watchdog_tells_a_cycle_and_a_plateau_from_a_slow_decline():
+    """The watchdog's stall test (after ``step_patience`` iterations without a new best): a cycle
+    (fall, then rise > 20 %) or a plateau above 1.2× the best stalls; a steady decline, or the hump
+    after an active-set change (rise, then steady fall), does not."""
+    from plants.sim.nsn import _stalls
+
+    best = 1e-10
+    assert _stalls([6e-3, 7e-3, 6e-3, 3e-3, 9e-3], 5, 2e-3)  # a1-drop-8 step 71 at t = 0.75
+    assert _stalls([4e-4] * 10, 5, 6e-5)  # a plateau far above the best iterate
+    assert _stalls([2e-4] * 10, 5, 1.98e-4)  # no progress at all (a1-drop-8 step 76)
+    assert not _stalls([5e-7, 4.9e-7, 4.8e-7, 4.7e-7, 4.6e-7], 5, best)  # slow decline
+    assert not _stalls([3e-7, 6e-7, 7e-7, 6e-7, 6e-7, 5e-7, 5e-7, 4e-7, 4e-7, 3e-7], 5, best)  # a hump

@@ -32,6 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scipy.linalg import LinAlgError
+
+from ._linalg import cholesky, cholesky_solve
 from ._nsn_kernels import HAVE_NUMBA, DelassusBlocks, schur_conjugate_residual
 from .accuracy import StagnationDetector, contact_residual, metric_tolerance
 from .canal import ALSolverResult, WarmStartedSolver
@@ -43,6 +46,38 @@ from .contact_problem import (
 )
 
 __all__ = ["NSNOptions", "NSNSolver", "NSNTrace", "conjugate_residual", "fischer_burmeister", "friction_compliance"]
+
+_CYCLE_RISE = 1.2  # the damping watchdog's rise factor (see _stalls)
+
+
+def _stalls(history: list[float], patience: int, best: float) -> bool:
+    """Whether the damped iteration stalls (called once no new lowest metric was reached in
+    ``patience`` iterations): the last ``patience`` metrics cycle (:func:`_cycles`), or the last
+    ``2 patience`` did not fall (the last ≥ 0.9× their largest) and either all lie above 1.2× the
+    lowest (a plateau above the best iterate) or within 5 % of each other (no progress at all)."""
+    if _cycles(history[-patience:]):
+        return True
+    w = history[-2 * patience:]
+    if len(w) < 2 * patience:
+        return False
+    flat = max(w) <= 1.05 * min(w)  # no progress at all
+    return w[-1] >= 0.9 * max(w) and (flat or min(w) > _CYCLE_RISE * best)
+
+
+def _cycles(window: list[float]) -> bool:
+    """Whether the metrics of a window (no new lowest value in it) cycle: they fall below the
+    window's first value and then rise by more than 20 % above that low. A slow monotone decline,
+    or the hump after an active-set change (a rise, then a steady fall), is not a cycle: a shorter
+    step would only slow it down (measured: cube-drop-3 step 287 rises from 2e-10 to 7e-7 and
+    falls back to 9e-11 in 85 iterations at t = 0.75)."""
+    low = window[0]
+    for m in window[1:]:
+        if m > _CYCLE_RISE * low and low < window[0]:
+            return True
+        low = min(low, m)
+    return False
+
+
 
 
 @dataclass(frozen=True)
@@ -67,9 +102,29 @@ class NSNOptions(SolverPresets):
             in this many Newton iterations (0 disables). Measured: on clutter-40 step 21 the
             metric reached 1.8e-8, then cycled at 3.7e-7 for the rest of the 300 iterations; on
             perturbed cube-rest-5 steps it plateaus for up to ~40 iterations and then converges.
+        linear_solver: how each Newton step's Schur system is solved. "cr" (the paper): Jacobi-
+            preconditioned conjugate residual, ``linear_iterations`` steps; "cholesky": the dense
+            Schur matrix ``D W D + C + εI`` factored (SPD by the ε shift) and solved exactly;
+            "auto" (default): Cholesky when ``3 n_c ≤ direct_max_rows``, else CR. Measured
+            (docs/contact-solvers.md §5.3): redundant contacts (a box's four coplanar corners)
+            make the Schur matrix near-singular (condition ~1/ε), and 50 CR steps leave the
+            Newton direction so inexact that the iteration stalls at a metric ~1e-8 (perturbed
+            cube-rest-5 case 99: 8.6e-9 after 255 iterations; exact solves: 9e-13 in 84).
+        direct_max_rows: the largest Schur system (3 n_c rows) "auto" factors densely.
         linear_iterations: conjugate-residual iterations per Newton step (paper 10-80).
         linear_rel_tol: CR stops early when the preconditioned residual fell by this factor.
-        step: damping t of the constant step (paper 0.75).
+        step: damping t of the step (paper 0.75, constant): the initial step when
+            ``step_patience`` > 0.
+        step_patience: the damping watchdog (ours; 0 = the paper's constant step): when the metric
+            has not reached a new lowest value (by 1 %) in this many Newton iterations and the
+            iteration stalls (:func:`_stalls`: it cycles, or sits on a plateau above 1.2× its best;
+            a slow decline does not count), the iteration restarts
+            from its lowest-metric iterate with the step times ``step_factor``, down to
+            ``min_step`` (then ``stagnation_window`` ends a solve that still stalls). Measured (docs/contact-solvers.md §5.3): on sliding box–box
+            manifold contacts of ``a1-drop-8`` the constant t = 0.75 cycles between metrics
+            2e-3 and 9e-3 for 170 iterations, t = 0.5 converges linearly.
+        step_factor: the watchdog's step reduction, in (0, 1).
+        min_step: the smallest step the watchdog reduces to, in (0, step].
         line_search: "none" (constant t) or "backtracking" (Armijo on the merit ‖(g, h)‖ from
             t = 1, halving; no acceptable step within ``max_backtracks`` halvings ends the solve
             with status LINE_SEARCH_FAILED).
@@ -110,9 +165,14 @@ class NSNOptions(SolverPresets):
     tol: float = 1e-10
     rel_tol: float = 0.0
     stagnation_window: int = 100
+    linear_solver: str = "auto"
+    direct_max_rows: int = 300
     linear_iterations: int = 50
     linear_rel_tol: float = 1e-14
     step: float = 0.75
+    step_patience: int = 5
+    step_factor: float = 2.0 / 3.0
+    min_step: float = 0.25
     line_search: str = "none"
     max_backtracks: int = 30
     epsilon: float = 1e-6
@@ -129,10 +189,13 @@ class NSNOptions(SolverPresets):
         choices = {"ncp": ("fb", "min"), "line_search": ("none", "backtracking"), "start": ("zero", "warm"),
                    "epsilon_scale": ("delassus", "schur"), "friction_guard": ("project", "clip"),
                    "friction_jacobian": ("magnitude", "frozen"),
-                   "preconditioner": ("effective_mass", "h2", "unit")}
+                   "preconditioner": ("effective_mass", "h2", "unit"),
+                   "linear_solver": ("auto", "cr", "cholesky")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if int(self.direct_max_rows) < 0:
+            raise ValueError(f"direct_max_rows must be >= 0, got {self.direct_max_rows}")
         for name in ("max_iterations", "linear_iterations", "max_backtracks"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -144,6 +207,12 @@ class NSNOptions(SolverPresets):
             raise ValueError(f"stagnation_window must be >= 0, got {self.stagnation_window}")
         if not 0 < self.step <= 1:
             raise ValueError(f"step must lie in (0, 1], got {self.step}")
+        if int(self.step_patience) < 0:
+            raise ValueError(f"step_patience must be >= 0, got {self.step_patience}")
+        if not 0 < self.step_factor < 1:
+            raise ValueError(f"step_factor must lie in (0, 1), got {self.step_factor}")
+        if not 0 < self.min_step <= self.step:
+            raise ValueError(f"min_step must lie in (0, step={self.step}], got {self.min_step}")
         if not (self.epsilon >= 0 and self.linear_rel_tol >= 0):
             raise ValueError("epsilon and linear_rel_tol must be >= 0")
         if not 0 <= self.activation_tol < 1:
@@ -155,7 +224,8 @@ class NSNOptions(SolverPresets):
     def realtime(cls, **overrides) -> NSNOptions:
         """The paper's fixed counts (§8-9): 8 Newton iterations of 40 conjugate-residual steps each,
         warm-started from the previous step's impulses, ``rel_tol = 1e-6``."""
-        return cls(**{"max_iterations": 8, "linear_iterations": 40, "start": "warm", "rel_tol": 1e-6, **overrides})
+        return cls(**{"max_iterations": 8, "linear_iterations": 40, "linear_solver": "cr", "start": "warm",
+                      "rel_tol": 1e-6, **overrides})
 
     @classmethod
     def fixed_count(cls, newton: int = 8, linear: int = 40, **overrides) -> NSNOptions:
@@ -164,7 +234,7 @@ class NSNOptions(SolverPresets):
         The result's status is MAX_ITERATIONS unless the metric is exactly 0 (no contact); its
         ``residual`` says how accurate the step is (docs/BENCHMARKS.md: accuracy vs Newton count)."""
         base = dict(max_iterations=int(newton), linear_iterations=int(linear), tol=1e-300, rel_tol=0.0,
-                    stagnation_window=0, start="zero")
+                    stagnation_window=0, step_patience=0, linear_solver="cr", start="zero")
         return cls(**{**base, **overrides})
 
     @classmethod
@@ -172,8 +242,26 @@ class NSNOptions(SolverPresets):
         """The defaults of the first implementation (commit eda7849): 100 iterations, ε relative to
         the Schur diagonal, clipped W outside the cone, frozen W, activation at μγ_n > 0."""
         base = dict(max_iterations=100, epsilon_scale="schur", friction_guard="clip", friction_jacobian="frozen",
-                    activation_tol=0.0, stagnation_window=0)
+                    activation_tol=0.0, stagnation_window=0, step_patience=0, linear_solver="cr")
         return cls(**{**base, **overrides})
+
+
+def _schur_direct(W: np.ndarray, Df: np.ndarray, Cs: np.ndarray, K: np.ndarray | None, rhs: np.ndarray) -> np.ndarray:
+    """Exact solve of the Newton step's Schur system ``(D W D + C + εI) x = rhs`` (``Cs`` = C's
+    diagonal + ε, (3 n_c,); ``K`` (n_c, 2) the rank-one friction blocks or None) by Cholesky; the
+    matrix is SPD by the shift. Falls back to least squares if the factorization fails (ε = 0 on
+    redundant contacts)."""
+    S = Df[:, None] * W * Df[None, :]
+    S[np.diag_indices_from(S)] += Cs
+    if K is not None:
+        i = 3 * np.arange(K.shape[0])
+        for a in range(2):
+            for b in range(2):
+                S[i + a, i + b] += K[:, a] * K[:, b]
+    try:
+        return cholesky_solve(cholesky(S), rhs)
+    except LinAlgError:
+        return np.linalg.lstsq(S, rhs, rcond=None)[0]
 
 
 def fischer_burmeister(a: np.ndarray, b: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -345,8 +433,12 @@ class NSNSolver(WarmStartedSolver):
         delassus_mean = float(np.mean(Wd)) if n_c else 0.0
         Wd = Wd.reshape(-1)
         J = form.J
-        # the Schur solves on the blocks of W = J Â⁻¹ Jᵀ per tree, formed once (compiled CR)
-        delassus = DelassusBlocks(J, X, problem.tree_starts, problem.contact_trees) if HAVE_NUMBA and n_c else None
+        direct = o.linear_solver == "cholesky" or (o.linear_solver == "auto" and 3 * n_c <= o.direct_max_rows)
+        # the Schur solves: dense W = J Â⁻¹ Jᵀ for the direct solve, else W's blocks per tree, formed
+        # once (compiled CR)
+        W_dense = J @ X if direct and n_c else None
+        delassus = (DelassusBlocks(J, X, problem.tree_starts, problem.contact_trees)
+                    if HAVE_NUMBA and n_c and not direct else None)
         no_K = np.zeros((n_c, 2))
         if o.start == "zero":
             v_hat = np.zeros(n_v)
@@ -375,6 +467,9 @@ class NSNSolver(WarmStartedSolver):
         g, h, D, C, K, merit = residuals(v_hat, gam)
         stagnation = StagnationDetector(o.stagnation_window)
         best = (np.inf, gam, v_hat)  # lowest-metric iterate: returned if the solve does not converge
+        t_step = o.step  # the damping, reduced by the watchdog (step_patience)
+        watch = StagnationDetector(o.step_patience)
+        recent: list[float] = []
         while True:
             acc = contact_residual(form, gam.reshape(-1)).residual if n_c else 0.0
             history.append(acc)
@@ -384,6 +479,16 @@ class NSNSolver(WarmStartedSolver):
                 break
             if acc < best[0]:
                 best = (acc, gam.copy(), v_hat.copy())
+            recent.append(acc)
+            if (o.line_search == "none" and t_step > o.min_step and watch.update(acc)
+                    and _stalls(recent, o.step_patience, watch.best)):
+                # the damped iteration cycles: restart from the lowest-metric iterate, shorter steps
+                t_step = max(o.min_step, t_step * o.step_factor)
+                watch = StagnationDetector(o.step_patience)
+                if best[0] < acc:
+                    gam, v_hat = best[1].copy(), best[2].copy()
+                    g, h, D, C, K, merit = residuals(v_hat, gam)
+                    acc = best[0]
             if acc <= metric_tolerance(gam, o.tol, o.rel_tol):
                 status, message = ContactSolverStatus.SOLVED, ""
                 if n_c:  # report the velocities consistent with the impulses
@@ -406,7 +511,9 @@ class NSNSolver(WarmStartedSolver):
             Cs = C.reshape(-1) + shift
             tl = time.perf_counter()
             rhs = Df * (J @ tree.solve(g)) - h.reshape(-1)
-            if delassus is not None:
+            if W_dense is not None:
+                dgam, k = _schur_direct(W_dense, Df, Cs, K, rhs), 0
+            elif delassus is not None:
                 dgam = np.empty(3 * n_c)
                 k = schur_conjugate_residual(delassus.data, delassus.ptr, delassus.rows, delassus.row_ptr, Df, Cs,
                                              no_K if K is None else np.ascontiguousarray(K), rhs, diag + shift,
@@ -426,7 +533,7 @@ class NSNSolver(WarmStartedSolver):
             dv = tree.solve(J.T @ (Df * dgam) - g)
             dgam = dgam.reshape(n_c, 3)
             if o.line_search == "none":
-                t = o.step
+                t = t_step
                 new = residuals(v_hat + t * dv, gam + t * dgam)
             else:  # Armijo on ‖(g, h)‖ from t = 1
                 t = 1.0
