@@ -52,7 +52,7 @@ from ..option_fields import check_field_types
 from ..options import C3Options
 
 __all__ = ["FrankaBallOptions", "FrankaBallLog", "run_franka_ball", "franka_layout",
-           "build_planner",
+           "build_planner", "PRESETS", "preset_options",
            "make_world", "summarize", "PLANT_FOR_BALLS"]
 
 PLANT_FOR_BALLS = {1: "franka-ball", 2: "franka-balls-2", 3: "franka-balls-3"}
@@ -98,6 +98,51 @@ None, of ``min_command_delay="auto"`` (``command_delay``) and of the default imp
 force-sensed step 5 at fixed 4 ms (docs/franka-ball.md, "1 mm noise: force-sensed step 5 and
 the noisy tuning"): 88.9-91.8% of a lap in the band there, seeds 0-4, every exit returned;
 noise-free it keeps 93.4% of a lap, so it is not the default without noise."""
+
+def _paper_preset() -> dict[str, Any]:
+    from plants.impedance import ImpedanceGains
+
+    return {
+        "admm_iter": 2, "end_on_qp_step": True, "horizon": 5,
+        "acceleration_feedforward": False, "input_limit": None, "min_command_delay": None,
+        "min_resim_dt": 0.0, "ball_velocity_weight": 0.1, "ball_position_weight": None,
+        "lead_angle_deg": 20.0, "impedance": ImpedanceGains(), "force_sensing": False,
+        "vision_filter": "none", "extrapolate_vision": False, "max_target_distance": None,
+        "tuning": "nominal",
+    }
+
+
+PRESETS: dict[str, Callable[[], dict[str, Any]]] = {
+    "default": dict,
+    "paper": _paper_preset,
+}
+"""Named sets of :class:`FrankaBallOptions` field values (:func:`preset_options`, the CLI's
+``--preset``), applied over the defaults and under anything given explicitly.
+
+"default": the defaults (no field changed).
+
+"paper": seed 003 §VII-A / §VIII as written, where the paper gives a value: C3 with s = 2
+(ρ_s = 3, N = 5, Δt = 0.1, the plant's), its final QP iterate as the plan, eq. (36) exactly
+(no acceleration feed-forward) with the authors' hardware gains (translational stiffness 500,
+damping ratio 1), no input bound, Algorithm 3's Δt_c = the measured planning time (no
+command-delay floor), the authors' ball-velocity weight 0.1, α_l = 20°, raw camera positions
+with finite-difference velocity (no filter, no extrapolation), no force sensing. The paper
+gives no Phase II bias distances or Phase II end-effector weight: those stay the task's
+(docs/franka-ball.md, "The paper preset"). What it gives in our simulator: the same page."""
+
+
+def preset_options(name: str = "default", **overrides: Any) -> "FrankaBallOptions":
+    """:class:`FrankaBallOptions` of the preset ``name`` (:data:`PRESETS`) with ``overrides``
+    (field values) on top.
+
+    Raises:
+        C3ValueError: an unknown preset (the message lists the valid ones); FrankaBallOptions'
+            own errors for bad fields.
+    """
+    if not isinstance(name, str) or name not in PRESETS:
+        raise C3ValueError(f"preset must be one of {sorted(PRESETS)}, got {name!r}")
+    return FrankaBallOptions(**{**PRESETS[name](), **overrides})
+
 
 TUNED_FIELDS = ("lead_angle_deg", "ball_velocity_weight", "vision_accel_std", "gait")
 """The :class:`FrankaBallOptions` fields whose None means "the tuning's value"."""
@@ -168,7 +213,13 @@ class FrankaBallOptions:
             (docs/franka-ball.md: then the arm gets only about B·Δt_c of C3's acceleration).
         ball_velocity_weight: Q on the ball velocities (None: the tuning's, 10 nominal, 30
             noisy; the plants' default: 0.1).
+        ball_position_weight: Q on the ball's x, y (None: the plant's, 10000, the authors'
+            value). The paper's knob for its fast noisy lap ("increase the cost on desired ball
+            location error", §VII-A).
         phase2_ee_weight: Q on the end-effector position in Phase II (Phase I: the plant's 500).
+        phase2_ball_weight: Q on the ball's x, y in Phase II (None: as in Phase I). The
+            authors' public controller nearly drops it there (1 against 10000), so that C3
+            repositions the end effector instead of pushing the ball on the way back.
         planning_latency: None (default): Algorithm 3's Δt_c and the command delay are the
             measured wall times. A number [s]: a deterministic emulated latency instead (Δt_c =
             that value, the command takes effect after it, rounded up to simulator steps), so
@@ -239,7 +290,9 @@ class FrankaBallOptions:
     plan_on_new_sample: bool = True
     reference: str = "hold"
     ball_velocity_weight: float | None = None
+    ball_position_weight: float | None = None
     phase2_ee_weight: float = 5000.0
+    phase2_ball_weight: float | None = None
     planning_latency: float | None = None
     min_command_delay: float | Literal["auto"] | None = "auto"
     input_limit: float | None = 5.0
@@ -273,6 +326,11 @@ class FrankaBallOptions:
             object.__setattr__(self, "min_command_delay", tuned["command_delay"])
         if not isinstance(self.gait, GaitOptions):
             raise C3ValueError(f"gait must be a GaitOptions or None, got {self.gait!r}")
+        for name in ("ball_position_weight", "phase2_ball_weight"):
+            w = getattr(self, name)
+            if w is not None and not (isinstance(w, (int, float)) and not isinstance(w, bool)
+                                      and math.isfinite(w) and w >= 0):
+                raise C3ValueError(f"{name} must be a finite number >= 0 or None, got {w!r}")
         for name in ("lead_angle_deg", "ball_velocity_weight"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v)):
@@ -441,8 +499,12 @@ def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, 
                      rho=d.rho, rho_scale=d.rho_scale, end_on_qp_step=o.end_on_qp_step)
     q = np.diag(d.Q).copy()
     q[_ball_velocity_indices(plant, layout)] = o.ball_velocity_weight
+    if o.ball_position_weight is not None:
+        q[[i for xy in layout.ball_xy for i in xy]] = o.ball_position_weight
     q2 = q.copy()
     q2[list(layout.ee_position)] = o.phase2_ee_weight
+    if o.phase2_ball_weight is not None:
+        q2[[i for xy in layout.ball_xy for i in xy]] = o.phase2_ball_weight
     ctrls = [_controller(plant, np.diag(q), opts, o.horizon, o.input_limit),
              _controller(plant, np.diag(q2), opts, o.horizon, o.input_limit)]
     template = np.array(d.x_goal, dtype=float)
