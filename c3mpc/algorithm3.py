@@ -461,7 +461,8 @@ class Plan:
         decided_lam: (N, n_λ) the contact forces of C3's last projection δ (complementarity-
             feasible: the contact decisions), or ``plan_lam`` for solvers without δ.
         dt_c: measured wall time of steps 2-3 [s].
-        dt_resim: the time step used in step 5 [s] (Δt_c, at least ``min_resim_dt``).
+        dt_resim: the time step used in step 5 [s] (Δt_c, at least ``min_resim_dt``, plus
+            ``resim_lead``).
         total_time: wall time of the whole cycle (steps 2-5) [s].
         status: C3's status (FAILED if step 5's LCP could not be solved; then x_d, λ_d are
             NaN and the caller keeps its previous command).
@@ -493,16 +494,23 @@ class Algorithm3Planner:
         target: the target generator.
         layout: :class:`BallTaskLayout` of the plant's state.
         min_resim_dt: smallest Δt_c used in step 5 [s] (0: exactly the measured time).
+        resim_lead: added to step 5's interval [s]: max(Δt_c, min_resim_dt) + resim_lead (0:
+            Algorithm 3 as written). With ``min_resim_dt`` = the command's delay and the lead
+            = how long the command is then held, x_d is the plan's state when the next command
+            replaces this one (docs/franka-ball.md, "Why the literal configuration fails").
         clock: wall clock (seconds), injectable for tests.
     """
 
     def __init__(self, plant: Any, controllers: Sequence[C3], target: Callable[..., PhaseTarget],
                  layout: BallTaskLayout, min_resim_dt: float = 0.0,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter, resim_lead: float = 0.0):
         if not controllers:
             raise C3ValueError("controllers must hold at least one C3 controller")
         if not (math.isfinite(min_resim_dt) and min_resim_dt >= 0):
             raise C3ValueError(f"min_resim_dt must be >= 0 [s], got {min_resim_dt!r}")
+        if not (math.isfinite(resim_lead) and resim_lead >= 0):
+            raise C3ValueError(f"resim_lead must be >= 0 [s], got {resim_lead!r}")
+        self.resim_lead = float(resim_lead)
         self.plant = plant
         self.controllers = list(controllers)
         self.target = target
@@ -546,7 +554,7 @@ class Algorithm3Planner:
         if not np.all(np.isfinite(u)):
             u = np.zeros_like(self.u_prev)
         self.u_prev = u
-        h = max(dt_c, self.min_resim_dt)
+        h = max(dt_c, self.min_resim_dt) + self.resim_lead
         lcs_c = self.plant.lcs(x5, u, dt=h)
         status = res.status
         try:

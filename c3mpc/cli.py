@@ -174,8 +174,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         return run_franka_ball_command(args)
     if args.set or args.list_options or getattr(args, "preset", None):
-        raise ValueError("--set, --preset and --list-options are for franka-ball (FrankaBallOptions); "
-                         f"for {args.task}, give C3Options in a --config file")
+        raise ValueError("--set, --preset and --list-options are for franka-ball "
+                         f"(FrankaBallOptions); for {args.task}, give C3Options in a --config "
+                         "file")
     noise = 0.0 if args.noise is None else args.noise
     task = get_task(args.task)
     plant_params = _plant_params(args, task)
