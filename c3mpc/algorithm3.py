@@ -125,6 +125,17 @@ class GaitOptions:
     """Phase I bias on the end-effector *velocity* too: the ball's current (x, y) velocity
     (one reading of "above the ball's current state"; False: zero, the template's. In our
     30 s runs it did not help: band fraction 0.78 with, 0.90 without)."""
+    phase2_lift: float | None = None
+    """None: Phase II is the single bias (``phase2_back``, ``phase2_height``). A number [m]:
+    Phase II is "a set of end-effector biases" (§VII-A), all above the ball: for the first
+    ``phase2_lift_fraction`` of Phase II the end effector is lifted straight up (its own
+    current x, y) to this far above contact with the ball's top, then it goes to
+    ``phase2_back`` behind the ball at ``phase2_height`` (the authors' public controller
+    stages its return the same way: up, sideways, down). Without the lift the end effector
+    leaves the ball's top along its back in contact, and the friction rolls the ball
+    backwards (docs/franka-ball.md, "Why the literal configuration fails")."""
+    phase2_lift_fraction: float = 1.0 / 3.0
+    """Share of Phase II spent on the lift (``phase2_lift``)."""
 
     def __post_init__(self) -> None:
         if not (self.phase1_duration > 0 and self.phase2_duration >= 0):
@@ -133,6 +144,22 @@ class GaitOptions:
         for name in ("phase1_height", "phase2_back", "phase2_height"):
             if not math.isfinite(getattr(self, name)):
                 raise C3ValueError(f"GaitOptions.{name} must be finite")
+        lift = self.phase2_lift
+        if lift is not None and (isinstance(lift, bool) or not isinstance(lift, (int, float))
+                                 or not (math.isfinite(lift) and lift >= 0)):
+            raise C3ValueError(f"GaitOptions.phase2_lift must be a number >= 0 [m] or None, "
+                               f"got {lift!r}")
+        if not (0.0 <= self.phase2_lift_fraction <= 1.0):
+            raise C3ValueError(f"GaitOptions.phase2_lift_fraction must be in [0, 1], got "
+                               f"{self.phase2_lift_fraction!r}")
+
+    def lifting(self, t: float) -> bool:
+        """Whether time t [s] falls in Phase II's lift stage (``phase2_lift`` set)."""
+        if self.phase2_lift is None:
+            return False
+        period = self.phase1_duration + self.phase2_duration
+        s = (t % period) - self.phase1_duration
+        return 0.0 <= s < self.phase2_lift_fraction * self.phase2_duration
 
     def phase(self, t: float) -> int:
         """0 (Phase I) or 1 (Phase II) at time t [s]."""
@@ -155,10 +182,13 @@ def _set_ee_velocity_bias(g: np.ndarray, gait: GaitOptions, phase: int, x_hat: n
 
 
 def _ee_bias(gait: GaitOptions, phase: int, ball: np.ndarray, target_xy: np.ndarray,
-             layout: BallTaskLayout) -> np.ndarray:
+             layout: BallTaskLayout, t: float | None = None,
+             ee: np.ndarray | None = None) -> np.ndarray:
+    top = ball[2] + layout.ball_radius + layout.ee_radius
     if phase == 0:
-        return np.array([ball[0], ball[1],
-                         ball[2] + layout.ball_radius + layout.ee_radius + gait.phase1_height])
+        return np.array([ball[0], ball[1], top + gait.phase1_height])
+    if t is not None and ee is not None and gait.lifting(t):
+        return np.array([ee[0], ee[1], top + gait.phase2_lift])
     e = target_xy - ball[:2]
     n = float(np.linalg.norm(e))
     e = e / n if n > 1e-9 else np.zeros(2)
@@ -224,7 +254,7 @@ class CircleTarget:
         g = self.template.copy()
         ix, iy = lay.ball_xy[0]
         g[ix], g[iy] = tgt
-        g[list(lay.ee_position)] = _ee_bias(self.gait, phase, ball, tgt, lay)
+        g[list(lay.ee_position)] = _ee_bias(self.gait, phase, ball, tgt, lay, t, lay.ee(x_hat))
         _set_ee_velocity_bias(g, self.gait, phase, x_hat, lay, 0)
         return PhaseTarget(g, phase, tgt[None, :])
 
@@ -431,7 +461,8 @@ class Plan:
         decided_lam: (N, n_λ) the contact forces of C3's last projection δ (complementarity-
             feasible: the contact decisions), or ``plan_lam`` for solvers without δ.
         dt_c: measured wall time of steps 2-3 [s].
-        dt_resim: the time step used in step 5 [s] (Δt_c, at least ``min_resim_dt``).
+        dt_resim: the time step used in step 5 [s] (Δt_c, at least ``min_resim_dt``, plus
+            ``resim_lead``).
         total_time: wall time of the whole cycle (steps 2-5) [s].
         status: C3's status (FAILED if step 5's LCP could not be solved; then x_d, λ_d are
             NaN and the caller keeps its previous command).
@@ -463,16 +494,23 @@ class Algorithm3Planner:
         target: the target generator.
         layout: :class:`BallTaskLayout` of the plant's state.
         min_resim_dt: smallest Δt_c used in step 5 [s] (0: exactly the measured time).
+        resim_lead: added to step 5's interval [s]: max(Δt_c, min_resim_dt) + resim_lead (0:
+            Algorithm 3 as written). With ``min_resim_dt`` = the command's delay and the lead
+            = how long the command is then held, x_d is the plan's state when the next command
+            replaces this one (docs/franka-ball.md, "Why the literal configuration fails").
         clock: wall clock (seconds), injectable for tests.
     """
 
     def __init__(self, plant: Any, controllers: Sequence[C3], target: Callable[..., PhaseTarget],
                  layout: BallTaskLayout, min_resim_dt: float = 0.0,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter, resim_lead: float = 0.0):
         if not controllers:
             raise C3ValueError("controllers must hold at least one C3 controller")
         if not (math.isfinite(min_resim_dt) and min_resim_dt >= 0):
             raise C3ValueError(f"min_resim_dt must be >= 0 [s], got {min_resim_dt!r}")
+        if not (math.isfinite(resim_lead) and resim_lead >= 0):
+            raise C3ValueError(f"resim_lead must be >= 0 [s], got {resim_lead!r}")
+        self.resim_lead = float(resim_lead)
         self.plant = plant
         self.controllers = list(controllers)
         self.target = target
@@ -516,7 +554,7 @@ class Algorithm3Planner:
         if not np.all(np.isfinite(u)):
             u = np.zeros_like(self.u_prev)
         self.u_prev = u
-        h = max(dt_c, self.min_resim_dt)
+        h = max(dt_c, self.min_resim_dt) + self.resim_lead
         lcs_c = self.plant.lcs(x5, u, dt=h)
         status = res.status
         try:

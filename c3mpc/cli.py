@@ -5,8 +5,8 @@
     c3mpc run TASK_FILE.yaml [--duration S] [--report DIR] [--projection P] [--config FILE]
                    [--horizon N] [--no-html] [--quiet]      (your robot: docs/own-robot.md)
     c3mpc run franka-ball [--balls 1|2|3] [--noise 0.001] [--solver sap] [--world panda|model]
-                   [--duration S] [--report DIR] [--no-html] [--config FILE]
-                   [--set FIELD=VALUE ...] [--list-options]
+                   [--duration S] [--report DIR] [--no-html] [--preset default|paper]
+                   [--config FILE] [--set FIELD=VALUE ...] [--list-options]
 
 ``run`` closes the loop on one of the paper's tasks with C3 and prints a summary; ``--report``
 writes ``summary.json`` (success, accumulated cost, median/mean solve time, control rate) and
@@ -174,9 +174,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from .tasks.franka_ball_cli import run_franka_ball_command
 
         return run_franka_ball_command(args)
-    if args.set or args.list_options:
-        raise ValueError("--set and --list-options are for franka-ball (FrankaBallOptions); "
-                         f"for {args.task}, give C3Options in a --config file")
+    if args.set or args.list_options or getattr(args, "preset", None):
+        raise ValueError("--set, --preset and --list-options are for franka-ball "
+                         f"(FrankaBallOptions); for {args.task}, give C3Options in a --config "
+                         "file")
     noise = 0.0 if args.noise is None else args.noise
     task = get_task(args.task)
     plant_params = _plant_params(args, task)
@@ -292,6 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="panda: full Panda in the contact simulator; model: the simplified "
                     "model's LCS (default panda)")
     fb.add_argument("--no-html", action="store_true", help="skip the meshcat recording")
+    fb.add_argument("--preset", choices=("default", "paper"), default=None,
+                    help="named FrankaBallOptions values under --config and --set: 'paper' is "
+                    "seed 003 as written (s = 2, QP iterate, eq. 36 with K = 500, ...; "
+                    "docs/franka-ball.md, 'The paper preset'); default: 'default'")
     fb.add_argument("--set", action="append", metavar="FIELD=VALUE",
                     help="set any FrankaBallOptions field, parsed with its type (repeatable; "
                     "dotted names for nested options: gait.phase2_back=0.05; 'none' for None); "

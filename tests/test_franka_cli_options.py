@@ -125,15 +125,14 @@ def test_parse_assignment():
 def test_no_flags_give_the_defaults():
     o, sources = _opts()
     assert o == FrankaBallOptions()
-    assert sources == {"config": None, "flags": {}, "set": {}}
+    assert sources == {"preset": "default", "config": None, "flags": {}, "set": {}}
 
 
 def test_legacy_flags_still_work():
     o, _ = _opts("--balls", "2", "--noise", "0.001", "--solver", "canal", "--world", "model",
                  "--seed", "3", "--duration", "4", "--projection", "qp", "--horizon", "7")
-    assert o == dataclasses.replace(FrankaBallOptions(), n_balls=2, noise_std=0.001,
-                                    solver="canal", world="model", seed=3, duration=4.0,
-                                    projection="qp", horizon=7)
+    assert o == FrankaBallOptions(n_balls=2, noise_std=0.001, solver="canal", world="model",
+                                  seed=3, duration=4.0, projection="qp", horizon=7)
 
 
 def test_set_parses_every_kind_of_field():
@@ -335,7 +334,7 @@ def test_resolved_options_reach_summary_json(tmp_path):
     o = s["options"]
     assert (o["world"], o["duration"], o["min_command_delay"]) == ("model", 0.3, 0.01)
     assert o["gait"]["phase2_back"] == 0.05 and o["center"] == [0.55, 0.0]
-    assert s["options_sources"] == {"config": str(cfg), "flags": {},
+    assert s["options_sources"] == {"preset": "default", "config": str(cfg), "flags": {},
                                     "set": {"min_command_delay": "0.01"}}
 
 

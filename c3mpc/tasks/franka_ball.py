@@ -52,7 +52,7 @@ from ..option_fields import check_field_types
 from ..options import C3Options
 
 __all__ = ["FrankaBallOptions", "FrankaBallLog", "run_franka_ball", "franka_layout",
-           "build_planner",
+           "build_planner", "PRESETS", "preset_options",
            "make_world", "summarize", "PLANT_FOR_BALLS"]
 
 PLANT_FOR_BALLS = {1: "franka-ball", 2: "franka-balls-2", 3: "franka-balls-3"}
@@ -77,27 +77,94 @@ TASK_STIFFNESS = 2000.0
 see docs/franka-ball.md: with 500 the ball left the 2 cm band in our simulated laps)."""
 
 
+CIRCLE_GAIT = GaitOptions(phase1_height=-0.002, phase2_lift=0.003, phase2_back=0.027,
+                          phase2_height=0.0775)
+"""The one-ball noise-free gait (Fig. 10, "nominal" tuning): Phase I 2 mm into the ball's top
+(the end effector rolls the ball from its top; at +2 mm C3 never made contact), Phase II lifts
+3 mm above contact with the top for its first third, then waits 2.7 cm behind the ball with its
+centre at 7.75 cm, 2.3 mm outside contact: every Phase II bias above the ball, as §VII-A says
+(docs/franka-ball.md, "Why the literal configuration fails")."""
+
+LINE_GAIT = GaitOptions(phase2_back=0.0425)
+"""The multi-ball line task's gait (the nominal tuning before the staged Phase II; its own
+Phase II is :class:`LineTarget`'s, docs/franka-ball.md, "Multi-ball")."""
+
 TUNINGS: dict[str, dict[str, Any]] = {
     "nominal": {
         "lead_angle_deg": 20.0, "ball_velocity_weight": 10.0, "vision_accel_std": 0.01,
-        "gait": GaitOptions(phase2_back=0.0425),
+        "gait": CIRCLE_GAIT, "line_gait": LINE_GAIT, "resim_lead": None, "line_resim_lead": 0.0,
         "translational_stiffness": TASK_STIFFNESS, "damping_ratio": 1.0, "command_delay": 0.008,
     },
     "noisy": {
         "lead_angle_deg": 15.0, "ball_velocity_weight": 30.0, "vision_accel_std": 0.02,
-        "gait": GaitOptions(phase2_back=0.0429, phase2_height=0.0519),
+        "gait": GaitOptions(phase2_back=0.0429, phase2_height=0.0519), "resim_lead": 0.0,
         "translational_stiffness": 3000.0, "damping_ratio": 0.7, "command_delay": 0.004,
     },
 }
 """The loop's tunings (``FrankaBallOptions.tuning``): the values of :data:`TUNED_FIELDS` left
-None, of ``min_command_delay="auto"`` (``command_delay``) and of the default impedance
-(``translational_stiffness``, ``damping_ratio``; :func:`task_gains`).
+None, of ``min_command_delay="auto"`` (``command_delay``), ``resim_lead="auto"``
+(``resim_lead``; None = one camera period) and of the default impedance
+(``translational_stiffness``, ``damping_ratio``; :func:`task_gains`). The ``line_`` keys, where
+present, replace ``gait`` and ``resim_lead`` for more than one ball.
 
-"nominal": the noise-free lap (98.5-100% of it in the 2 cm band at fixed 3-8 ms latency).
+"nominal": one ball: the lap in 22-23 s at a fixed 4 ms latency, with and without the 8 ms
+floor, 100% in the 2 cm band (:data:`CIRCLE_GAIT`; step 5 over the command's delay plus one
+camera period); the multi-ball line task: as before (:data:`LINE_GAIT`, step 5 over the
+command's delay).
 "noisy": found by a random search over these values with 1 mm camera noise and the
 force-sensed step 5 at fixed 4 ms (docs/franka-ball.md, "1 mm noise: force-sensed step 5 and
-the noisy tuning"): 88.9-91.8% of a lap in the band there, seeds 0-4, every exit returned;
-noise-free it keeps 93.4% of a lap, so it is not the default without noise."""
+the noisy tuning"): 88.9-91.8% of a lap in the band there, seeds 0-4, every exit returned."""
+
+
+def _tuned(tuned: dict[str, Any], key: str, n_balls: int) -> Any:
+    return tuned.get(f"line_{key}", tuned[key]) if n_balls > 1 else tuned[key]
+
+
+def _paper_preset() -> dict[str, Any]:
+    from plants.impedance import ImpedanceGains
+
+    return {
+        "admm_iter": 2, "end_on_qp_step": True, "horizon": 5,
+        "acceleration_feedforward": False, "input_limit": None, "min_command_delay": None,
+        "min_resim_dt": 0.0, "resim_lead": 0.0, "ball_velocity_weight": 0.1,
+        "ball_position_weight": None,
+        "lead_angle_deg": 20.0, "impedance": ImpedanceGains(), "force_sensing": False,
+        "vision_filter": "none", "extrapolate_vision": False, "max_target_distance": None,
+        "tuning": "nominal",
+    }
+
+
+PRESETS: dict[str, Callable[[], dict[str, Any]]] = {
+    "default": dict,
+    "paper": _paper_preset,
+}
+"""Named sets of :class:`FrankaBallOptions` field values (:func:`preset_options`, the CLI's
+``--preset``), applied over the defaults and under anything given explicitly.
+
+"default": the defaults (no field changed).
+
+"paper": seed 003 §VII-A / §VIII as written, where the paper gives a value: C3 with s = 2
+(ρ_s = 3, N = 5, Δt = 0.1, the plant's), its final QP iterate as the plan, eq. (36) exactly
+(no acceleration feed-forward) with the authors' hardware gains (translational stiffness 500,
+damping ratio 1), no input bound, Algorithm 3's Δt_c = the measured planning time (no
+command-delay floor), the authors' ball-velocity weight 0.1, α_l = 20°, raw camera positions
+with finite-difference velocity (no filter, no extrapolation), no force sensing. The paper
+gives no Phase II bias distances or Phase II end-effector weight: those stay the task's
+(docs/franka-ball.md, "The paper preset"). What it gives in our simulator: the same page."""
+
+
+def preset_options(name: str = "default", **overrides: Any) -> "FrankaBallOptions":
+    """:class:`FrankaBallOptions` of the preset ``name`` (:data:`PRESETS`) with ``overrides``
+    (field values) on top.
+
+    Raises:
+        C3ValueError: an unknown preset (the message lists the valid ones); FrankaBallOptions'
+            own errors for bad fields.
+    """
+    if not isinstance(name, str) or name not in PRESETS:
+        raise C3ValueError(f"preset must be one of {sorted(PRESETS)}, got {name!r}")
+    return FrankaBallOptions(**{**PRESETS[name](), **overrides})
+
 
 TUNED_FIELDS = ("lead_angle_deg", "ball_velocity_weight", "vision_accel_std", "gait")
 """The :class:`FrankaBallOptions` fields whose None means "the tuning's value"."""
@@ -135,9 +202,17 @@ class FrankaBallOptions:
             moves the ball without the end effector, see docs/franka-ball.md).
         horizon: N (paper: 5).
         min_resim_dt: smallest Δt_c of Algorithm 3's step 5 [s] (0: the measured time, as
-            Algorithm 3; None: one camera period, 1 / vision_rate_hz: with camera-triggered
-            planning a command is held about that long, so x_d is taken at that horizon, see
-            docs/franka-ball.md).
+            Algorithm 3; None: one camera period, 1 / vision_rate_hz). Step 5 also covers at
+            least ``min_command_delay``.
+        resim_lead: added to step 5's interval [s], so that x_d is the plan's state that long
+            after the command takes effect (None: one camera period, 1 / vision_rate_hz, how
+            long a camera-triggered command is held: x_d is then the state when the next
+            command replaces it, as the authors' controller re-simulates over its loop period;
+            0: Algorithm 3 as written; "auto": the tuning's, None for one ball without noise,
+            0 otherwise). With 0 and a 4 ms plan x_d lies 4 ms ahead while the command holds
+            ~12.5 ms, so the reference brakes the end effector: laps of 55-68 s before, 22-23 s
+            with one camera period (docs/franka-ball.md, "Why the literal configuration
+            fails", item 3).
         world: "panda" (the full Panda in the contact simulator) or "model" (the simplified
             model's own LCS as the world, see :class:`_ModelWorld`).
         torque_limits: panda world: clip the arm's joint torques to the URDF effort limits
@@ -168,7 +243,13 @@ class FrankaBallOptions:
             (docs/franka-ball.md: then the arm gets only about B·Δt_c of C3's acceleration).
         ball_velocity_weight: Q on the ball velocities (None: the tuning's, 10 nominal, 30
             noisy; the plants' default: 0.1).
+        ball_position_weight: Q on the ball's x, y (None: the plant's, 10000, the authors'
+            value). The paper's knob for its fast noisy lap ("increase the cost on desired ball
+            location error", §VII-A).
         phase2_ee_weight: Q on the end-effector position in Phase II (Phase I: the plant's 500).
+        phase2_ball_weight: Q on the ball's x, y in Phase II (None: as in Phase I). The
+            authors' public controller nearly drops it there (1 against 10000), so that C3
+            repositions the end effector instead of pushing the ball on the way back.
         planning_latency: None (default): Algorithm 3's Δt_c and the command delay are the
             measured wall times. A number [s]: a deterministic emulated latency instead (Δt_c =
             that value, the command takes effect after it, rounded up to simulator steps), so
@@ -183,8 +264,9 @@ class FrankaBallOptions:
         input_limit: bound on each end-effector acceleration input of C3 [m/s²] (None: the
             plant's, unbounded; 5 here: fewer end-effector swings that kick the ball, see
             docs/franka-ball.md).
-        gait: the end-effector heuristic (:class:`GaitOptions`; None: the tuning's, Phase II
-            bias 4.25 cm back at 4.5 cm nominal, 4.29 cm back at 5.19 cm noisy).
+        gait: the end-effector heuristic (:class:`GaitOptions`; None: the tuning's,
+            :data:`CIRCLE_GAIT` for one ball noise-free (staged Phase II return above the
+            ball), :data:`LINE_GAIT` for the line task, 4.29 cm back at 5.19 cm noisy).
         center, radius: the circle of eq. (25).
         lead_angle_deg: α_l of eq. (25) [deg] (None: the tuning's, 20° nominal as the paper,
             15° noisy).
@@ -228,6 +310,7 @@ class FrankaBallOptions:
     end_on_qp_step: bool = False
     horizon: int = 5
     min_resim_dt: float | None = 0.0
+    resim_lead: float | Literal["auto"] | None = "auto"
     acceleration_feedforward: bool = True
     world: str = "panda"
     torque_limits: bool = True
@@ -239,7 +322,9 @@ class FrankaBallOptions:
     plan_on_new_sample: bool = True
     reference: str = "hold"
     ball_velocity_weight: float | None = None
+    ball_position_weight: float | None = None
     phase2_ee_weight: float = 5000.0
+    phase2_ball_weight: float | None = None
     planning_latency: float | None = None
     min_command_delay: float | Literal["auto"] | None = "auto"
     input_limit: float | None = 5.0
@@ -268,11 +353,18 @@ class FrankaBallOptions:
         tuned = TUNINGS[self.resolved_tuning]
         for name in TUNED_FIELDS:
             if getattr(self, name) is None:
-                object.__setattr__(self, name, tuned[name])
+                object.__setattr__(self, name, _tuned(tuned, name, self.n_balls))
         if self.min_command_delay == "auto":
             object.__setattr__(self, "min_command_delay", tuned["command_delay"])
+        if self.resim_lead == "auto":
+            object.__setattr__(self, "resim_lead", _tuned(tuned, "resim_lead", self.n_balls))
         if not isinstance(self.gait, GaitOptions):
             raise C3ValueError(f"gait must be a GaitOptions or None, got {self.gait!r}")
+        for name in ("ball_position_weight", "phase2_ball_weight"):
+            w = getattr(self, name)
+            if w is not None and not (isinstance(w, (int, float)) and not isinstance(w, bool)
+                                      and math.isfinite(w) and w >= 0):
+                raise C3ValueError(f"{name} must be a finite number >= 0 or None, got {w!r}")
         for name in ("lead_angle_deg", "ball_velocity_weight"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v)):
@@ -318,8 +410,16 @@ class FrankaBallOptions:
         d = self.max_target_distance
         if d is not None and not (math.isfinite(d) and d > 0):
             raise C3ValueError(f"max_target_distance must be > 0 [m] or None, got {d!r}")
-        if not ((self.min_resim_dt or 0.0) >= 0 and self.settle_time >= 0):
-            raise C3ValueError("min_resim_dt and settle_time must be >= 0")
+        r = self.min_resim_dt
+        if r is not None and not (isinstance(r, (int, float)) and not isinstance(r, bool)
+                                  and math.isfinite(r) and r >= 0):
+            raise C3ValueError(f"min_resim_dt must be >= 0 [s] or None, got {r!r}")
+        r = self.resim_lead
+        if r is not None and not (isinstance(r, (int, float)) and not isinstance(r, bool)
+                                  and math.isfinite(r) and r >= 0):
+            raise C3ValueError(f"resim_lead must be >= 0 [s], None or 'auto', got {r!r}")
+        if not self.settle_time >= 0:
+            raise C3ValueError("settle_time must be >= 0")
 
     @property
     def resolved_tuning(self) -> str:
@@ -441,8 +541,12 @@ def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, 
                      rho=d.rho, rho_scale=d.rho_scale, end_on_qp_step=o.end_on_qp_step)
     q = np.diag(d.Q).copy()
     q[_ball_velocity_indices(plant, layout)] = o.ball_velocity_weight
+    if o.ball_position_weight is not None:
+        q[[i for xy in layout.ball_xy for i in xy]] = o.ball_position_weight
     q2 = q.copy()
     q2[list(layout.ee_position)] = o.phase2_ee_weight
+    if o.phase2_ball_weight is not None:
+        q2[[i for xy in layout.ball_xy for i in xy]] = o.phase2_ball_weight
     ctrls = [_controller(plant, np.diag(q), opts, o.horizon, o.input_limit),
              _controller(plant, np.diag(q2), opts, o.horizon, o.input_limit)]
     template = np.array(d.x_goal, dtype=float)
@@ -456,13 +560,16 @@ def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, 
         target = LineTarget(template, layout, x_c=o.center[0], dy=o.line_dy, y_start=y0,
                             y_end=y0 + o.line_distance + 0.02, gait=o.gait,
                             phase1_steer=LINE_STEER_GAINS if steer else None)
-    h = 1.0 / o.vision_rate_hz if o.min_resim_dt is None else o.min_resim_dt
+    period = 1.0 / o.vision_rate_hz
+    h = period if o.min_resim_dt is None else o.min_resim_dt
     if o.min_command_delay is not None:
         h = max(h, o.min_command_delay)
+    lead = period if o.resim_lead is None else o.resim_lead
     kw: dict[str, Any] = {}
     if o.planning_latency is not None:
         kw["clock"] = _FixedLatencyClock(o.planning_latency)
-    return Algorithm3Planner(plant, ctrls, target, layout, min_resim_dt=h, **kw), opts
+    return Algorithm3Planner(plant, ctrls, target, layout, min_resim_dt=h, resim_lead=lead,
+                             **kw), opts
 
 
 class _FixedLatencyClock:

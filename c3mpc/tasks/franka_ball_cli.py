@@ -80,16 +80,23 @@ def franka_ball_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
     Returns:
         ``(options, sources)``: the validated :class:`FrankaBallOptions`, and
-        ``{"config": path or None, "flags": {field: value}, "set": {field: text}}``.
+        ``{"preset": name, "config": path or None, "flags": {field: value},
+        "set": {field: text}}``. The preset (``--preset``, :data:`~.franka_ball.PRESETS`) is
+        the lowest layer above the defaults.
 
     Raises:
         OptionValueError: an unknown field, a value of the wrong type (the message names the
             field and the expected type), a field given both by a named flag and ``--set``, or
             options FrankaBallOptions rejects.
     """
-    from .franka_ball import FrankaBallOptions
+    from .franka_ball import PRESETS, FrankaBallOptions
 
     layers: list[tuple[str, dict[str, Any]]] = []
+    preset = getattr(args, "preset", None) or "default"
+    if preset not in PRESETS:
+        raise OptionValueError(f"--preset must be one of {', '.join(sorted(PRESETS))}, got "
+                               f"{preset!r}")
+    layers.append((f"--preset {preset}:", PRESETS[preset]()))
     config = getattr(args, "config", None)
     if config:
         data, key_lines = read_mapping_located(config)
@@ -114,7 +121,8 @@ def franka_ball_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         sets[name] = value
     layers.append(("--set", sets))
     options = resolve_options(FrankaBallOptions, layers, _nested())
-    return options, {"config": str(config) if config else None, "flags": flags, "set": sets}
+    return options, {"preset": preset, "config": str(config) if config else None,
+                     "flags": flags, "set": sets}
 
 
 def list_options_text() -> str:
