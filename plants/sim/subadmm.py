@@ -340,11 +340,13 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
         width = max(int((sizes[ct[:, 0]] + np.where(ct[:, 1] != ct[:, 0], sizes[ct[:, 1]], 0)).max(initial=0)), 1)
         blocks, cols = _piece_rows(problem, J, ci, ct[:, 0], ct[:, 1], width)
         return SlackPieces(ci, blocks, cols, np.ones(n_c))
+    body_ct = None
     if variant == "body" and problem.bodies is not None:
         # a piece per body side: the sides' trees from the bodies, since contact_trees lists a
         # self-contact's tree once (its two bodies are two pieces here, eq. 30-31 footnote)
         n_geo = problem.n_geometric
-        ci, tj, side, count = _piece_index(_body_side_trees(problem), True)
+        body_ct = _body_side_trees(problem)
+        ci, tj, side, count = _piece_index(body_ct, True)
         if problem.n_limits:
             # joint-space rows (limits, couplers, ...) are no forces at body points: one piece
             # per (row, tree touched), as without body splitting, after the geometric contacts
@@ -375,7 +377,7 @@ def slack_pieces(problem: ContactProblem, variant: str, J: np.ndarray | None = N
     # stacked pieces ±F_i [I −[p_i]] J_b come from the body Jacobians (eq. 30-31, footnote).
     same = ()
     if rows and geo.any():
-        sides = _body_side_trees(problem)[ci[geo]]
+        sides = body_ct[ci[geo]]
         same = np.flatnonzero(geo)[sides[:, 0] == sides[:, 1]]
     if len(same):
         sign = np.where(side[same] == 0, -1.0, 1.0)
