@@ -215,7 +215,8 @@ class RobotDynamics:
         p = oMf.translation + oMf.rotation @ s.translation
         phi, g = _box_sdf((x - p) @ R, s.half_extents)
         normal = g @ R.T
-        J = np.asarray(pin.getFrameJacobian(model, data, fid, pin.LOCAL_WORLD_ALIGNED)).reshape(6, model.nv)  # [v_o; ω]
+        J = pin.getFrameJacobian(model, data, fid, pin.LOCAL_WORLD_ALIGNED)  # [v_o; ω] at the frame origin
+        J = np.asarray(J).reshape(6, model.nv)
         Jv, Jw = J[:3], J[3:]
         r = x - oMf.translation
         vel = (Jv @ v)[None, :] + np.cross(Jw @ v, r)

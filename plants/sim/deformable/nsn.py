@@ -237,7 +237,8 @@ class NSNStepper:
 
         Coupled robots (:mod:`.coupling`) add their generalized velocities v_r to the unknowns, with
         the dense implicit-actuator mass M̂ beside the lumped H, and the columns −ΩG to the contact
-        rows: g_r = M̂(v_r − v*) + hGᵀΩλ, the Schur matrix gains ΩG M̂⁻¹GᵀΩ, Δv_r = M̂⁻¹(−GᵀΩ hΔλ − g_r)."""
+        rows: g_r = M̂(v_r − v*) + hGᵀΩλ, the Schur matrix gains ΩG M̂⁻¹GᵀΩ,
+        Δv_r = M̂⁻¹(−GᵀΩ hΔλ − g_r)."""
         sim, sysm, h, opt = self.sim, self.sim.system, self.sim.dt, self.sim.options
         n_it = opt.newton_iterations if iterations is None else int(iterations)
         x_t, v_t = sim.x, sim.v

@@ -34,8 +34,9 @@ READY = (0.0, -np.pi / 4, 0.0, -3 * np.pi / 4, 0.0, np.pi / 2, np.pi / 4)
 """The Panda's usual ready configuration (hand pointing down), the IK's start."""
 PANDA_KP = (600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0, 1000.0, 1000.0)
 """Joint stiffness of :func:`panda_coupled_robot`'s PD actuators: the arm's are the stiffness of
-franka_ros's joint impedance example [N·m/rad]; the fingers' [N/m] makes a 1 N squeeze open a
-finger by 5 mm, so the ball's push back shows in the finger joints."""
+franka_ros's joint impedance example [N·m/rad]; the fingers' [N/m] opens a finger by 1 mm per
+newton of squeeze, so the ball's push back shows in the finger joints (at 200 N/m the squeeze was
+too weak to hold the 0.11 kg ball through the lift's acceleration: it slid 13 mm)."""
 PANDA_KD = (50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0, 10.0, 10.0)
 """Joint damping of :func:`panda_coupled_robot`'s PD actuators [N·m·s/rad, N·s/m]."""
 

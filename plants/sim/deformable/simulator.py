@@ -218,7 +218,8 @@ class DeformableSimulator:
         r = self.world.robots[k]
         q, v = np.array(q, float), np.array(v, float)
         if q.shape != (r.nq,) or v.shape != (r.nv,) or not (np.isfinite(q).all() and np.isfinite(v).all()):
-            raise ValueError(f"robot {name!r} state must be finite q ({r.nq},) and v ({r.nv},), got {q.shape}, {v.shape}")
+            raise ValueError(f"robot {name!r} state must be finite q ({r.nq},) and v ({r.nv},), "
+                             f"got {q.shape}, {v.shape}")
         self.robot_q[k], self.robot_v[k] = q, v
         self._robot_steps = []
 
@@ -415,7 +416,8 @@ class DeformableSimulator:
         h, x_t = self.dt, self.x
         v_new = (q - x_t) / h
         peak = float(np.abs(v_new).max())
-        if not np.isfinite(peak) or not np.isfinite(v_r).all() or (self.max_speed is not None and peak > self.max_speed):
+        too_fast = self.max_speed is not None and peak > self.max_speed
+        if not np.isfinite(peak) or not np.isfinite(v_r).all() or too_fast:
             raise SimulationDivergedError(
                 f"deformable simulation diverged at step {self.step_index} (t = {self.t:.6g} s): "
                 f"|v| = {peak:.3g} > max_speed = {self.max_speed} (state left unchanged)",
