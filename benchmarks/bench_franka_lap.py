@@ -14,8 +14,8 @@ Panda in ``plants.sim``, until one lap or ``--duration``):
 * "paper preset, fixed 4 ms": ``preset_options("paper")``;
 * "1 mm noise, vision only, fixed 4 ms": ``noise_std=0.001, force_sensing=False``, seeds 0-4.
 
-``--only SUBSTRING`` runs the configurations whose name contains it; ``--jobs N`` runs N at a
-time (processes). Writes ``benchmarks/results/bench_franka_lap.json`` and the
+``--only SUBSTRING`` runs the configurations whose name contains it (the saved rows of the
+others are kept); ``--jobs N`` runs N at a time (processes). Writes ``benchmarks/results/bench_franka_lap.json`` and the
 ``bench_franka_lap`` section of ``docs/BENCHMARKS.md`` (only that section). The machine is
 shared (2 cores): the wall-clock rows move with its load, which each row records.
 """
@@ -124,6 +124,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.only is None or args.only in name for seed in seeds]
     with ProcessPoolExecutor(max(1, args.jobs)) as ex:
         runs = list(ex.map(_one, jobs))
+    if args.only is not None and JSON_PATH.exists():  # keep the saved rows of the others
+        names = {r["name"] for r in runs}
+        old = [r for r in json.loads(JSON_PATH.read_text())["runs"] if r["name"] not in names]
+        order = [name for name, *_ in RUNS]
+        runs = sorted(old + runs, key=lambda r: (order.index(r["name"])
+                                                 if r["name"] in order else len(order),
+                                                 r["seed"]))
     m = _report.machine_info()
     result = {"timestamp": _report.utc_timestamp(), "duration": args.duration,
               "machine": f"{m['processor']} ({m['cpu_count']} CPUs, shared), Python "
