@@ -15,9 +15,10 @@ Panda in ``plants.sim``, until one lap or ``--duration``):
 * "1 mm noise, vision only, fixed 4 ms": ``noise_std=0.001, force_sensing=False``, seeds 0-4.
 
 ``--only SUBSTRING`` runs the configurations whose name contains it (the saved rows of the
-others are kept); ``--jobs N`` runs N at a time (processes). Writes ``benchmarks/results/bench_franka_lap.json`` and the
-``bench_franka_lap`` section of ``docs/BENCHMARKS.md`` (only that section). The machine is
-shared (2 cores): the wall-clock rows move with its load, which each row records.
+others are kept); ``--jobs N`` runs N at a time (processes). Writes
+``benchmarks/results/bench_franka_lap.json`` and the ``bench_franka_lap`` section of
+``docs/BENCHMARKS.md`` (only that section). The machine is shared (2 cores): the wall-clock
+rows move with its load, which each row records.
 """
 
 from __future__ import annotations
