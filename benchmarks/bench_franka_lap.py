@@ -60,7 +60,7 @@ def _one(job: tuple[str, str, dict[str, Any], int, float]) -> dict[str, Any]:
     load0 = os.getloadavg()[0]
     s = summarize(run_franka_ball(o))
     return {
-        "name": name, "preset": preset, "seed": seed, "options": kw,
+        "name": name, "preset": preset, "seed": seed, "options": kw, "duration_s": duration,
         "lap_completed": s["lap_completed"], "lap_time_s": s["lap_time_s"],
         "lap_angle_deg": s["lap_angle_deg"], "simulated_time_s": s["simulated_time_s"],
         "band_fraction": s["band_fraction"], "max_error_m": s["max_error_m"],
@@ -73,6 +73,11 @@ def _one(job: tuple[str, str, dict[str, Any], int, float]) -> dict[str, Any]:
     }
 
 
+def _limits(runs: list[dict[str, Any]]) -> str:
+    d = sorted({float(r["duration_s"]) for r in runs})
+    return " / ".join(f"{x:g}" for x in d)
+
+
 def markdown(result: dict[str, Any]) -> str:
     lines = [
         START,
@@ -80,7 +85,7 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"{result['timestamp']}, {result['machine']}; one ball, noise-free unless stated, full "
         "Panda in `plants.sim`, each row one run until one lap (at most "
-        f"{result['duration']:g} s simulated). Paper (Fig. 11, Drake, i7-11800H): ≈ 30 s per "
+        f"{_limits(result['runs'])} s simulated). Paper (Fig. 11, Drake, i7-11800H): ≈ 30 s per "
         "lap always in the 2 cm band; with 1 mm noise ≈ 21 s at ≈ 75%. The machine was shared "
         "by other engineers' jobs (load average per row): the wall-clock rows depend on it.",
         "",
