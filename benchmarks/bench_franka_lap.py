@@ -14,10 +14,11 @@ Panda in ``plants.sim``, until one lap or ``--duration``):
 * "paper preset, fixed 4 ms": ``preset_options("paper")``;
 * "1 mm noise, vision only, fixed 4 ms": ``noise_std=0.001, force_sensing=False``, seeds 0-4.
 
-``--only SUBSTRING`` runs the configurations whose name contains it; ``--jobs N`` runs N at a
-time (processes). Writes ``benchmarks/results/bench_franka_lap.json`` and the
-``bench_franka_lap`` section of ``docs/BENCHMARKS.md`` (only that section). The machine is
-shared (2 cores): the wall-clock rows move with its load, which each row records.
+``--only SUBSTRING`` runs the configurations whose name contains it (the saved rows of the
+others are kept); ``--jobs N`` runs N at a time (processes). Writes
+``benchmarks/results/bench_franka_lap.json`` and the ``bench_franka_lap`` section of
+``docs/BENCHMARKS.md`` (only that section). The machine is shared (2 cores): the wall-clock
+rows move with its load, which each row records.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def _one(job: tuple[str, str, dict[str, Any], int, float]) -> dict[str, Any]:
     load0 = os.getloadavg()[0]
     s = summarize(run_franka_ball(o))
     return {
-        "name": name, "preset": preset, "seed": seed, "options": kw,
+        "name": name, "preset": preset, "seed": seed, "options": kw, "duration_s": duration,
         "lap_completed": s["lap_completed"], "lap_time_s": s["lap_time_s"],
         "lap_angle_deg": s["lap_angle_deg"], "simulated_time_s": s["simulated_time_s"],
         "band_fraction": s["band_fraction"], "max_error_m": s["max_error_m"],
@@ -72,6 +73,11 @@ def _one(job: tuple[str, str, dict[str, Any], int, float]) -> dict[str, Any]:
     }
 
 
+def _limits(runs: list[dict[str, Any]]) -> str:
+    d = sorted({float(r["duration_s"]) for r in runs})
+    return " / ".join(f"{x:g}" for x in d)
+
+
 def markdown(result: dict[str, Any]) -> str:
     lines = [
         START,
@@ -79,7 +85,7 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"{result['timestamp']}, {result['machine']}; one ball, noise-free unless stated, full "
         "Panda in `plants.sim`, each row one run until one lap (at most "
-        f"{result['duration']:g} s simulated). Paper (Fig. 11, Drake, i7-11800H): ≈ 30 s per "
+        f"{_limits(result['runs'])} s simulated). Paper (Fig. 11, Drake, i7-11800H): ≈ 30 s per "
         "lap always in the 2 cm band; with 1 mm noise ≈ 21 s at ≈ 75%. The machine was shared "
         "by other engineers' jobs (load average per row): the wall-clock rows depend on it.",
         "",
@@ -124,6 +130,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.only is None or args.only in name for seed in seeds]
     with ProcessPoolExecutor(max(1, args.jobs)) as ex:
         runs = list(ex.map(_one, jobs))
+    if args.only is not None and JSON_PATH.exists():  # keep the saved rows of the others
+        names = {r["name"] for r in runs}
+        old = [r for r in json.loads(JSON_PATH.read_text())["runs"] if r["name"] not in names]
+        order = [name for name, *_ in RUNS]
+        runs = sorted(old + runs, key=lambda r: (order.index(r["name"])
+                                                 if r["name"] in order else len(order),
+                                                 r["seed"]))
     m = _report.machine_info()
     result = {"timestamp": _report.utc_timestamp(), "duration": args.duration,
               "machine": f"{m['processor']} ({m['cpu_count']} CPUs, shared), Python "

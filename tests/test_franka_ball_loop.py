@@ -43,8 +43,12 @@ def test_plans_are_measured_c3_solves(short_run):
 
 def test_arm_tracks_the_plans_and_contacts_are_decided_by_c3(short_run):
     log, s = short_run
-    # end effector at each command's activation vs that command's x_d, after the first second
-    i = np.searchsorted(log.t, log.plan_active_t).clip(0, len(log.t) - 1)
+    # end effector vs each command's x_d at the time x_d is for: step 5 re-simulates from the
+    # plan's start over max(Δt_c, command-delay floor) + one camera period (resim_lead), the
+    # state when the next camera-triggered command replaces this one; after the first second
+    o = log.info["options"]
+    h = np.maximum(log.solve_time, o["min_command_delay"]) + 1.0 / o["vision_rate_hz"]
+    i = np.searchsorted(log.t, log.plan_t + h).clip(0, len(log.t) - 1)
     late = log.plan_t > 1.0
     err = np.linalg.norm(log.ee[i[late]] - log.plan_x_d[late], axis=1)
     assert np.median(err) < 0.004, f"median tracking error {np.median(err):.4f} m"
@@ -114,7 +118,9 @@ def test_thirty_seconds_rate_and_tracking():
     s = summarize(log)
     assert s["controller_rate_hz"] >= 73.0, s["controller_rate_hz"]
     assert s["failed_plans"] == 0
-    i = np.searchsorted(log.t, log.plan_active_t).clip(0, len(log.t) - 1)
+    o = log.info["options"]  # x_d is for the plan's start + step 5's interval (resim_lead)
+    h = np.maximum(log.solve_time, o["min_command_delay"]) + 1.0 / o["vision_rate_hz"]
+    i = np.searchsorted(log.t, log.plan_t + h).clip(0, len(log.t) - 1)
     err = np.linalg.norm(log.ee[i] - log.plan_x_d, axis=1)
     assert np.percentile(err, 99) < 0.005
     assert abs(s["lap_angle_deg"]) > 60.0  # the ball is rolled along, not left at rest
@@ -135,24 +141,26 @@ def test_planning_latency_option_makes_the_loop_deterministic():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("latency", [0.003, 0.008])
+@pytest.mark.parametrize("latency", [0.004, 0.008])
 def test_full_lap_noise_free_in_the_band_at_fixed_planning_latency(latency):
-    # deterministic: measured 100% (3 ms) and 98.9% (8 ms) with phase2_back = 4.25 cm; the
-    # previous 4.5 cm gave 95.8% / 92.4% (docs/franka-ball.md)
-    s = summarize(run_franka_ball(FrankaBallOptions(duration=120.0, planning_latency=latency,
+    # deterministic; the paper: about 30 s per lap, always in the 2 cm band (Fig. 11 left).
+    # Measured 21.9 s (4 ms) and 23.2 s (8 ms), 100% in the band, max error 0.6 cm, with the
+    # staged Phase II and step 5 over the delay plus one camera period (docs/franka-ball.md,
+    # "Why the literal configuration fails"; before: 55-68 s)
+    s = summarize(run_franka_ball(FrankaBallOptions(duration=40.0, planning_latency=latency,
                                                     min_command_delay=None)))
     assert s["lap_completed"], s["lap_angle_deg"]
+    assert s["lap_time_s"] <= 30.0, s["lap_time_s"]
     assert s["band_fraction"] >= 0.95, s["band_fraction"]
-    assert s["max_error_m"] < 0.03, s["max_error_m"]
+    assert s["max_error_m"] < 0.02, s["max_error_m"]
 
 
 @pytest.mark.slow
 def test_full_lap_noise_free_95_percent_in_the_band():
-    # measured wall-clock latency, defaults (phase2_back = 4.25 cm, min_command_delay = 8 ms):
-    # 99.0 / 99.2 / 99.5% with three laps in parallel on the 2 cores. Without the 8 ms floor:
-    # 95 / 91 / 88% under that load (100% in 5 of 5 laps with at most one other run); with
-    # the old 4.5 cm bias 100 / 87 / 77 / 31% (docs/franka-ball.md)
-    s = summarize(run_franka_ball(FrankaBallOptions(duration=120.0)))
+    # measured wall-clock latency, defaults (8 ms command-delay floor): the lap depends on the
+    # machine's load (docs/BENCHMARKS.md, "Franka ball lap by seed"); a planner slower than the
+    # camera holds each command longer than step 5 assumes
+    s = summarize(run_franka_ball(FrankaBallOptions(duration=60.0)))
     assert s["lap_completed"] and s["band_fraction"] >= 0.95, s["band_fraction"]
 
 

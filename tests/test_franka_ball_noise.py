@@ -154,8 +154,12 @@ def test_tuning_fills_the_fields_left_none_from_the_table():
         o = FrankaBallOptions(**kw)
         t = TUNINGS[name]
         assert o.resolved_tuning == name
-        assert (o.lead_angle_deg, o.ball_velocity_weight, o.vision_accel_std, o.gait) == (
-            t["lead_angle_deg"], t["ball_velocity_weight"], t["vision_accel_std"], t["gait"])
+        line = o.n_balls > 1  # the line task keeps its own gait and step 5 (line_ keys)
+        assert (o.lead_angle_deg, o.ball_velocity_weight, o.vision_accel_std, o.gait,
+                o.resim_lead) == (
+            t["lead_angle_deg"], t["ball_velocity_weight"], t["vision_accel_std"],
+            t.get("line_gait", t["gait"]) if line else t["gait"],
+            t.get("line_resim_lead", t["resim_lead"]) if line else t["resim_lead"])
         g = task_gains(o)
         assert (g.translational_stiffness, g.damping_ratio) == (t["translational_stiffness"],
                                                                t["damping_ratio"])

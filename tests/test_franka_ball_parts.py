@@ -141,7 +141,7 @@ def test_algorithm3_resimulates_over_the_measured_solve_time():
     acceleration u (gravity compensated), so step 5 must give v_d = v + u Δt_c and
     p_d = p + Δt_c v_d (the LCS's semi-implicit Euler), Δt_c = the clock's measured time."""
     plant = load_plant("franka-ball")
-    planner, _ = build_planner(plant, FrankaBallOptions(min_resim_dt=0.0,
+    planner, _ = build_planner(plant, FrankaBallOptions(min_resim_dt=0.0, resim_lead=0.0,
                                                       min_command_delay=None))  # strict Alg. 3
     planner.clock = _Clock(0.004)  # t0, after solve: Δt_c = 0.004 s
     x = np.array(plant.defaults.x0, float)
@@ -160,7 +160,7 @@ def test_algorithm3_resimulates_over_the_measured_solve_time():
 
 def test_algorithm3_min_resim_dt_floor():
     plant = load_plant("franka-ball")
-    planner, _ = build_planner(plant, FrankaBallOptions(min_resim_dt=0.02))
+    planner, _ = build_planner(plant, FrankaBallOptions(min_resim_dt=0.02, resim_lead=0.0))
     planner.clock = _Clock(0.001)
     x = np.array(plant.defaults.x0, float)
     x[0:3] = [0.40, -0.10, 0.30]

@@ -147,6 +147,50 @@ def test_cli_sets_the_new_weights():
         _opts("--set", "ball_position_weight=heavy")
 
 
+# ------------------------------------------------------------------------ step 5's lead
+class _Clock:
+    """plan() reads the clock at start, after C3 and at the end: Δt_c = ``dt``."""
+
+    def __init__(self, dt: float):
+        self.dt, self.calls = dt, 0
+
+    def __call__(self) -> float:
+        self.calls += 1
+        return 0.0 if self.calls % 3 == 1 else self.dt
+
+
+@pytest.mark.parametrize("kw, expected", [
+    ({}, 0.008 + 1 / 80),  # defaults: the 8 ms command-delay floor + one camera period
+    ({"min_command_delay": None}, 0.003 + 1 / 80),  # the measured 3 ms + one camera period
+    ({"resim_lead": 0.005, "min_command_delay": None}, 0.008),
+    ({"resim_lead": 0.0, "min_command_delay": None}, 0.003),  # Algorithm 3 as written
+    ({"vision_rate_hz": 50.0, "min_command_delay": None}, 0.003 + 0.02),
+])
+def test_step5_interval_is_the_delay_plus_the_lead_and_x_d_is_that_lcs_step(kw, expected):
+    plant = load_plant("franka-ball")
+    planner, _ = build_planner(plant, FrankaBallOptions(**kw))
+    planner.clock = _Clock(0.003)
+    x = np.array(plant.defaults.x0, float)
+    x[0:3] = [0.40, -0.10, 0.30]  # far from the ball: no contact
+    x[10:13] = [0.05, -0.02, 0.01]
+    plan = planner.plan(x, 0.0)
+    assert plan.dt_c == pytest.approx(0.003) and plan.dt_resim == pytest.approx(expected)
+    # independent: the point end effector under acceleration u over h (semi-implicit Euler)
+    v_d = x[10:13] + plan.u * expected
+    np.testing.assert_allclose(plan.x_d[10:13], v_d, atol=1e-9)
+    np.testing.assert_allclose(plan.x_d[0:3], x[0:3] + expected * v_d, atol=1e-9)
+
+
+def test_resim_lead_tuning_and_validation():
+    assert FrankaBallOptions().resim_lead is None  # one ball, noise-free: one camera period
+    assert FrankaBallOptions(n_balls=2).resim_lead == 0.0  # the line task: as before
+    assert FrankaBallOptions(noise_std=0.001).resim_lead == 0.0  # the noisy tuning's
+    assert preset_options("paper").resim_lead == 0.0
+    for bad in (-0.001, float("nan"), True, "0.01"):
+        with pytest.raises((C3ValueError, TypeError, ValueError), match="resim_lead"):
+            FrankaBallOptions(resim_lead=bad)
+
+
 # ------------------------------------------------------------------------ staged Phase II
 def test_phase2_lift_then_behind_above_the_ball():
     plant = load_plant("franka-ball")

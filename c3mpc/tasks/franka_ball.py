@@ -85,14 +85,17 @@ CIRCLE_GAIT = GaitOptions(phase1_height=-0.002, phase2_lift=0.003, phase2_back=0
 centre at 7.75 cm, 2.3 mm outside contact: every Phase II bias above the ball, as §VII-A says
 (docs/franka-ball.md, "Why the literal configuration fails")."""
 
-LINE_GAIT = GaitOptions(phase2_back=0.0425)
-"""The multi-ball line task's gait (the nominal tuning before the staged Phase II; its own
-Phase II is :class:`LineTarget`'s, docs/franka-ball.md, "Multi-ball")."""
+SINGLE_BIAS_GAIT = GaitOptions(phase2_back=0.0425)
+"""The single Phase II bias 4.25 cm behind the ball at 4.5 cm (the nominal gait until
+2026-11-27): the multi-ball line task's (whose Phase II is :class:`LineTarget`'s,
+docs/franka-ball.md, "Multi-ball") and the deployment's (``hardware/planner_c3.py``, as
+rehearsed on the twin)."""
 
 TUNINGS: dict[str, dict[str, Any]] = {
     "nominal": {
         "lead_angle_deg": 20.0, "ball_velocity_weight": 10.0, "vision_accel_std": 0.01,
-        "gait": CIRCLE_GAIT, "line_gait": LINE_GAIT, "resim_lead": None, "line_resim_lead": 0.0,
+        "gait": CIRCLE_GAIT, "line_gait": SINGLE_BIAS_GAIT, "resim_lead": None,
+        "line_resim_lead": 0.0,
         "translational_stiffness": TASK_STIFFNESS, "damping_ratio": 1.0, "command_delay": 0.008,
     },
     "noisy": {
@@ -109,7 +112,7 @@ present, replace ``gait`` and ``resim_lead`` for more than one ball.
 
 "nominal": one ball: the lap in 22-23 s at a fixed 4 ms latency, with and without the 8 ms
 floor, 100% in the 2 cm band (:data:`CIRCLE_GAIT`; step 5 over the command's delay plus one
-camera period); the multi-ball line task: as before (:data:`LINE_GAIT`, step 5 over the
+camera period); the multi-ball line task: as before (:data:`SINGLE_BIAS_GAIT`, step 5 over the
 command's delay).
 "noisy": found by a random search over these values with 1 mm camera noise and the
 force-sensed step 5 at fixed 4 ms (docs/franka-ball.md, "1 mm noise: force-sensed step 5 and
@@ -150,7 +153,8 @@ damping ratio 1), no input bound, Algorithm 3's Δt_c = the measured planning ti
 command-delay floor), the authors' ball-velocity weight 0.1, α_l = 20°, raw camera positions
 with finite-difference velocity (no filter, no extrapolation), no force sensing. The paper
 gives no Phase II bias distances or Phase II end-effector weight: those stay the task's
-(docs/franka-ball.md, "The paper preset"). What it gives in our simulator: the same page."""
+(docs/franka-ball.md, "The paper preset": what it gives in our simulator, and why each
+default differs)."""
 
 
 def preset_options(name: str = "default", **overrides: Any) -> "FrankaBallOptions":
@@ -266,7 +270,7 @@ class FrankaBallOptions:
             docs/franka-ball.md).
         gait: the end-effector heuristic (:class:`GaitOptions`; None: the tuning's,
             :data:`CIRCLE_GAIT` for one ball noise-free (staged Phase II return above the
-            ball), :data:`LINE_GAIT` for the line task, 4.29 cm back at 5.19 cm noisy).
+            ball), :data:`SINGLE_BIAS_GAIT` for the line task, 4.29 cm back at 5.19 cm noisy).
         center, radius: the circle of eq. (25).
         lead_angle_deg: α_l of eq. (25) [deg] (None: the tuning's, 20° nominal as the paper,
             15° noisy).

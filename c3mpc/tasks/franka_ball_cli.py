@@ -4,14 +4,15 @@ See docs/franka-ball.md.
 
     c3mpc run franka-ball [--balls 1|2|3] [--noise 0.001] [--solver sap] [--world panda|model]
                           [--projection P] [--duration S] [--report DIR] [--no-html] [--seed N]
-                          [--config FILE.toml|.yaml] [--set FIELD=VALUE ...] [--list-options]
+                          [--preset default|paper] [--config FILE.toml|.yaml]
+                          [--set FIELD=VALUE ...] [--list-options]
 
 Every field of :class:`c3mpc.tasks.franka_ball.FrankaBallOptions` can be set: ``--set FIELD=VALUE``
 (repeatable; dotted names reach nested options, ``gait.phase2_back=0.05``,
 ``impedance.translational_stiffness=1500``) or a ``--config`` file holding the fields at top
-level or under a ``[franka_ball]`` table. Precedence: defaults < config file < flags (the named
-flags and ``--set``; one field may not be given by both). ``--list-options`` prints every field
-with its type, default and doc. The resolved options are in the report's ``summary.json``
+level or under a ``[franka_ball]`` table. Precedence: defaults < ``--preset`` < config file <
+flags (the named flags and ``--set``; one field may not be given by both). ``--list-options``
+prints every field with its type, default and doc. The resolved options are in the report's ``summary.json``
 (``options``), with where they came from (``options_sources``).
 
 Prints the band fraction, the maximum error, the controller rate and C3's median solve time;
