@@ -63,7 +63,7 @@ def test_circle_and_rounded_polygons_have_their_analytic_lengths_and_inradius():
             assert np.max(pts @ [math.cos(a), math.sin(a)]) == pytest.approx(r, abs=1e-9)
         # the corners are arcs: nothing farther from the centre than the inner vertex + c
         assert np.max(np.linalg.norm(pts, axis=1)) == pytest.approx(
-            r_in / math.cos(math.pi / n) + c, abs=1e-6)
+            r_in / math.cos(math.pi / n) + c, abs=1e-5)  # arcs sampled every 0.15 mm
 
 
 def test_figure_eight_length_matches_quadrature():
@@ -90,9 +90,9 @@ def test_timed_path_runs_at_constant_speed_after_a_smooth_ramp():
     assert o.duration == pytest.approx(t1)
     np.testing.assert_allclose(p.lap_start_times(2), [0.0, t1, t1 + o.period])
     # constant speed on a straight stretch: |Δx_d| = v Δt
-    ts = np.array([4.5, 5.5])
+    ts = np.array([4.2, 4.8])  # s = 3.2 ... 4.1 cm: the top edge is straight to 5 cm
     d = np.linalg.norm(np.diff(p.position(ts), axis=0))
-    assert d == pytest.approx(v * 1.0, rel=1e-6)
+    assert d == pytest.approx(v * 0.6, rel=1e-6)
     ball = p.position(ts) + [[0.003, 0.004], [0.0, 0.0]]
     np.testing.assert_allclose(p.tracking_error(ts, ball), [0.005, 0.0], atol=1e-12)
 
@@ -105,33 +105,84 @@ def _target(**kw):
                                        GaitOptions(phase2_back=0.05, phase2_height=0.045))
 
 
-def test_target_leads_x_d_and_is_limited_to_the_max_distance():
-    plant, lay, tgt = _target(shape="circle", ramp_time=0.0, lead_time=3.0,
-                              max_target_distance=None)
-    x = plant.defaults.x0.copy()
-    path = tgt.path
-    pt = tgt(x, 10.0)
+def _with_ball(x: np.ndarray, lay, xy) -> np.ndarray:
+    x = x.copy()
     ix, iy = lay.ball_xy[0]
-    np.testing.assert_allclose(pt.x_goal[[ix, iy]], path.position(13.0), atol=1e-12)
-    np.testing.assert_allclose(pt.ball_targets[0], path.position(10.0), atol=1e-12)
-    # Phase I (t = 10 s in the 1.5 s cycle: 10 mod 1.5 = 1.0 -> Phase II): bias 5 cm behind the
-    # ball, opposite to the goal, at 4.5 cm
+    x[ix], x[iy] = xy
+    return x
+
+
+@pytest.mark.parametrize("when_ahead", ["brake", "hold", "push"])
+def test_goal_is_eq25_along_the_curve_with_the_lead_set_by_the_schedule(when_ahead):
+    plant, lay, tgt = _target(shape="circle", ramp_time=0.0, period=60.0, when_ahead=when_ahead,
+                              schedule_gain=3.0)
+    path = tgt.path
+    ix, iy = lay.ball_xy[0]
+    t = 10.0
+    s_d = float(path.arc_length(t))
+    x0 = plant.defaults.x0
+    ang = lambda s: s / 0.1  # noqa: E731 - arc length -> angle on the 0.1 m circle
+    # k = 3, ℓ = 3.5 cm, ℓ_min = 2 cm, ℓ_max = 7 cm, h = 5 mm; "ahead" has a memory, so the
+    # order matters: (how far the ball is behind x_d along the curve, r, its goal's lead when
+    # pushed, whether it counts as ahead)
+    ahead_lead = {"brake": lambda r: -max(abs(r), 0.02), "hold": lambda r: 0.0,
+                  "push": lambda r: 0.02}[when_ahead]
+    for behind, lead, ahead in ((0.0, 0.035, False), (0.01, 0.065, False), (0.1, 0.07, False),
+                                (-0.005, 0.02, False), (-0.01, 0.02, False),
+                                (-0.013, -0.004, True),  # r = −4 mm: ahead
+                                (-0.011, 0.002, True),  # r = +2 mm <= h: still ahead
+                                (-0.02, -0.025, True),
+                                (-0.005, 0.02, False)):  # r = +20 mm: on schedule again
+        s_b = s_d - behind
+        ball = [0.55 + 0.1 * math.sin(ang(s_b)), 0.1 * math.cos(ang(s_b))]  # at most L/4 behind
+        pt = tgt(_with_ball(x0, lay, ball), t)
+        if ahead:
+            lead = ahead_lead(lead)
+        exact = [0.55 + 0.1 * math.sin(ang(s_b + lead)), 0.1 * math.cos(ang(s_b + lead))]
+        np.testing.assert_allclose(pt.x_goal[[ix, iy]], exact, atol=2e-4)  # sampled curve
+        np.testing.assert_allclose(pt.ball_targets[0], path.position(t), atol=1e-12)
+        assert tgt.ahead == ahead
+        held = ahead and when_ahead == "hold"
+        assert pt.phase == (0 if held else 1)  # t = 10 s is in Phase II; a held ball: Phase I
+        if held:  # the end effector on top of the ball
+            top = lay.balls(_with_ball(x0, lay, ball))[0] + [0, 0, lay.ball_radius
+                                                             + lay.ee_radius]
+            np.testing.assert_allclose(pt.x_goal[list(lay.ee_position)], top, atol=1e-12)
+    # a ball 1.5 cm outside the circle: the goal is on the circle, 3.5 cm of arc past the
+    # ball's radial projection (the state-based eq. 25, on schedule)
+    a = ang(s_d)
+    pt = tgt(_with_ball(x0, lay, [0.55 + 0.115 * math.sin(a), 0.115 * math.cos(a)]), t)
+    np.testing.assert_allclose(pt.x_goal[[ix, iy]], [0.55 + 0.1 * math.sin(a + 0.35),
+                                                     0.1 * math.cos(a + 0.35)], atol=2e-4)
+    # Phase II (t = 10 s in the 1.5 s cycle: 10 mod 1.5 = 1.0): the end-effector bias 5 cm
+    # behind the ball, opposite to the goal, at 4.5 cm
     assert pt.phase == 1
-    ball = lay.balls(x)[0]
-    e = path.position(13.0) - ball[:2]
+    ball = lay.balls(_with_ball(x0, lay, [0.55 + 0.115 * math.sin(a), 0.115 * math.cos(a)]))[0]
+    e = pt.x_goal[[ix, iy]] - ball[:2]
     e /= np.linalg.norm(e)
     np.testing.assert_allclose(pt.x_goal[list(lay.ee_position)],
                                [*(ball[:2] - 0.05 * e), 0.045], atol=1e-12)
-    _, _, lim = _target(shape="circle", ramp_time=0.0, lead_time=3.0, max_target_distance=0.01)
-    g = lim(x, 10.0).x_goal[[ix, iy]]
-    assert np.linalg.norm(g - ball[:2]) == pytest.approx(0.01)
-    np.testing.assert_allclose((g - ball[:2]) / 0.01, e, atol=1e-12)
+
+
+def test_figure_eight_crossing_is_resolved_by_the_schedule():
+    plant, lay, tgt = _target(shape="figure8", ramp_time=0.0, period=40.0,
+                              schedule_gain=0.0)
+    path = tgt.path
+    ix, iy = lay.ball_xy[0]
+    x = _with_ball(plant.defaults.x0, lay, path.center)  # the ball on the crossing
+    # first pass (s_d = L/4, heading down-left) and second pass (3L/4, heading up-left)
+    t1, t2 = 0.25 * 40.0, 0.75 * 40.0
+    g1 = tgt(x, t1).x_goal[[ix, iy]] - path.center
+    g2 = tgt(x, t2).x_goal[[ix, iy]] - path.center
+    assert g1[0] < 0 and g1[1] < 0 and g2[0] < 0 and g2[1] > 0
+    assert np.linalg.norm(g1) == pytest.approx(0.035, rel=0.02)  # nearly straight there
 
 
 @pytest.mark.parametrize("kw", [{"shape": "star"}, {"period": 0.0}, {"period": float("nan")},
                                 {"size": -0.1}, {"laps": 0}, {"laps": True},
                                 {"shape": "square", "size": 0.02, "corner_radius": 0.03},
-                                {"lead_time": -1.0}, {"max_target_distance": 0.0}])
+                                {"lead_distance": -1.0}, {"schedule_gain": float("inf")},
+                                {"max_lead": 0.01}, {"when_ahead": "stop"}])
 def test_bad_trajectory_options_are_named(kw):
     with pytest.raises(C3ValueError, match="TrajectoryOptions"):
         TrajectoryOptions(**kw)

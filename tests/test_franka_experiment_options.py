@@ -25,9 +25,9 @@ def _opts(*argv: str) -> FrankaBallOptions:
 
 def test_trajectory_flags_and_nested_fields():
     o = _opts("--trajectory", "figure8", "--trajectory-period", "40", "--trajectory-size",
-              "0.08", "--set", "trajectory.lead_time=2.5")
+              "0.08", "--set", "trajectory.lead_distance=0.03")
     assert o.trajectory == TrajectoryOptions(shape="figure8", period=40.0, size=0.08,
-                                             lead_time=2.5)
+                                             lead_distance=0.03)
     assert o.time_limit == pytest.approx(o.trajectory.duration)
     assert _opts().trajectory is None and _opts("--laps", "3").laps == 3
     assert _opts("--laps", "3").time_limit == 180.0

@@ -22,12 +22,33 @@ The arc-length parameter runs at constant speed L / period after a start ramp (t
 rest at t = 0): s(t) = v t² / (2 t_r) for t < t_r, v (t − t_r / 2) after, so x_d is continuous
 in position and velocity.
 
-:class:`TimedPathTarget` is the target generator of :mod:`c3mpc.algorithm3` for such a path:
-the C3 ball goal is x_d(t + ``lead_time``) (the state-based task leads by α_l = 20° along the
-circle, ≈ 3.5 cm; a lead in time does the same along any path, and a ball behind schedule gets
-a farther goal), optionally moved to at most ``max_target_distance`` from the ball; the
-end-effector biases are the Fig. 10 phases relative to that goal. The tracking error of
-Fig. 18 is |x_d(t) − x_b(t)|, distance to where the ball *should be now*, not to the path.
+:class:`TimedPathTarget` is the target generator of :mod:`c3mpc.algorithm3` for such a path.
+Eq. (25) generalised to any curve and to a schedule: with s_b the arc length of the ball's
+closest point on the curve (searched within L/4 of x_d's, so the figure-eight's crossing is
+not ambiguous), s_d(t) x_d's, and the schedule lead r = ℓ + k (s_d(t) − s_b):
+
+* r > 0 (the ball is less than ℓ / k ahead of x_d(t)): *push*. The C3 ball goal is the curve's
+  point at s_b + clip(r, ℓ_min, ℓ_max), with the Fig. 10 phases as in the state-based task: on
+  schedule this is eq. (25) (the goal on the curve ℓ ahead of the ball, which also pulls a
+  ball that is off the curve back onto it); behind schedule the goal is farther ahead.
+* r ≤ 0 (the ball is ahead of schedule; it stays "ahead" until r > h, ``lead_hysteresis``):
+  ``when_ahead`` = "brake" (default): the goal is clip(|r|, ℓ_min, ℓ_max) *behind* the ball on
+  the curve, the phases as usual (the Phase II bias, behind the ball as seen from its goal, is
+  then in front of it); "hold": the goal on the ball's closest point and the end effector on
+  top of it (Phase I) whatever the clock's phase; "push": on at ℓ_min.
+
+Speed regulation is needed because the gait's strokes roll the ball at their own speed (up to
+26-28 mm/s in our runs; nothing slows a rolling ball), so a shorter lead does not slow it down.
+ℓ = ``lead_distance`` (3.5 cm: the eq. (25) circle's 20° lead on its 0.1 m radius), k =
+``schedule_gain``; ℓ_min > 0 because the Phase II bias is placed opposite to the goal, and a goal
+on the ball leaves that direction to the ball's offset from the curve. The tracking error of
+Fig. 18 is |x_d(t) − x_b(t)|, the distance to where the ball *should be now*, not to the curve.
+The choices were made on 30 s runs; docs/franka-ball.md, "Time-based trajectories", lists them
+(none reaches the issue's 90% in the band).
+
+Why not simply x_d(t + τ) as the goal: in 30 s runs (fixed 4 ms latency, circle, 60-80 s
+periods, τ = 3-6 s) the ball was pushed along chords towards a point that does not follow it,
+went 2-3 cm off the curve and stayed 3-5 cm from x_d(t): 5-8% of the time in the band.
 """
 
 from __future__ import annotations
@@ -49,9 +70,9 @@ TRAJECTORY_SHAPES = ("circle", "figure8", "square", "triangle")
 
 DEFAULT_SIZE = {"circle": 0.1, "figure8": 0.1, "square": 0.08, "triangle": 0.06}
 """``size`` per shape when :attr:`TrajectoryOptions.size` is None [m]: every default path is
-0.5-0.63 m long (circle 0.628, figure-eight 0.618, square 0.585, rounded triangle 0.501 m), so at
-the default 60 s period the ball moves at 8-10.5 mm/s, about the state-based lap's speed
-(a 0.63 m lap in 53-61 s)."""
+0.50-0.63 m long (circle 0.628, figure-eight 0.610, square 0.588, rounded triangle 0.500 m), so
+at the default 60 s period x_d moves at 8.3-10.5 mm/s, about the state-based lap's mean speed
+(a 0.63 m lap in 51-61 s)."""
 
 _SAMPLES = 4096  # points of the closed curve before arc-length re-parameterization
 
@@ -70,10 +91,17 @@ class TrajectoryOptions:
             ``ramp_time / 2 + laps · period`` (the time x_d needs to go round ``laps`` times).
         ramp_time: x_d accelerates from rest to full speed over this time [s] (0: starts at
             full speed).
-        lead_time: C3's ball goal is x_d(t + lead_time) [s] (0: x_d(t) itself).
-        max_target_distance: the goal moved to at most this far from the ball [m] (None: not
-            limited). A ball that fell behind otherwise gets a goal far ahead, and C3 (ball
-            weight 10000) strikes it.
+        lead_distance: ℓ, the goal's lead along the curve ahead of the ball's closest point
+            when the ball is on schedule [m] (module docstring).
+        schedule_gain: k, extra lead per metre the ball is behind x_d(t) along the curve.
+        min_lead: ℓ_min, the smallest lead when pushing [m].
+        lead_hysteresis: h: a held ball is pushed again once r > h [m].
+        when_ahead: what to do with a ball ahead of schedule (r <= 0): "push" (on, with the goal
+            ℓ_min ahead), "hold" (the goal on the ball's closest point, the end effector on top
+            of it) or "brake" (the goal clip(|r|, ℓ_min, ℓ_max) *behind* it, the Fig. 10 phases
+            as usual: the Phase II bias is then in front of the ball).
+        max_lead: ℓ_max, the largest lead [m] (a ball far behind otherwise gets a goal far
+            ahead, and C3, ball weight 10000, strikes it).
     """
 
     shape: str = "circle"
@@ -82,22 +110,31 @@ class TrajectoryOptions:
     corner_radius: float = 0.03
     laps: int = 1
     ramp_time: float = 4.0
-    lead_time: float = 3.0
-    max_target_distance: float | None = 0.04
+    lead_distance: float = 0.035
+    schedule_gain: float = 1.0
+    min_lead: float = 0.02
+    lead_hysteresis: float = 0.005
+    when_ahead: str = "brake"
+    max_lead: float = 0.07
 
     def __post_init__(self) -> None:
         if self.shape not in TRAJECTORY_SHAPES:
             raise C3ValueError(f"TrajectoryOptions.shape must be one of "
                                f"{', '.join(TRAJECTORY_SHAPES)}, got {self.shape!r}")
-        for name in ("period", "corner_radius", "ramp_time", "lead_time"):
+        for name in ("period", "corner_radius", "ramp_time", "lead_distance", "schedule_gain",
+                     "min_lead", "max_lead", "lead_hysteresis"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise C3ValueError(f"TrajectoryOptions.{name} must be a finite number, got {v!r}")
         if not self.period > 0:
             raise C3ValueError(f"TrajectoryOptions.period must be > 0 [s], got {self.period!r}")
-        if self.ramp_time < 0 or self.lead_time < 0 or self.corner_radius < 0:
-            raise C3ValueError("TrajectoryOptions: ramp_time, lead_time and corner_radius must "
-                               "be >= 0")
+        if min(self.ramp_time, self.lead_distance, self.schedule_gain, self.corner_radius,
+               self.min_lead, self.lead_hysteresis) < 0:
+            raise C3ValueError("TrajectoryOptions: ramp_time, lead_distance, schedule_gain, "
+                               "min_lead and corner_radius must be >= 0")
+        if not self.min_lead <= self.lead_distance <= self.max_lead:
+            raise C3ValueError(f"TrajectoryOptions: need min_lead <= lead_distance <= max_lead, "
+                               f"got {self.min_lead}, {self.lead_distance}, {self.max_lead} [m]")
         if self.size is not None and not (isinstance(self.size, (int, float))
                                           and not isinstance(self.size, bool)
                                           and math.isfinite(self.size) and self.size > 0):
@@ -106,12 +143,11 @@ class TrajectoryOptions:
         if self.shape in ("square", "triangle") and not self.corner_radius < self.resolved_size:
             raise C3ValueError(f"TrajectoryOptions.corner_radius ({self.corner_radius}) must be "
                                f"< size ({self.resolved_size}) [m]")
+        if self.when_ahead not in ("push", "hold", "brake"):
+            raise C3ValueError(f"TrajectoryOptions.when_ahead must be 'push', 'hold' or "
+                               f"'brake', got {self.when_ahead!r}")
         if isinstance(self.laps, bool) or not isinstance(self.laps, int) or self.laps < 1:
             raise C3ValueError(f"TrajectoryOptions.laps must be an int >= 1, got {self.laps!r}")
-        d = self.max_target_distance
-        if d is not None and not (math.isfinite(d) and d > 0):
-            raise C3ValueError(f"TrajectoryOptions.max_target_distance must be > 0 [m] or None, "
-                               f"got {d!r}")
 
     @property
     def resolved_size(self) -> float:
@@ -223,10 +259,23 @@ class TimedPath:
 
     def position(self, t: float | np.ndarray) -> np.ndarray:
         """x_d(t): (2,) for a scalar t, (T, 2) for (T,) times [m]."""
-        s = np.mod(self.arc_length(t), self.length)
-        out = np.stack([np.interp(s, self._s, self._closed[:, 0]),
-                        np.interp(s, self._s, self._closed[:, 1])], axis=-1)
-        return out
+        return self.point_at(self.arc_length(t))
+
+    def point_at(self, s: float | np.ndarray) -> np.ndarray:
+        """The curve's point(s) at arc length s [m] (taken modulo L)."""
+        s = np.mod(np.asarray(s, float), self.length)
+        return np.stack([np.interp(s, self._s, self._closed[:, 0]),
+                         np.interp(s, self._s, self._closed[:, 1])], axis=-1)
+
+    def closest_arc_length(self, xy: np.ndarray, near: float) -> float:
+        """Unwrapped arc length of the curve's (sampled) point closest to ``xy`` among those
+        within L/4 of arc length ``near`` [m]."""
+        n = self.points.shape[0]
+        step = self.length / n
+        k0 = int(round(near / step))
+        ks = np.arange(k0 - n // 4, k0 + n // 4 + 1)
+        d2 = np.sum((self.points[ks % n] - np.asarray(xy, float)[:2]) ** 2, axis=1)
+        return float(ks[int(np.argmin(d2))] * step)
 
     def laps(self, t: float | np.ndarray) -> np.ndarray:
         """Traversals of x_d completed by time t (fractional)."""
@@ -247,11 +296,11 @@ class TimedPath:
 @dataclass
 class TimedPathTarget:
     """Target generator (:class:`c3mpc.algorithm3.TargetGenerator`) for one ball on a
-    :class:`TimedPath`: the C3 ball goal is x_d(t + lead_time) (limited to
-    ``max_target_distance`` from the ball), the end-effector biases are the Fig. 10 phases
-    relative to it, as :class:`c3mpc.algorithm3.CircleTarget`'s. ``PhaseTarget.ball_targets``
-    is x_d(t), the position the ball should have now (logged, and the tracking error's
-    reference).
+    :class:`TimedPath`: the C3 ball goal is the curve's point ahead of the ball's closest point
+    by the schedule-adjusted lead (module docstring), the end-effector biases are the Fig. 10
+    phases relative to it, as :class:`c3mpc.algorithm3.CircleTarget`'s.
+    ``PhaseTarget.ball_targets`` is x_d(t), the position the ball should have now (logged, and
+    the tracking error's reference).
 
     Attributes:
         template: (n_x,) goal state (ball x, y and end-effector position overwritten).
@@ -266,28 +315,33 @@ class TimedPathTarget:
     gait: GaitOptions = field(default_factory=GaitOptions)
 
     def __post_init__(self) -> None:
+        self.ahead = False  # the ball is ahead of schedule (hysteresis state)
         if self.layout.n_balls != 1:
             raise C3ValueError(f"TimedPathTarget is for one ball, the layout has "
                                f"{self.layout.n_balls}")
         self.template = np.asarray(self.template, float).copy()
 
     def goal(self, ball_xy: np.ndarray, t: float) -> np.ndarray:
-        """(2,) C3's ball goal at time t for a ball at ``ball_xy`` [m]."""
+        """(2,) C3's ball goal at time t for a ball at ``ball_xy`` [m] (updates the state
+        :attr:`ahead`: the ball is ahead of schedule)."""
         o = self.path.options
-        tgt = self.path.position(t + o.lead_time)
-        d_max = o.max_target_distance
-        if d_max is not None:
-            b = np.asarray(ball_xy, float)[:2]
-            n = float(np.linalg.norm(tgt - b))
-            if n > d_max:
-                tgt = b + (tgt - b) * (d_max / n)
-        return tgt
+        s_d = float(self.path.arc_length(t))
+        s_b = self.path.closest_arc_length(ball_xy, s_d)
+        r = o.lead_distance + o.schedule_gain * (s_d - s_b)
+        self.ahead = r <= o.lead_hysteresis if self.ahead else r <= 0.0
+        lead = min(max(abs(r), o.min_lead), o.max_lead)
+        if not self.ahead or o.when_ahead == "push":
+            return self.path.point_at(s_b + (lead if r > 0 else o.min_lead))
+        if o.when_ahead == "hold":
+            return self.path.point_at(s_b)
+        return self.path.point_at(s_b - lead)
 
     def __call__(self, x_hat: np.ndarray, t: float) -> PhaseTarget:
         lay = self.layout
         ball = lay.balls(x_hat)[0]
         tgt = self.goal(ball[:2], t)
-        phase = self.gait.phase(t)
+        holding = self.ahead and self.path.options.when_ahead == "hold"
+        phase = 0 if holding else self.gait.phase(t)
         g = self.template.copy()
         ix, iy = lay.ball_xy[0]
         g[ix], g[iy] = tgt
@@ -300,5 +354,6 @@ def describe(path: TimedPath) -> dict[str, Any]:
     o = path.options
     return {"shape": o.shape, "period_s": o.period, "size_m": o.resolved_size,
             "length_m": path.length, "speed_m_per_s": path.speed, "laps": o.laps,
-            "lead_time_s": o.lead_time, "ramp_time_s": o.ramp_time,
-            "max_target_distance_m": o.max_target_distance}
+            "lead_distance_m": o.lead_distance, "schedule_gain": o.schedule_gain,
+            "lead_hysteresis_m": o.lead_hysteresis, "when_ahead": o.when_ahead,
+            "min_lead_m": o.min_lead, "max_lead_m": o.max_lead, "ramp_time_s": o.ramp_time}
