@@ -222,6 +222,8 @@ def render(parts: dict[str, dict[str, Any]]) -> str:
                 p = r["pushes"][0]
                 push = f"{p['max_error_m'] * 100:.2f}, {_fmt_rec(p)}"
             err = f" (simulator stopped: {r['sim_error']})" if r.get("sim_error") else ""
+            if abs(r["lap_angle_deg"]) < 1.0 and r["max_error_m"] < 1e-3:
+                err += " (the ball never moved: not touched)"
             big = r["max_error_m"] > 0.5  # the ball rolled away over the (infinite) table
             mx = f"{r['max_error_m']:.0f} m: rolled away" if big else \
                 f"{r['max_error_m'] * 100:.2f}"
