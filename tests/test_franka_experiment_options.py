@@ -6,6 +6,7 @@ the summary (the error is |x_d(t) − x_b(t)|, recomputed here from the logged b
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -65,7 +66,7 @@ def test_success_of_a_time_based_run_is_ninety_percent_in_the_band():
     assert not success(dataclasses.replace(o, trajectory=None), s)  # the circle's 95%
 
 
-def test_short_run_with_a_trajectory_and_a_push_reaches_the_summary():
+def test_short_run_with_a_trajectory_and_a_push_reaches_the_summary(tmp_path):
     o = FrankaBallOptions(duration=0.4, planning_latency=0.004,
                           trajectory=TrajectoryOptions(shape="square", period=20.0,
                                                        ramp_time=0.0),
@@ -86,3 +87,10 @@ def test_short_run_with_a_trajectory_and_a_push_reaches_the_summary():
     v = (log.balls[i1, 0, 0] - log.balls[i0 + 1, 0, 0]) / (log.t[i1] - log.t[i0 + 1])
     assert 0.02 < v <= 0.0501
     assert s["options"]["robustness"]["push_impulse"] == (0.0066, 0.0)
+    # the report: the figure draws x_d(t), the summary is valid JSON with the new records
+    from c3mpc.tasks.franka_ball_report import write_report
+
+    paths = write_report(tmp_path, log, s)
+    assert paths["trajectory.png"].stat().st_size > 10_000
+    saved = json.loads(paths["summary.json"].read_text())
+    assert saved["trajectory"]["shape"] == "square" and saved["pushes"][0]["time_s"] == 0.1
