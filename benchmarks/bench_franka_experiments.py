@@ -88,9 +88,10 @@ def run_trajectories(quick: bool, quiet: bool, cases: list[str] | None) -> dict[
         row, log = _run(o)
         rows[shape] = row
         every = max(1, int(round(0.1 / (log.t[1] - log.t[0]))))
-        series[shape] = {"t": log.t[::every].tolist(), "error": log.error[::every].tolist(),
-                         "ball": log.balls[::every, 0, :2].tolist(),
-                         "x_d": log.ball_targets[::every, 0].tolist()}
+        series[shape] = {"t": np.round(log.t[::every], 3).tolist(),  # 0.1 s, 0.01 mm
+                         "error": np.round(log.error[::every], 5).tolist(),
+                         "ball": np.round(log.balls[::every, 0, :2], 5).tolist(),
+                         "x_d": np.round(log.ball_targets[::every, 0], 5).tolist()}
         _report.say(f"  {shape}: {row['band_fraction'] * 100:.1f}% in the band, max "
                     f"{row['max_error_m'] * 100:.2f} cm ({row['simulated_time_s']:.0f} s, "
                     f"{row['wall_s']:.0f} s wall)")
@@ -266,7 +267,8 @@ def main() -> None:
                "latency_s": LATENCY, "result": result}
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(rec, indent=1, default=float))
+        tmp.write_text(json.dumps(rec, indent=None if part == "trajectories" else 1,
+                                  default=float))
         tmp.replace(path)
         print(f"wrote {path.relative_to(ROOT)}")
     if args.quick:
