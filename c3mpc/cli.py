@@ -178,6 +178,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ValueError("--set, --preset and --list-options are for franka-ball "
                          f"(FrankaBallOptions); for {args.task}, give C3Options in a --config "
                          "file")
+    fb_only = [f"--{n.replace('_', '-')}" for n in ("trajectory", "trajectory_period",
+                                                    "trajectory_size", "laps")
+               if getattr(args, n, None) is not None]
+    if fb_only:
+        raise ValueError(f"{', '.join(fb_only)}: for franka-ball only, not {args.task}")
     noise = 0.0 if args.noise is None else args.noise
     task = get_task(args.task)
     plant_params = _plant_params(args, task)
@@ -292,6 +297,19 @@ def build_parser() -> argparse.ArgumentParser:
     fb.add_argument("--world", choices=("panda", "model"), default=None,
                     help="panda: full Panda in the contact simulator; model: the simplified "
                     "model's LCS (default panda)")
+    fb.add_argument("--trajectory", default=None,
+                    choices=("circle", "figure8", "square", "triangle"),
+                    help="1 ball: a time-based desired trajectory x_d(t) of this shape "
+                    "(§VII-D; default: the state-based circle); other fields: "
+                    "--set trajectory.FIELD=VALUE")
+    fb.add_argument("--trajectory-period", type=positive_float, default=None, metavar="S",
+                    help="time for one traversal of --trajectory [s] (default 60)")
+    fb.add_argument("--trajectory-size", type=positive_float, default=None, metavar="M",
+                    help="--trajectory's circle radius / figure-eight half-height / polygon "
+                    "in-radius [m] (default per shape)")
+    fb.add_argument("--laps", type=positive_int, default=None,
+                    help="1 ball: laps (state-based circle: stop after this many; per-lap "
+                    "statistics in the summary)")
     fb.add_argument("--no-html", action="store_true", help="skip the meshcat recording")
     fb.add_argument("--preset", choices=("default", "paper"), default=None,
                     help="named FrankaBallOptions values under --config and --set: 'paper' is "

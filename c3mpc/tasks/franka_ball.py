@@ -46,7 +46,12 @@ from ..algorithm3 import (
     Plan,
 )
 from ..c3 import C3
+from .ball_trajectories import TimedPath, TimedPathTarget, TrajectoryOptions
+from .ball_trajectories import describe as describe_trajectory
 from .contact_sensing import ForceSensedGap
+from .franka_ball_laps import circle_lap_boundaries, lap_statistics
+from .franka_robustness import (BallForces, RobustnessOptions, push_recovery, scene_options,
+                                simulated_start)
 from ..errors import C3ValueError
 from ..option_fields import check_field_types
 from ..options import C3Options
@@ -298,6 +303,19 @@ class FrankaBallOptions:
             it is "auto", and the default impedance's stiffness and damping ratio
             (:data:`TUNINGS`). After construction those fields hold the values used, so
             ``dataclasses.replace`` keeps them; ``resolved_tuning`` names the tuning.
+        laps: single ball, state-based circle: with ``stop_after_lap`` the run stops once the
+            ball has gone round this many times (``summary["laps"]``: per-lap time and band
+            fraction, :mod:`c3mpc.tasks.franka_ball_laps`); with ``duration`` None the time
+            limit is 60 s per lap.
+        trajectory: single ball: a time-based desired trajectory x_d(t) (§VII-D, Figs. 16, 18;
+            :class:`c3mpc.tasks.ball_trajectories.TrajectoryOptions`: shape, period, size, ...)
+            instead of the state-based circle; the error is then |x_d(t) − x_b(t)|, the run
+            lasts the trajectory's laps (with ``duration`` None) and ``center``, ``radius``,
+            ``lead_angle_deg``, ``max_target_distance``, ``laps`` and ``stop_after_lap`` are
+            not used. None: the circle.
+        robustness: panda world: model error and pushes, the simulated world differing from
+            C3's model (:class:`c3mpc.tasks.franka_robustness.RobustnessOptions`: table slant,
+            friction, ball mass and radius, impulsive pushes). None: the model's world.
     """
 
     n_balls: int = 1
@@ -345,6 +363,9 @@ class FrankaBallOptions:
     seed: int = 0
     settle_time: float = 0.0
     tuning: str = "auto"
+    laps: int = 1
+    trajectory: TrajectoryOptions | None = None
+    robustness: RobustnessOptions | None = None
 
     def __post_init__(self) -> None:
         check_field_types(self)  # strict types first: no "0.1", True or 5.0 for an int
@@ -424,6 +445,13 @@ class FrankaBallOptions:
             raise C3ValueError(f"resim_lead must be >= 0 [s], None or 'auto', got {r!r}")
         if not self.settle_time >= 0:
             raise C3ValueError("settle_time must be >= 0")
+        if isinstance(self.laps, bool) or not isinstance(self.laps, int) or self.laps < 1:
+            raise C3ValueError(f"laps must be an int >= 1, got {self.laps!r}")
+        if self.trajectory is not None and self.n_balls != 1:
+            raise C3ValueError(f"trajectory is for one ball, n_balls is {self.n_balls}")
+        if self.robustness is not None and self.world != "panda":
+            raise C3ValueError(f"robustness changes the simulated Panda world; world is "
+                               f"{self.world!r}")
 
     @property
     def resolved_tuning(self) -> str:
@@ -446,7 +474,9 @@ class FrankaBallOptions:
     def time_limit(self) -> float:
         if self.duration is not None:
             return float(self.duration)
-        return 60.0 if self.n_balls == 1 else 30.0
+        if self.trajectory is not None:
+            return self.trajectory.duration
+        return 60.0 * self.laps if self.n_balls == 1 else 30.0
 
 
 @dataclass(frozen=True)
@@ -554,8 +584,11 @@ def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, 
     ctrls = [_controller(plant, np.diag(q), opts, o.horizon, o.input_limit),
              _controller(plant, np.diag(q2), opts, o.horizon, o.input_limit)]
     template = np.array(d.x_goal, dtype=float)
-    if o.n_balls == 1:
-        target: Any = CircleTarget(template, layout, tuple(o.center), o.radius,
+    if o.trajectory is not None:
+        target: Any = TimedPathTarget(template, layout,
+                                      TimedPath(o.trajectory, layout.balls(d.x0)[0, :2]), o.gait)
+    elif o.n_balls == 1:
+        target = CircleTarget(template, layout, tuple(o.center), o.radius,
                                    o.lead_angle_deg, o.gait, o.max_target_distance)
     else:
         y0 = layout.balls(d.x0)[:, 1]
@@ -740,6 +773,8 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
     lap_angle = 0.0
     prev_angle = None
     lap_time = None
+    laps_done = False
+    path = planner.target.path if o.trajectory is not None else None
     done_time = None
     wall0 = time.perf_counter()
     last_print = wall0
@@ -777,6 +812,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
             prev_angle = ang
             if lap_time is None and lap_angle >= 2 * math.pi:
                 lap_time = t
+            laps_done = lap_angle >= 2 * math.pi * o.laps
         else:
             adv = balls[:, 1] - balls0[:, 1]
             on_line = np.all(np.abs(balls[:, 0] - o.center[0]) <= o.band)
@@ -822,7 +858,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
                 on_plan(t, plan, {"q_arm": world.q_arm(), "balls": balls, "ball_quat": quats,
                                   "ee": p_ee, "plan_ee": plans[-1][6]})
         tgt_log[i] = tgt
-        stop = (o.n_balls == 1 and o.stop_after_lap and lap_time is not None) or (
+        stop = (o.n_balls == 1 and o.stop_after_lap and laps_done and path is None) or (
             o.n_balls > 1 and done_time is not None)
         if should_stop is not None and should_stop():
             interrupted = stop = True
@@ -845,7 +881,9 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         stream.write("\n")
     n = i_end + 1
     sl = slice(0, n)
-    if o.n_balls == 1:
+    if path is not None:
+        err = path.tracking_error(t_log[sl], b_log[sl, 0, :2])
+    elif o.n_balls == 1:
         err = np.abs(np.hypot(b_log[sl, 0, 0] - o.center[0], b_log[sl, 0, 1] - o.center[1])
                      - o.radius)
     else:
@@ -865,6 +903,8 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         "simulated": world.description,
         "torque_saturated_steps": getattr(world, "saturated_steps", None),
         "force_sensing": sensing is not None, "force_sensed_plans": sensed_plans,
+        "trajectory": describe_trajectory(path) if path is not None else None,
+        "time_limit_s": o.time_limit,
     }
     return FrankaBallLog(
         t=t_log[sl], q_arm=q_log[sl], ee=ee_log[sl], balls=b_log[sl], ball_quat=bq_log[sl],
@@ -902,8 +942,13 @@ class _PandaWorld:
 
         self.n_arm = N_ARM
         arm = arm_model()
+        ee0, balls0 = simulated_start(o.robustness, ee0, balls0)  # model error: the real ball
         q_arm0 = solve_ik(arm, ee0)
-        scene = build_franka_ball_scene(q_arm0, balls0)
+        scene_opts = scene_options(o.robustness)
+        scene = build_franka_ball_scene(q_arm0, balls0, scene_opts)
+        forces = (BallForces(o.robustness, [N_ARM + 6 * i for i in range(len(balls0))],
+                             scene_opts.ball_mass, o.sim_dt)
+                  if o.robustness is not None else None)
         self.imp = imp = TaskSpaceImpedance(arm, EE_FRAME, gains, q_nullspace=q_arm0)
         _, R0, _, _ = imp.frame_state(q_arm0, np.zeros(N_ARM))
         self.cmd = cmd = _initial_command(ee0)
@@ -922,6 +967,8 @@ class _PandaWorld:
                 self.saturated_steps += 1
                 tau_arm = np.clip(tau_arm, -limit, limit)
             tau[:N_ARM] = tau_arm
+            if forces is not None:  # table slant, pushes (franka_robustness)
+                forces.add(t, tau)
             return tau
 
         self.sim = Simulator(scene, solver=o.solver, dt=o.sim_dt, controller=controller)
@@ -1092,10 +1139,39 @@ def summarize(log: FrankaBallLog) -> dict[str, Any]:
         "c3_options": log.info["c3_options"],
         "impedance": log.info["impedance"],
     }
+    s.update(_lap_and_push_summary(log, band))
     if s["sim_error"]:
         s["task_completed"] = False
+    elif s["trajectory"] is not None:  # time-based: x_d run to its end
+        s["task_completed"] = sim_time >= float(log.info["time_limit_s"]) - 1e-9
     elif s["n_balls"] == 1:
         s["task_completed"] = s["lap_completed"]
     else:
         s["task_completed"] = log.info.get("line_done_time_s") is not None
     return s
+
+
+def _lap_and_push_summary(log: FrankaBallLog, band: float) -> dict[str, Any]:
+    """Per-lap statistics (single ball), the time-based trajectory and the push recoveries of
+    ``summarize`` (modules :mod:`.franka_ball_laps`, :mod:`.franka_robustness`)."""
+    o = log.info["options"]
+    traj = log.info.get("trajectory")
+    out: dict[str, Any] = {"trajectory": traj, "laps": None, "pushes": None}
+    if log.balls.shape[1] == 1:
+        if traj is not None:
+            path = TimedPath(TrajectoryOptions(**o["trajectory"]), log.balls[0, 0, :2])
+            bounds = path.lap_start_times(int(traj["laps"]))
+        else:
+            bounds = circle_lap_boundaries(log.t, log.balls[:, 0, :2], o["center"])
+        laps = lap_statistics(log.t, log.error, band, bounds)
+        out["laps"] = laps
+        out["laps_completed"] = len(laps)
+        if laps:
+            times = [lap["time_s"] for lap in laps]
+            fracs = [lap["band_fraction"] for lap in laps]
+            out["lap_time_mean_s"] = float(np.mean(times))
+            out["lap_band_fraction_min"] = float(np.min(fracs))
+    r = o.get("robustness")
+    if r is not None and r["push_times"]:
+        out["pushes"] = push_recovery(log.t, log.error, band, tuple(r["push_times"]))
+    return out

@@ -36,7 +36,10 @@ def plot_run(log: Any, summary: dict[str, Any], path: Path) -> None:
     band = summary["band_m"]
     fig = plt.figure(figsize=(11, 9))
     ax0 = fig.add_subplot(2, 2, 1)
-    if summary["n_balls"] == 1:
+    if summary.get("trajectory") is not None:  # time-based x_d(t): the path, error to x_d(t)
+        xd = log.ball_targets[:, 0]
+        ax0.plot(xd[:, 0], xd[:, 1], color="tab:blue", ls="--", lw=1.5, label="desired x_d(t)")
+    elif summary["n_balls"] == 1:
         s = np.linspace(0, 2 * np.pi, 300)
         cx, cy = o["center"]
         r = o["radius"]
@@ -64,7 +67,8 @@ def plot_run(log: Any, summary: dict[str, Any], path: Path) -> None:
     ax1.plot(log.t, log.error * 100, "k", lw=1)
     ax1.axhline(band * 100, color="r", ls="--", label=f"band {band * 100:.0f} cm")
     ax1.set_xlabel("t [s]")
-    ax1.set_ylabel("tracking error [cm]")
+    ax1.set_ylabel("|x_d(t) − x_b(t)| [cm]" if summary.get("trajectory") is not None
+                   else "tracking error [cm]")
     ax1.set_title(f"in band {summary['band_fraction'] * 100:.1f}% of the time, "
                   f"max {summary['max_error_m'] * 100:.2f} cm")
     ax1.legend(fontsize=7)
