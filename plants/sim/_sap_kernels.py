@@ -665,20 +665,32 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
                         for q in range(nd):
                             dq = dofs[i, q]
                             GJ[r, q] = G[i, r, 0] * Jk[3 * i, dq] + G[i, r, 1] * Jk[3 * i + 1, dq] + G[i, r, 2] * Jk[3 * i + 2, dq]
-                    for p_ in range(nd):
-                        dp_ = dofs[i, p_]
-                        tp = tree_of_dof[dp_]
-                        pp = tpos[tp]
-                        rp = dp_ - tree_starts[tp]
-                        for q in range(nd):
-                            dq = dofs[i, q]
-                            tq = tree_of_dof[dq]
-                            pq = tpos[tq]
-                            rq = dq - tree_starts[tq]
-                            if pp < pq or (pp == pq and rq > rp):
+                    # the contact's dofs are its trees' dof ranges one after the other (_contact_dofs):
+                    # tree x's entries k ∈ [q0_x, q0_x + n_x); blocks (x, y) with pos x ≥ pos y, lower
+                    # triangle of the diagonal ones
+                    t0_ = tree_of_dof[dofs[i, 0]]
+                    n0_ = tree_starts[t0_ + 1] - tree_starts[t0_]
+                    t1_ = tree_of_dof[dofs[i, nd - 1]]
+                    n_sides = 1 if nd == n0_ else 2
+                    for sx in range(n_sides):
+                        tx = t0_ if sx == 0 else t1_
+                        qx = 0 if sx == 0 else n0_
+                        nx = n0_ if sx == 0 else nd - n0_
+                        ax = tree_starts[tx]
+                        for sy in range(n_sides):
+                            ty = t0_ if sy == 0 else t1_
+                            if tpos[tx] < tpos[ty]:
                                 continue
-                            blocks[slot[pp, pq], rp, rq] += (Jk[3 * i, dp_] * GJ[0, q] + Jk[3 * i + 1, dp_] * GJ[1, q]
-                                                             + Jk[3 * i + 2, dp_] * GJ[2, q])
+                            qy = 0 if sy == 0 else n0_
+                            ny = n0_ if sy == 0 else nd - n0_
+                            B = blocks[slot[tpos[tx], tpos[ty]]]
+                            for r in range(nx):
+                                d = ax + r
+                                j0 = Jk[3 * i, d]
+                                j1 = Jk[3 * i + 1, d]
+                                j2 = Jk[3 * i + 2, d]
+                                for c in range(r + 1 if sx == sy else ny):
+                                    B[r, c] += j0 * GJ[0, qy + c] + j1 * GJ[1, qy + c] + j2 * GJ[2, qy + c]
                 if not block_cholesky(blocks, size, slot, sp_ptr[j_sp], sp_struct[j_sp]):
                     failed = True
                     break
