@@ -270,7 +270,7 @@ def main() -> None:
               "Pinocchio's CRBA, bias forces and Jacobians on sub-models of ≤ 36 dofs; a whole-model "
               "`pinocchio.Data` would hold n_v³ tensors, ~28 GB at 160 objects, which capped this sweep "
               "at 80 before) and factors SAP's Newton Hessian block-sparsely on islands of more than "
-              "48 dofs (`plants.sim._sap_sparse`: trees as supernodes, minimum-degree order; seed 001 "
+              "24 dofs (`plants.sim._sap_sparse`: trees as supernodes, minimum-degree order; seed 001 "
               "§IV-D). Each run starts from the drop, so the first steps are free fall and the pile "
               "forms during the run; the mean is over the whole run for every simulator alike.",
               f"<!-- {KEY}:end -->"]

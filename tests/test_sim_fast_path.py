@@ -27,14 +27,16 @@ def reference_twin(sim: Simulator) -> Simulator:
 
 
 # (scene, duration [s], tolerance on v [m/s or rad/s]): contact onset and sliding (cube-slide), a
-# resting stack, impacts (cube-drop-3), islands (clutter-40), a robot with joint limits,
+# resting stack, impacts (cube-drop-3), a robot with joint limits,
 # self-collision and a controller (franka-push-ball), the implicit midpoint free motion
 # (spring-cylinder: the compiled rows, the reference free motion). Positions agree to 1e-10 on all.
+# clutter-40 (chaotic: a contact within round-off of the detection margin parts whole runs) is
+# compared step by step, from the same state, in tests/test_sim_scale.py.
 # The velocities of cube-drop-3's impact steps agree to 5e-8 only (measured, every Newton count
 # equal): a near-rigid impact's Newton matrix has cond(H) ~ 1e8 and amplifies the round-off of the
 # two summation orders into the impulsive velocity.
 SCENES = [("cube-slide", 0.3, 1e-10), ("cube-rest-5", 0.1, 1e-10), ("cube-drop-3", 0.35, 1e-7),
-          ("clutter-40", 0.3, 1e-10), ("franka-push-ball", 0.15, 1e-10), ("spring-cylinder", 0.3, 1e-10)]
+          ("franka-push-ball", 0.15, 1e-10), ("spring-cylinder", 0.3, 1e-10)]
 
 
 @pytest.mark.parametrize("name,duration,v_tol", SCENES)

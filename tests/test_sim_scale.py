@@ -51,28 +51,33 @@ def test_tree_dynamics_matches_the_whole_model(scene, kw):
     assert dyn.energy(q, v) == pytest.approx(e, rel=1e-12)
 
 
-def test_compiled_chunked_step_matches_the_reference_per_step():
-    """The compiled simulator of a 20-object pile (chunked dynamics, recycled A, block-sparse SAP)
-    against the readable reference (whole-model Data, numpy, dense islands), from the same state at
-    every step (the scene is chaotic: end states are not comparable)."""
-    kw = {"n_objects": 20, "walls": True, "dt": 1e-2}
+@pytest.mark.parametrize("kw, steps", [({}, 30), ({"n_objects": 20, "walls": True, "dt": 1e-2}, 45)])
+def test_compiled_chunked_step_matches_the_reference_per_step(kw, steps):
+    """The compiled simulator of a pile (chunked dynamics, recycled A, block-sparse SAP) against the
+    readable reference (whole-model Data, numpy, dense islands), from the same state at every step:
+    the clutter is chaotic, so whole trajectories part once a contact sits within round-off of the
+    detection margin (tests/test_sim_fast_path.py compares whole runs on the other scenes)."""
     fast = _quiet(load_scene, "clutter-40", **kw)
     ref = _quiet(Simulator, fast.scene, "sap", dt=fast.dt, compiled=False, solver_options={"compiled": False})
     assert fast._dyn is not None and ref._dyn is None
-    largest, worst = 0, 0.0
+    largest, worst, same_iterations = 0, 0.0, 0
     with blas_threads(1):
-        for _ in range(45):
+        for _ in range(steps):
             ref.set_state(fast.q, fast.v, fast.t)
             pf, _ = fast.contact_problem()
             pr, _ = ref.contact_problem()
+            assert pf.n_c == pr.n_c
             for f in ("A", "v_star", "J", "phi0"):
                 np.testing.assert_allclose(getattr(pf, f), getattr(pr, f), rtol=0, atol=1e-10)
             rf, rr = fast.solver.solve(pf), ref.solver.solve(pr)
-            worst = max(worst, float(np.abs(rf.v - rr.v).max()))
+            assert rf.status == rr.status
+            same_iterations += rf.iterations == rr.iterations
+            worst = max(worst, float(np.abs(rf.v - rr.v).max() / (1.0 + np.abs(rr.v).max())))
             largest = max(largest, pf.n_c)
             _quiet(fast.step)
     assert largest > 20  # the pile touches (the comparison covers contact)
     assert worst < 1e-10
+    assert same_iterations >= 0.95 * steps
 
 
 def test_block_sparse_factor_solves_like_dense():

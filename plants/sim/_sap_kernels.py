@@ -533,15 +533,17 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
     for t in range(n_t):
         for d in range(tree_starts[t], tree_starts[t + 1]):
             tree_of_dof[d] = t
-    sp_of = np.full(n_isl, -1, dtype=np.int64)  # island -> entry of the lists below (0: unused)
+    sp_of = np.full(n_isl, -1, dtype=np.int64)  # island -> entry of the lists below (-1: dense, -2: pending)
     tpos = np.zeros(n_t, dtype=np.int64)  # a sparse island's tree -> its elimination position
-    sp_trees = [np.zeros(1, dtype=np.int64)]  # per sparse island: trees in elimination order,
-    sp_slot = [np.zeros((1, 1), dtype=np.int64)]  # block slots, column pointers, column structures,
-    sp_ptr = [np.zeros(1, dtype=np.int64)]  # supernode sizes and offsets, block storage
-    sp_struct = [np.zeros(1, dtype=np.int64)]
-    sp_size = [np.zeros(1, dtype=np.int64)]
-    sp_off = [np.zeros(1, dtype=np.int64)]
-    sp_blocks = [np.zeros((1, 1, 1))]
+    # per block-sparse island: trees in elimination order, block slots, column pointers, column
+    # structures, supernode sizes and offsets, block storage (empty lists: no allocation per array)
+    sp_trees = [np.zeros(1, dtype=np.int64) for _ in range(0)]
+    sp_slot = [np.zeros((1, 1), dtype=np.int64) for _ in range(0)]
+    sp_ptr = [np.zeros(1, dtype=np.int64) for _ in range(0)]
+    sp_struct = [np.zeros(1, dtype=np.int64) for _ in range(0)]
+    sp_size = [np.zeros(1, dtype=np.int64) for _ in range(0)]
+    sp_off = [np.zeros(1, dtype=np.int64) for _ in range(0)]
+    sp_blocks = [np.zeros((1, 1, 1)) for _ in range(0)]
     s_isl_dense = 0
     for k in range(n_isl):
         a0 = isl_start[k]
@@ -553,45 +555,7 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
         if m <= sparse_above or nt_k < 3:
             s_isl_dense = max(s_isl_dense, m)
             continue
-        trees_k = np.empty(nt_k, dtype=np.int64)
-        nt_k = 0
-        for ii in range(m):
-            d = isl_dofs[a0 + ii]
-            t = tree_of_dof[d]
-            if d == tree_starts[t]:
-                tpos[t] = nt_k  # (local index until the order is known)
-                trees_k[nt_k] = t
-                nt_k += 1
-        ea = np.empty(c_isl[k + 1] - c_isl[k], dtype=np.int64)
-        eb = np.empty_like(ea)
-        for x_ in range(c_isl[k], c_isl[k + 1]):
-            i = c_list[x_]
-            ta = ct[i, 0]
-            tb = ct[i, 1]
-            ea[x_ - c_isl[k]] = tpos[ta] if ta >= 0 else tpos[tb]
-            eb[x_ - c_isl[k]] = tpos[tb] if tb >= 0 else tpos[ta]
-        order, pos, slot, ptr, struct, n_blocks = symbolic_blocks(nt_k, ea, eb)
-        size = np.empty(nt_k, dtype=np.int64)
-        off = np.empty(nt_k, dtype=np.int64)
-        o = 0
-        s_max_k = 0
-        for p in range(nt_k):
-            t = trees_k[order[p]]
-            size[p] = tree_starts[t + 1] - tree_starts[t]
-            off[p] = o
-            o += size[p]
-            s_max_k = max(s_max_k, size[p])
-        for p in range(nt_k):
-            tpos[trees_k[order[p]]] = p
-        sp_of[k] = len(sp_trees)
-        sp_trees.append(trees_k[order])
-        sp_slot.append(slot)
-        sp_ptr.append(ptr)
-        sp_struct.append(struct)
-        sp_size.append(size)
-        sp_off.append(off)
-        sp_blocks.append(np.empty((n_blocks, s_max_k, s_max_k)))
-        s_isl_dense = max(s_isl_dense, 1)
+        sp_of[k] = -2  # block-sparse: its symbolic factorization at its first Newton direction
     s_isl = max(s_isl_dense, 1)
     xs = np.empty(n_v)  # right-hand side of a block-sparse island
     L = np.empty((s_isl, s_isl))
@@ -649,7 +613,51 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
                     dv[di] = v_star[di] - v[di]
                 continue
             j_sp = sp_of[k]
-            if j_sp > 0:  # block-sparse island (_sap_sparse)
+            if j_sp == -2:  # first direction on this block-sparse island: order and pattern (symbolic)
+                nt_k = 0
+                for ii in range(m):
+                    if isl_dofs[a0 + ii] == tree_starts[tree_of_dof[isl_dofs[a0 + ii]]]:
+                        nt_k += 1
+                trees_k = np.empty(nt_k, dtype=np.int64)
+                nt_k = 0
+                for ii in range(m):
+                    d = isl_dofs[a0 + ii]
+                    t = tree_of_dof[d]
+                    if d == tree_starts[t]:
+                        tpos[t] = nt_k  # (local index until the order is known)
+                        trees_k[nt_k] = t
+                        nt_k += 1
+                ea = np.empty(c_isl[k + 1] - c_isl[k], dtype=np.int64)
+                eb = np.empty_like(ea)
+                for x_ in range(c_isl[k], c_isl[k + 1]):
+                    i = c_list[x_]
+                    ta = ct[i, 0]
+                    tb = ct[i, 1]
+                    ea[x_ - c_isl[k]] = tpos[ta] if ta >= 0 else tpos[tb]
+                    eb[x_ - c_isl[k]] = tpos[tb] if tb >= 0 else tpos[ta]
+                order, pos, slot, ptr, struct, n_blocks = symbolic_blocks(nt_k, ea, eb)
+                size = np.empty(nt_k, dtype=np.int64)
+                off = np.empty(nt_k, dtype=np.int64)
+                o = 0
+                s_max_k = 0
+                for p in range(nt_k):
+                    t = trees_k[order[p]]
+                    size[p] = tree_starts[t + 1] - tree_starts[t]
+                    off[p] = o
+                    o += size[p]
+                    s_max_k = max(s_max_k, size[p])
+                for p in range(nt_k):
+                    tpos[trees_k[order[p]]] = p
+                sp_of[k] = len(sp_trees)
+                sp_trees.append(trees_k[order])
+                sp_slot.append(slot)
+                sp_ptr.append(ptr)
+                sp_struct.append(struct)
+                sp_size.append(size)
+                sp_off.append(off)
+                sp_blocks.append(np.empty((n_blocks, s_max_k, s_max_k)))
+                j_sp = sp_of[k]
+            if j_sp >= 0:  # block-sparse island (_sap_sparse)
                 trees_k, slot, size, off, blocks = sp_trees[j_sp], sp_slot[j_sp], sp_size[j_sp], sp_off[j_sp], sp_blocks[j_sp]
                 blocks[:] = 0.0
                 for p in range(trees_k.shape[0]):
@@ -665,20 +673,32 @@ def newton_solve(A, v_star, v_guess, J, phi0, mu, stiffness, dissipation, dt, tr
                         for q in range(nd):
                             dq = dofs[i, q]
                             GJ[r, q] = G[i, r, 0] * Jk[3 * i, dq] + G[i, r, 1] * Jk[3 * i + 1, dq] + G[i, r, 2] * Jk[3 * i + 2, dq]
-                    for p_ in range(nd):
-                        dp_ = dofs[i, p_]
-                        tp = tree_of_dof[dp_]
-                        pp = tpos[tp]
-                        rp = dp_ - tree_starts[tp]
-                        for q in range(nd):
-                            dq = dofs[i, q]
-                            tq = tree_of_dof[dq]
-                            pq = tpos[tq]
-                            rq = dq - tree_starts[tq]
-                            if pp < pq or (pp == pq and rq > rp):
+                    # the contact's dofs are its trees' dof ranges one after the other (_contact_dofs):
+                    # tree x's entries k ∈ [q0_x, q0_x + n_x); blocks (x, y) with pos x ≥ pos y, lower
+                    # triangle of the diagonal ones
+                    t0_ = tree_of_dof[dofs[i, 0]]
+                    n0_ = tree_starts[t0_ + 1] - tree_starts[t0_]
+                    t1_ = tree_of_dof[dofs[i, nd - 1]]
+                    n_sides = 1 if nd == n0_ else 2
+                    for sx in range(n_sides):
+                        tx = t0_ if sx == 0 else t1_
+                        qx = 0 if sx == 0 else n0_
+                        nx = n0_ if sx == 0 else nd - n0_
+                        ax = tree_starts[tx]
+                        for sy in range(n_sides):
+                            ty = t0_ if sy == 0 else t1_
+                            if tpos[tx] < tpos[ty]:
                                 continue
-                            blocks[slot[pp, pq], rp, rq] += (Jk[3 * i, dp_] * GJ[0, q] + Jk[3 * i + 1, dp_] * GJ[1, q]
-                                                             + Jk[3 * i + 2, dp_] * GJ[2, q])
+                            qy = 0 if sy == 0 else n0_
+                            ny = n0_ if sy == 0 else nd - n0_
+                            B = blocks[slot[tpos[tx], tpos[ty]]]
+                            for r in range(nx):
+                                d = ax + r
+                                j0 = Jk[3 * i, d]
+                                j1 = Jk[3 * i + 1, d]
+                                j2 = Jk[3 * i + 2, d]
+                                for c in range(r + 1 if sx == sy else ny):
+                                    B[r, c] += j0 * GJ[0, qy + c] + j1 * GJ[1, qy + c] + j2 * GJ[2, qy + c]
                 if not block_cholesky(blocks, size, slot, sp_ptr[j_sp], sp_struct[j_sp]):
                     failed = True
                     break

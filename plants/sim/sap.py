@@ -103,7 +103,7 @@ class SAPOptions(SolverPresets):
     sparse_threshold: int = 48
     blas_threads: int | None = 1
     islands: bool = True
-    sparse_factor_above: int = 48
+    sparse_factor_above: int = 24
     compiled: bool = True
 
     def __post_init__(self) -> None:
