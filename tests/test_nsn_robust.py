@@ -202,7 +202,10 @@ def test_watchdog_tells_a_cycle_and_a_plateau_from_a_slow_decline():
 
     best = 1e-10
     assert _stalls([6e-3, 7e-3, 6e-3, 3e-3, 9e-3], 5, 2e-3)  # a1-drop-8 step 71 at t = 0.75
+    assert _stalls([1.34e-4, 1.18e-4, 1.34e-4, 1.18e-4, 1.34e-4], 5, 1.18e-4, 1e-7)  # a1-drop-27 step 76
     assert _stalls([4e-4] * 10, 5, 6e-5)  # a plateau far above the best iterate
-    assert _stalls([2e-4] * 10, 5, 1.98e-4)  # no progress at all (a1-drop-8 step 76)
+    assert _stalls([2e-4] * 10, 5, 1.98e-4, 1e-7)  # no progress at all (a1-drop-8 step 76)
+    assert not _stalls([7e-10] * 10, 5, 6.9e-10, 1e-7)  # ... but near the tolerance (cube-drop-5 step 283)
     assert not _stalls([5e-7, 4.9e-7, 4.8e-7, 4.7e-7, 4.6e-7], 5, best)  # slow decline
+    assert not _stalls([7e-10, 7e-10, 6.99e-10, 7e-10, 4e-6], 5, 6.9e-10, 1e-7)  # leaving a plateau
     assert not _stalls([3e-7, 6e-7, 7e-7, 6e-7, 6e-7, 5e-7, 5e-7, 4e-7, 4e-7, 3e-7], 5, best)  # a hump

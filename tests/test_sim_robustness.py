@@ -5,7 +5,9 @@ zero Jacobian never crash a solver; every solver has a real-time preset."""
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,11 +21,13 @@ from plants.sim import (
     PGSOptions,
     SAPOptions,
     SubADMMOptions,
+    available_scenes,
     load_scene,
     make_contact_solver,
 )
 from plants.sim.accuracy import StagnationDetector, metric_tolerance
 from plants.sim.contact_problem import inert_contacts, without_contacts
+from plants.sim.stepper import Simulator
 from plants.sim.diagnostics import (
     NonConvergenceWarning,
     PlausibilityFlag,
@@ -185,6 +189,64 @@ def test_every_solver_completes_the_impact_scenes_at_defaults(name):
             assert all("detection margin" in str(w.message) for w in caught if w.category is PlausibilityWarning)
         else:
             assert traj.summary["deep_penetration_steps"] == 0, scene
+
+
+# ----------------------------------------------------------------------------- every solver, every rigid scene
+def _each_solver(scene: str):
+    """One build of ``scene``; a Simulator per solver on it (default options, not strict)."""
+    base = load_scene(scene)
+    for name in SOLVERS:
+        yield name, Simulator(base.scene, solver=name, dt=base.dt, scheme=base.scheme, controller=base.controller)
+
+
+def _check_counted(traj, caught, label):
+    """A completed default run: finite states, and its non-converged steps counted consistently
+    (stats, summary and exactly one NonConvergenceWarning when there are any), never raised."""
+    assert np.isfinite(traj.q).all() and np.isfinite(traj.v).all(), label
+    bad = traj.stats["status"] != 0
+    assert traj.summary["non_converged"] == int(bad.sum()), label
+    assert (((traj.stats["flags"] & PlausibilityFlag.NOT_CONVERGED) != 0) == bad).all(), label
+    n_warn = sum(w.category is NonConvergenceWarning for w in caught)
+    assert n_warn == (1 if bad.any() else 0), label
+    if bad.any():
+        assert traj.summary["worst_residual"] == pytest.approx(np.nanmax(traj.stats["residual"][bad])), label
+
+
+@pytest.mark.parametrize("scene", [s for s in available_scenes("rigid") if s != "a1-drop-27"])
+def test_every_solver_completes_every_rigid_scene_at_defaults_short(scene):
+    """Issue #20 acceptance, short horizon: every rigid scene of the registry (a1-drop-27, whose
+    build takes about a minute, is in the slow test below) runs 3 steps with each solver's default
+    options; nothing raises, non-converged steps are counted. The rigid-contact solvers (CANAL,
+    SubADMM, NSN, PGS: the same model) agree on the state to 1 mm where every step converged (SAP's regularized model differs
+    by design: on cube-slide its cube rises 1.1 mm in 3 steps, on heavy-stack it sinks)."""
+    ref = None
+    for name, sim in _each_solver(scene):
+        traj, caught = _run(sim, 3 * sim.dt)
+        assert traj.n_steps == 3
+        _check_counted(traj, caught, (scene, name))
+        if name == "sap" or traj.summary["non_converged"]:  # (SubADMM's 100 iterations sink heavy-stack 3 mm)
+            continue
+        if ref is None:
+            assert name == "canal", scene  # the reference converged
+            ref = traj.q[-1]
+        np.testing.assert_allclose(traj.q[-1], ref, atol=1e-3, err_msg=f"{scene} {name}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scene", available_scenes("rigid"))
+def test_every_solver_completes_every_rigid_scene_at_defaults(scene):
+    """Issue #20 acceptance, the full matrix (benchmarks/bench_solver_defaults.py's durations): every
+    solver completes every rigid scene with default options, non-converged steps counted."""
+    sys_path = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    if sys_path not in sys.path:
+        sys.path.insert(0, sys_path)
+    from bench_solver_defaults import rigid_scenes
+
+    duration = rigid_scenes()[scene]
+    for name, sim in _each_solver(scene):
+        traj, caught = _run(sim, duration)
+        assert traj.n_steps == int(round(duration / sim.dt)), (scene, name)
+        _check_counted(traj, caught, (scene, name))
 
 
 # ----------------------------------------------------------------------------- plausibility

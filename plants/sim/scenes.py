@@ -82,9 +82,20 @@ def register_scene(name: str):
     return deco
 
 
-def available_scenes() -> list[str]:
-    """Names accepted by :func:`load_scene`, sorted."""
-    return sorted(_SCENES)
+def available_scenes(kind: str | None = None) -> list[str]:
+    """Names accepted by :func:`load_scene`, sorted.
+
+    Args:
+        kind: None (every scene), "rigid" (the scenes of the rigid contact solvers: sap, canal,
+            subadmm, nsn, pgs) or "deformable" (those of :mod:`plants.sim.deformable`, with their
+            own solvers).
+    """
+    if kind is None:
+        return sorted(_SCENES)
+    if kind not in ("rigid", "deformable"):
+        raise ValueError(f"kind must be None, 'rigid' or 'deformable', got {kind!r}")
+    deformable = {n for n, f in _SCENES.items() if f.__module__.startswith("plants.sim.deformable")}
+    return sorted(deformable if kind == "deformable" else set(_SCENES) - deformable)
 
 
 def load_scene(name: Any, solver: Any = None, dt: float | None = None, scheme: str | None = None,
