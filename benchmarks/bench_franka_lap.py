@@ -27,7 +27,7 @@ import argparse
 import json
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--render", action="store_true",
                     help="rewrite the markdown section from the saved JSON without running")
+    ap.add_argument("--quiet", action="store_true", help="no progress line, no table on stdout")
     args = ap.parse_args(argv)
     if args.render:
         md = markdown(json.loads(JSON_PATH.read_text()))
@@ -129,7 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(name, preset, kw, seed, args.duration) for name, preset, kw, seeds in RUNS
             if args.only is None or args.only in name for seed in seeds]
     with ProcessPoolExecutor(max(1, args.jobs)) as ex:
-        runs = list(ex.map(_one, jobs))
+        futures = [ex.submit(_one, job) for job in jobs]
+        bar = _report.progress(len(futures), "franka lap", args.quiet, "runs")
+        for done, _ in enumerate(as_completed(futures), 1):
+            bar.update(done)
+        bar.close()
+        runs = [f.result() for f in futures]
     if args.only is not None and JSON_PATH.exists():  # keep the saved rows of the others
         names = {r["name"] for r in runs}
         old = [r for r in json.loads(JSON_PATH.read_text())["runs"] if r["name"] not in names]
@@ -143,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
                          f"{m['python']}",
               "machine_info": m, "runs": runs}
     md = markdown(result)
-    print(md)
+    if not args.quiet or args.no_write:
+        print(md)
     if not args.no_write:
         _report.publish(result, md, "bench_franka_lap", JSON_PATH)
     return 0

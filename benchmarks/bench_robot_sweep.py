@@ -103,8 +103,7 @@ def main(argv=None) -> dict:
     solvers = ["sap"] if args.quick else args.solvers
     result = {"timestamp": _report.utc_timestamp(), "machine": _report.machine_info(), "solvers": solvers,
               "duration_s": DURATION, "robots": {}}
-    for name in robots:
-        _report.say(f"{name} ...")
+    for name in _report.track(robots, "robot sweep", args.quiet, "robots"):
         r = result["robots"][name] = run_robot(name, solvers)
         _report.say(f"{name}: " + ", ".join(
             f"{s} {v.get('non_converged', 'F')} nc, viol {v.get('limit_violation', 0):.1e}"

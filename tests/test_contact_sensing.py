@@ -16,6 +16,7 @@ import pytest
 from c3mpc.tasks.contact_sensing import ForceSensedGap
 from c3mpc.errors import C3ValueError
 from c3mpc.tasks.franka_ball import (
+    SINGLE_BIAS_GAIT,
     FrankaBallOptions,
     build_planner,
     franka_layout,
@@ -155,7 +156,11 @@ def test_force_sensing_options_are_checked():
 def test_table_stiffness_matches_the_simulators_ball_sink():
     """Re-identify k_table: in a short noise-free loop (fixed latency, deterministic) regress
     the ball's sink below z = r on the normal load F·n_z, F the pair's elastic force."""
-    o = FrankaBallOptions(duration=4.0, planning_latency=0.004, min_command_delay=None)
+    # the deployment's gait and step 5 (single Phase II bias, no lead): the end effector stays
+    # on the ball through Phase II (the default circle gait lifts off there), so the
+    # regression has loaded samples over the whole load range
+    o = FrankaBallOptions(duration=4.0, planning_latency=0.004, min_command_delay=None,
+                          gait=SINGLE_BIAS_GAIT, resim_lead=0.0)
     log = run_franka_ball(o)
     s = summarize(log)
     assert s["force_sensing"] and s["force_sensed_plans"] > 0
