@@ -6,6 +6,9 @@
 * ``ur5_push``: a UR5 (example-robot-data) pushes a free box 10 cm along a table, three model
   files in one task file (``examples/own_robot/ur5_push/``); seeded starts: the box 0-2 cm
   further and up to ±1.5 cm to the side.
+* ``jaw_gripper``: a parallel-jaw gripper (a yaw hinge carrying two closing jaws) turns the
+  two-finger example's cube 45° (``examples/own_robot/jaw_gripper/``); seeded starts: cube and
+  hand turned by up to ±15° about z.
 * ``panda_push``: the same push by a Panda (example-robot-data, 9 joints; ``examples/own_robot/
   panda_push/``), from its start only (a plan takes seconds).
 
@@ -44,14 +47,15 @@ def _example(name: str):
         sys.path.pop(0)
 
 
-EXAMPLES = ("two_finger_cube", "ur5_push", "panda_push")
+EXAMPLES = ("two_finger_cube", "jaw_gripper", "ur5_push", "panda_push")
+TURNS = ("two_finger_cube", "jaw_gripper")  # started turned about z
 
 
 def _starts(name: str, n: int) -> list[tuple[str, tuple[float, ...]]]:
     out: list[tuple[str, tuple[float, ...]]] = [("nominal", ())]
     for seed in range(1, n + 1 if name != "panda_push" else 1):
         rng = np.random.default_rng(seed)
-        if name == "two_finger_cube":
+        if name in TURNS:
             args: tuple[float, ...] = (float(rng.uniform(-np.deg2rad(15), np.deg2rad(15))),)
         else:
             args = (float(rng.uniform(0.0, 0.02)), float(rng.uniform(-0.015, 0.015)))
@@ -84,7 +88,7 @@ def _run(name: str, start: str, args: tuple[float, ...]) -> dict:
 def _describe(args: list[float], name: str) -> str:
     if not args:
         return "—"
-    if name == "two_finger_cube":
+    if name in TURNS:
         return f"yaw {np.rad2deg(args[0]):+.1f}°"
     return f"box {100 * args[0]:+.1f} / {100 * args[1]:+.1f} cm"
 
@@ -117,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{r['not_converged_plans']} / {r['sim_not_converged']} | {r['wall_s']:.0f} |"
         for r in runs)
     m = result["machine"]
-    md = (f"{start}\n## Bring your own robot in 3-D: a free cube turned, a box pushed by a UR5 "
-          f"and by a Panda "
+    md = (f"{start}\n## Bring your own robot in 3-D: a free cube turned by two fingers and by a jaw "
+          f"gripper, a box pushed by a UR5 and by a Panda "
           f"(`benchmarks/bench_own_robot_3d.py`)\n\n"
           f"{result['timestamp']}, {m['platform'].split('-')[0]} ({m['cpu_count']} CPUs, shared "
           f"with other jobs: times are noisy), Python {m['python']}; each row one run of the "

@@ -495,6 +495,8 @@ class C3:
         u = zf[:, n_x + self.n_lambda: self.n_z].copy()
         lam = self._plan_lcs.unscale_lambda(lam_plan)
         status = C3Status.SOLVED if np.all(proj_status == 0) else C3Status.MAX_ITERATIONS
+        viol = float(np.max(self._plan_lcs.complementarity_residual(x[:N], u, lam_plan))
+                     ) * self._plan_lcs.lambda_scale
         consensus, message = float("nan"), ""
         if iterations:  # the final QP iterate against the last projection
             residuals.append(self._consensus_residual(self._extend(qp_res.z), delta))
@@ -505,10 +507,7 @@ class C3:
                 worst = ("x", "lambda", "u")[int(np.argmax(residuals[-1]))]
                 message = (f"ADMM consensus residual {consensus:.3g} > consensus_tolerance "
                            f"{tol:g} (largest in {worst}); the plan's contact forces are not "
-                           f"complementary (complementarity violation {{viol:.3g}})")
-        viol = float(np.max(self._plan_lcs.complementarity_residual(x[:N], u, lam_plan))
-                     ) * self._plan_lcs.lambda_scale
-        message = message.format(viol=viol)
+                           f"complementary (complementarity violation {viol:.3g})")
         cost = self.plan_cost(x, u)
         timings = {"qp": t_qp, "projection": t_proj}
         x_sim, cost_sim = None, float("inf")

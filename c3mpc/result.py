@@ -34,7 +34,7 @@ class C3Status(IntEnum):
     (:attr:`C3Result.consensus_residual`), so the plan counts on contact forces that are not
     complementary (typically a diverging ADMM, e.g. a projection weight U unlike G). The plan
     is returned (and applied by the closed loops, as before this status existed) but is not
-    a solution of the contact problem."""
+    a solution of the contact problem. Takes precedence over MAX_ITERATIONS."""
 
     @property
     def ok(self) -> bool:
@@ -88,9 +88,9 @@ class C3Result:
         consensus_residual: C3's ADMM consensus residual between the final QP iterate z and
             the last projection δ, ``max_b ‖z_b − δ_b‖∞ / (1 + max(‖z_b‖∞, ‖δ_b‖∞))`` over
             the blocks b = x, λ (physical units), u, counting only the entries G ties
-            (G_ii > 0; dimensionless); above
-            ``C3Options.consensus_tolerance`` the status is NOT_CONVERGED. NaN for the MIQP
-            baseline and for C3 with ``admm_iter = 0``. Per block and per ADMM iteration in
+            (G_ii > 0; dimensionless); above ``C3Options.consensus_tolerance`` the status is
+            NOT_CONVERGED. NaN for the MIQP baseline and for failed solves. Per block and per
+            ADMM iteration in
             ``extras["consensus_residuals"]`` ((iterations + 1, 3): after each projection, then
             the final QP step's).
         cost: objective value of the returned plan (eq. 15's cost, without the ADMM terms),

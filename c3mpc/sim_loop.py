@@ -134,8 +134,8 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
         ``"sim_t"``, ``"sim_q"``, ``"sim_v"`` (the full-rate trajectory), ``"applied_u"``
         ((n_steps, n_u) the input acting at each simulator step), ``"delay_steps"`` (T,),
         ``"failed_steps"`` (plans with a failed status), ``"not_converged_steps"`` (plans
-        whose ADMM did not reach consensus, status NOT_CONVERGED), ``"sim_stats"`` (per simulator step,
-        :data:`plants.sim.stepper.STAT_FIELDS`).
+        whose ADMM did not reach consensus, status NOT_CONVERGED), ``"sim_stats"`` (per
+        simulator step, :data:`plants.sim.stepper.STAT_FIELDS`).
 
     Raises:
         ValueError: bad duration, rate or delay; a planning joint missing from the scene.

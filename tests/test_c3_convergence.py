@@ -134,3 +134,20 @@ def test_C3_without_U_projects_in_G_metric(pusher):
            options=opts).solve(pusher.x0)
     np.testing.assert_array_equal(a.u, b.u)
     np.testing.assert_array_equal(a.delta, b.delta)
+
+
+def test_closed_loop_counts_not_converged_plans_apart_from_failures(pusher):
+    """run_closed_loop applies a NOT_CONVERGED plan's input (it is usable) and counts it in
+    ``not_converged_steps``, not in ``failed_steps``."""
+    from c3mpc import run_closed_loop
+
+    plant = pusher.plant
+    plant.defaults = plant.defaults.replace(U=_old_default_U(plant))
+    try:
+        ctrl = build_controller(plant, x0=pusher.x0)
+        log = run_closed_loop(plant, ctrl, pusher.x0, 2, progress=False)
+    finally:
+        plant.defaults = load_task_file(TASK).plant.defaults
+    assert np.all(log.status == C3Status.NOT_CONVERGED)
+    assert log.extras["not_converged_steps"] == 2 and log.extras["failed_steps"] == 0
+    assert np.all(np.isfinite(log.u)) and np.abs(log.u[0]).max() > 0
