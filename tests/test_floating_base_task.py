@@ -168,3 +168,36 @@ contacts:
     assert np.allclose(task.x0[:7], [0.1, 0, 0.4, 0, 0, 0, 1])
     assert np.allclose(scene.q0[:7], task.x0[:7])
     StateMap.by_joint_name(task.plant, scene)  # the maps agree
+
+
+HOPPER = """<mujoco model="hopper"><worldbody>
+ <body name="torso"><geom name="torso_geom" type="box" size="0.1 0.1 0.05" mass="2"/>
+  <body name="leg" pos="0 0 -0.1"><joint name="knee" type="hinge" axis="0 1 0" range="-1 1"/>
+   <geom name="foot" type="sphere" size="0.03" pos="0 0 -0.1" mass="0.5"/></body></body>
+</worldbody><actuator><motor joint="knee"/></actuator></mujoco>"""
+
+
+def test_mjcf_floating_base_with_a_prefix(tmp_path):
+    """An MJCF body without a free joint, given ``floating_base`` and a prefix in ``models:``: both
+    models call the root ``h/root_joint``, the map rotates its velocity, and it falls freely."""
+    (tmp_path / "ground.xml").write_text(GROUND)
+    (tmp_path / "hopper.xml").write_text(HOPPER)
+    (tmp_path / "task.yaml").write_text("""models:
+  - {file: hopper.xml, floating_base: true, base_position: [0, 0, 0.5], prefix: "h/"}
+  - {file: ground.xml}
+contacts:
+  - {a: h/foot, b: ground, mu: 0.5}
+start: {root_joint: {position: [0, 0, 0.5], rpy: [0, 0.2, 0]}}
+""".replace("root_joint:", "h/root_joint:"))
+    task = load_task_file(tmp_path / "task.yaml")
+    sim = task.simulator()
+    assert list(task.plant.model.names) == list(sim.scene.model.names) == ["universe", "h/root_joint", "h/knee"]
+    assert task.plant.n_u == 1  # the file's actuator, not the root
+    smap = StateMap.by_joint_name(task.plant, sim.scene)
+    assert smap.free_roots == ((0, 0),)
+    assert np.allclose(smap.state(sim.q, sim.v), task.x0)
+    sim.run(0.1)  # free fall (the foot is 0.27 m up): ż = −g t, the same in both conventions
+    x = smap.state(sim.q, sim.v)
+    R = pin.Quaternion(x[6], *x[3:6]).toRotationMatrix()
+    assert np.allclose(R @ x[task.plant.n_q:task.plant.n_q + 3], sim.v[:3], atol=1e-12)
+    assert sim.v[2] == pytest.approx(-9.81 * 0.1, rel=1e-2)

@@ -101,11 +101,11 @@ def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[s
            root_joint_name)
     if key in _CACHE:
         _CACHE.move_to_end(key)
+        model, gm = _CACHE[key]
     else:
-        _CACHE[key] = _parse_urdf(path, root_joint, dirs, root_joint_name)
+        model, gm = _CACHE[key] = _parse_urdf(path, root_joint, dirs, root_joint_name)
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
-    model, gm = _CACHE[key]
     model, gm = model.copy(), gm.clone()  # callers rename and re-place them: never the cached ones
     if warn_meshes:
         warn_convex_hulls(path, gm.geometryObjects, stacklevel=3)
