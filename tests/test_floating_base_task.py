@@ -201,3 +201,24 @@ start: {root_joint: {position: [0, 0, 0.5], rpy: [0, 0.2, 0]}}
     R = pin.Quaternion(x[6], *x[3:6]).toRotationMatrix()
     assert np.allclose(R @ x[task.plant.n_q:task.plant.n_q + 3], sim.v[:3], atol=1e-12)
     assert sim.v[2] == pytest.approx(-9.81 * 0.1, rel=1e-2)
+
+
+def test_c3_runs_on_the_go2_in_the_simulator(task):
+    """``run_in_simulator`` with C3 (the task file's defaults) on the floating-base Go2, 0.2 s at
+    10 Hz: each plan's state is the map of the simulator's state at that instant (the base's
+    linear velocity in the base frame), every plan solved, every simulator step converged."""
+    from c3mpc import run_in_simulator
+    from c3mpc.tasks import build_controller
+
+    plant = task.plant
+    sim = task.simulator()
+    smap = StateMap.by_joint_name(plant, sim.scene)
+    log = run_in_simulator(plant, build_controller(plant), sim, 0.2, control_rate=10)
+    period = log.extras["control_period_steps"]
+    assert (np.asarray(log.status) == 0).all() and (log.extras["sim_stats"]["status"] == 0).all()
+    for k in range(len(log.status)):
+        q, v = log.extras["sim_q"][k * period], log.extras["sim_v"][k * period]
+        np.testing.assert_allclose(log.x[k], smap.state(q, v), rtol=0, atol=1e-12)
+        R = pin.Quaternion(q[6], *q[3:6]).toRotationMatrix()
+        np.testing.assert_allclose(R @ log.x[k][plant.n_q:plant.n_q + 3], v[:3], atol=1e-12)
+    assert np.isfinite(log.extras["sim_q"]).all() and log.extras["sim_q"][-1][2] > 0.2
