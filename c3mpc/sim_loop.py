@@ -111,10 +111,12 @@ class StateMap:
         x = np.concatenate([q[self.q_index], v[self.v_index]])
         n_q = self.q_index.size
         for iq, iv in self.free_roots:
-            x[n_q + iv:n_q + iv + 3] = quaternion_rotation(x[iq + 3:iq + 7]).T @ x[n_q + iv:n_q + iv + 3]
+            lin = slice(n_q + iv, n_q + iv + 3)
+            x[lin] = quaternion_rotation(x[iq + 3:iq + 7]).T @ x[lin]
         return x
 
-    def scene_state(self, x: np.ndarray, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def scene_state(self, x: np.ndarray, q: np.ndarray,
+                    v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The simulator's (q, v) with the planning state x written in (the inverse of
         :meth:`state`); entries of the scene outside the plan keep their value in (q, v).
 

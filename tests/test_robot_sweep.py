@@ -4,9 +4,9 @@ did not write and you did not tune for will be tried the same way").
 Each example-robot-data robot below (none of them used by another test) is loaded as a user
 would: a fixed-base arm through a task file (the robot's URDF by ``package://`` plus a ground
 plane, one contact pair), a legged robot through a task file with ``floating_base: true``
-(a free-flyer ``root_joint`` in the plant, the scene's free root of that name; feet-ground pairs). Checked: the LCS's A and B against
-central finite differences of forward dynamics at a random state (tangent-space directions for
-the free-flyer, 1e-5 relative), an arm's distal-link pose by inverse kinematics (1e-6), a
+(a free-flyer ``root_joint`` in the plant, the scene's free root of that name; feet-ground pairs).
+Checked: the LCS's A and B against central finite differences of forward dynamics at a random
+state (tangent-space directions for the free-flyer, 1e-5 relative), an arm's distal-link pose by inverse kinematics (1e-6), a
 short SAP run (finite, joint limits held), the viewer's HTML recording; the slow test runs 1 s
 with every solver. docs/own-robot.md §4, "Robots we did not write".
 """
@@ -79,7 +79,8 @@ def load(name: str, tmp_path):
         task = load_task_file(tmp_path / "task.yaml")
         return task.plant, task.scene()
     file, height, foot = LEGGED[name]
-    feet = ", ".join(leg + foot for leg in (("FL", "FR", "HL", "HR") if name == "solo12" else ("FL", "FR", "RL", "RR")))
+    legs = ("FL", "FR", "HL", "HR") if name == "solo12" else ("FL", "FR", "RL", "RR")
+    feet = ", ".join(leg + foot for leg in legs)
     (tmp_path / "ground.xml").write_text(GROUND)
     (tmp_path / "task.yaml").write_text(LEGGED_TASK.format(file=file, height=height, feet=feet))
     task = load_task_file(tmp_path / "task.yaml")

@@ -88,7 +88,8 @@ def floating_base_pose(position: Sequence[float], quaternion: Sequence[float]) -
         raise MultibodyValueError(f"base_position must be 3 finite coordinates [m], got {position}")
     norm = float(np.linalg.norm(quat)) if quat.shape == (4,) else 0.0
     if not (np.isfinite(norm) and norm > 0):
-        raise MultibodyValueError(f"base_quaternion must be a non-zero (x, y, z, w), got {quaternion}")
+        raise MultibodyValueError(f"base_quaternion must be a non-zero (x, y, z, w), got "
+                                  f"{quaternion}")
     return np.concatenate([pos, quat / norm])
 
 

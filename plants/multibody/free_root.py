@@ -13,7 +13,8 @@ but different velocities (R = R(quat), the root's rotation to the world):
 
     free-flyer:  v = (R^T ṗ, ω_b)   linear velocity in the root frame [m/s], angular in the root
                                     frame [rad/s];
-    scene root:  v = (ṗ,     ω_b)   linear velocity in the world frame, angular in the root frame.
+    scene root:  v = (ṗ,     ω_b)   linear velocity in the world frame, angular in the root
+                                    frame.
 
 So v_scene[:3] = R v_ff[:3] and, for generalized forces (power τ·v is the same in both),
 τ_scene[:3] = R τ_ff[:3]; the angular parts are equal.

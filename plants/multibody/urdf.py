@@ -24,7 +24,8 @@ from typing import Any, Sequence
 
 from .errors import ModelImportWarning, MultibodyValueError
 
-__all__ = ["load_urdf", "clear_urdf_cache", "urdf_collision_names", "urdf_mimic_joints", "warn_convex_hulls"]
+__all__ = ["load_urdf", "clear_urdf_cache", "urdf_collision_names", "urdf_mimic_joints",
+           "warn_convex_hulls"]
 
 #: Parsed (model, collision model) pairs by (file, mtime, size, package dirs, root joint); see
 #: :func:`load_urdf`. Least recently used entries go first beyond :data:`_CACHE_SIZE`.
@@ -113,7 +114,8 @@ def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[s
     return model, gm
 
 
-def _parse_urdf(path: Path, root_joint: Any, dirs: list[str], root_joint_name: str) -> tuple[Any, Any]:
+def _parse_urdf(path: Path, root_joint: Any, dirs: list[str],
+                root_joint_name: str) -> tuple[Any, Any]:
     """Pinocchio's parse of a URDF (model and collision model, meshes loaded), geometry renamed
     after the file; the uncached part of :func:`load_urdf`."""
     import pinocchio as pin
