@@ -1,8 +1,8 @@
 """Robots we did not write, through the own-robot path, every solver at its defaults (issue 19).
 
 The robots and the path are those of ``tests/test_robot_sweep.py`` (its ``load``: a fixed-base
-arm through a task file with a ground plane, a legged robot through ``SceneBuilder.add_urdf(
-floating_base=True)``). Per robot: n_q, n_v, the scene's joint limits and geometries, the LCS's
+arm through a task file with a ground plane, a legged robot through a task file with
+``floating_base: true``). Per robot: n_q, n_v, the scene's joint limits and geometries, the LCS's
 A/B errors against central finite differences of forward dynamics. Per (robot, solver), 1 s
 under gravity at δt = 1 ms: completion, non-converged steps, the largest joint-limit violation and
 its near-rigid bound (max |v| δt / 2π, at least 1e-3 rad), ms per step (after an untimed warm-up

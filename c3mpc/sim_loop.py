@@ -45,30 +45,45 @@ __all__ = ["StateMap", "run_in_simulator"]
 class StateMap:
     """Index maps between a planning plant's state/input and a simulator scene's (q, v, τ).
 
+    A floating base is Pinocchio's free-flyer in the planning plant and the scene's free root
+    (translation + spherical joint) in the simulator, both named ``root_joint``: the same
+    configuration (position, quaternion x, y, z, w) but the linear velocity in the root frame
+    (plant) or in the world frame (scene); :attr:`free_roots` lists them and :meth:`state`,
+    :meth:`scene_state` and :meth:`forces` rotate that part (:mod:`plants.multibody.free_root`).
+
     Attributes:
         q_index: (n_q_plan,) simulator q entry of each planning q entry.
         v_index: (n_v_plan,) simulator v entry of each planning v entry.
         B: (n_v_plan, n_u) the planning plant's actuation (τ_plan = B u).
         n_v_sim: the simulator's n_v.
+        free_roots: per floating base, (planning q index of its configuration, planning v index of
+            its velocity); default none.
     """
 
     q_index: np.ndarray
     v_index: np.ndarray
     B: np.ndarray
     n_v_sim: int
+    free_roots: tuple[tuple[int, int], ...] = ()
 
     @classmethod
     def by_joint_name(cls, plant: Any, scene: Any, prefix: str = "") -> "StateMap":
         """Match every joint of ``plant.model`` to the scene joint named ``prefix + name``.
 
+        A planning free-flyer matches a scene free root of the same name (see the class);
+        otherwise the two joints must be of one type.
+
         Raises:
             ValueError: a planning joint has no scene joint of that name, or the two joints
-                differ in size (names the joint).
+                differ in size or type (names the joint).
         """
+        from plants.multibody.free_root import is_free_flyer, is_scene_free_root
+
         pm, sm = plant.model, scene.model
         snames = list(sm.names)
         q_idx: list[int] = []
         v_idx: list[int] = []
+        roots: list[tuple[int, int]] = []
         for j in range(1, pm.njoints):
             name = prefix + pm.names[j]
             if name not in snames:
@@ -78,20 +93,82 @@ class StateMap:
             if (a.nq, a.nv) != (b.nq, b.nv):
                 raise C3ValueError(f"joint {name!r}: planning model has nq={a.nq}, nv={a.nv}, the "
                                    f"scene nq={b.nq}, nv={b.nv}")
+            if is_free_flyer(a) and is_scene_free_root(b):
+                roots.append((a.idx_q, a.idx_v))
+            elif a.shortname() != b.shortname():
+                raise C3ValueError(f"joint {name!r}: the planning model's is a {a.shortname()}, "
+                                   f"the scene's a {b.shortname()} (a floating base: add the "
+                                   f"robot with floating_base in both, e.g. from one task file)")
             q_idx += range(b.idx_q, b.idx_q + b.nq)
             v_idx += range(b.idx_v, b.idx_v + b.nv)
         return cls(np.array(q_idx, dtype=np.int64), np.array(v_idx, dtype=np.int64),
-                   np.asarray(plant.B, dtype=float), int(sm.nv))
+                   np.asarray(plant.B, dtype=float), int(sm.nv), tuple(roots))
 
     def state(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """The planning state x = [q_plan; v_plan] from the simulator's (q, v)."""
-        return np.concatenate([q[self.q_index], v[self.v_index]])
+        from plants.multibody.free_root import quaternion_rotation
 
-    def forces(self, u: np.ndarray) -> np.ndarray:
-        """(n_v_sim,) generalized forces of the planning input u (zero on other dofs)."""
+        x = np.concatenate([q[self.q_index], v[self.v_index]])
+        n_q = self.q_index.size
+        for iq, iv in self.free_roots:
+            lin = slice(n_q + iv, n_q + iv + 3)
+            x[lin] = quaternion_rotation(x[iq + 3:iq + 7]).T @ x[lin]
+        return x
+
+    def scene_state(self, x: np.ndarray, q: np.ndarray,
+                    v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The simulator's (q, v) with the planning state x written in (the inverse of
+        :meth:`state`); entries of the scene outside the plan keep their value in (q, v).
+
+        Args:
+            x: (n_q_plan + n_v_plan,) planning state.
+            q, v: (n_q_sim,), (n_v_sim,) the scene state to start from (not modified).
+        """
+        from plants.multibody.free_root import quaternion_rotation
+
+        n_q = self.q_index.size
+        x = np.asarray(x, dtype=float)
+        if x.shape != (n_q + self.v_index.size,):
+            raise C3ValueError(f"x must have shape ({n_q + self.v_index.size},), got {x.shape}")
+        q_out, v_out = np.array(q, dtype=float), np.array(v, dtype=float)
+        q_out[self.q_index] = x[:n_q]
+        v_plan = x[n_q:].copy()
+        for iq, iv in self.free_roots:
+            v_plan[iv:iv + 3] = quaternion_rotation(x[iq + 3:iq + 7]) @ v_plan[iv:iv + 3]
+        v_out[self.v_index] = v_plan
+        return q_out, v_out
+
+    def generalized_forces(self, tau_plan: np.ndarray, q: np.ndarray | None = None) -> np.ndarray:
+        """(n_v_sim,) the scene's generalized forces of the planning plant's ``tau_plan``
+        (n_v_plan,) (zero on other dofs). A force on a floating base's linear dofs is rotated to
+        the world frame, which needs the simulator's ``q``.
+
+        Raises:
+            ValueError: a force on a floating base's linear dofs and no ``q``.
+        """
+        from plants.multibody.free_root import quaternion_rotation
+
+        tau_plan = np.array(tau_plan, dtype=float)
+        for iq, iv in self.free_roots:
+            if np.any(tau_plan[iv:iv + 3]):
+                if q is None:
+                    raise C3ValueError("a force on a floating base's linear dofs needs the "
+                                       "simulator's q (its orientation)")
+                quat = np.asarray(q, dtype=float)[self.q_index[iq + 3:iq + 7]]
+                tau_plan[iv:iv + 3] = quaternion_rotation(quat) @ tau_plan[iv:iv + 3]
         tau = np.zeros(self.n_v_sim)
-        tau[self.v_index] = self.B @ u
+        tau[self.v_index] = tau_plan
         return tau
+
+    @property
+    def rotates_forces(self) -> bool:
+        """Whether the input reaches a floating base's linear dofs (then :meth:`forces` needs q)."""
+        return any(np.any(self.B[iv:iv + 3]) for _, iv in self.free_roots)
+
+    def forces(self, u: np.ndarray, q: np.ndarray | None = None) -> np.ndarray:
+        """(n_v_sim,) generalized forces of the planning input u (zero on other dofs); ``q`` (the
+        simulator's) is needed only where :attr:`rotates_forces`."""
+        return self.generalized_forces(self.B @ u, q)
 
 
 def _delay_steps(delay: Any, solve_time: float, dt: float) -> int:
@@ -195,16 +272,18 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
     sim_t[0], sim_q[0], sim_v[0] = simulator.t, simulator.q, simulator.v
 
     held = np.zeros(n_u)  # the command acting now
-    tau_held = smap.forces(held)
+    tau_held = smap.forces(held, simulator.q)
     previous_controller = simulator.controller
     feedforward = getattr(plant, "feedforward", None) \
         if getattr(plant, "gravity_compensation", False) else None
 
     def actuation(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        if feedforward is None:
+        if feedforward is None and not smap.rotates_forces:
             return tau_held
-        tau = tau_held.copy()  # the plant's gravity compensation, at every simulator step
-        tau[smap.v_index] += feedforward(q[smap.q_index])
+        # a force on a floating base turns with it; the plant's gravity compensation, every step
+        tau = smap.forces(held, q) if smap.rotates_forces else tau_held.copy()
+        if feedforward is not None:
+            tau += smap.generalized_forces(feedforward(q[smap.q_index]), q)
         return tau
 
     simulator.controller = actuation
@@ -241,7 +320,7 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
             for i in range(step, end):
                 if i - step == delays[k]:
                     held = u_new
-                    tau_held = smap.forces(held)
+                    tau_held = smap.forces(held, simulator.q)
                 t0 = time.perf_counter()
                 r = simulator.step()
                 stats["step_time"][i] = time.perf_counter() - t0
@@ -252,7 +331,7 @@ def run_in_simulator(plant: Any, controller: Any, simulator: Any, duration: floa
                 sim_t[i + 1], sim_q[i + 1], sim_v[i + 1] = simulator.t, simulator.q, simulator.v
             if delays[k] >= end - step:  # the command arrives after this period: it acts from now
                 held = u_new
-                tau_held = smap.forces(held)
+                tau_held = smap.forces(held, simulator.q)
             u_prev = u_new
             step = end
             k += 1

@@ -54,9 +54,9 @@ TASK_FILE_SUFFIXES = (".yaml", ".yml")
 #: The accepted keys, per section (``None``: the top level).
 TASK_KEYS: dict[str | None, tuple[str, ...]] = {
     None: ("model", "models", "name", "actuated_joints", "gravity_compensation", "base_position",
-           "base_quaternion", "planar_normal", "contacts", "contact_params", "planning", "cost", "start", "goal", "input_limits",
+           "base_quaternion", "floating_base", "planar_normal", "contacts", "contact_params", "planning", "cost", "start", "goal", "input_limits",
            "simulation", "success"),
-    "models": ("file", "prefix", "base_position", "base_quaternion"),
+    "models": ("file", "prefix", "base_position", "base_quaternion", "floating_base"),
     "contacts": ("a", "b", "mu", "friction_directions", "num_closest"),
     "contact_params": ("default", "geometries"),
     "params": ("stiffness", "dissipation", "mu"),
@@ -203,10 +203,17 @@ class TaskFile:
             strip = len(part.prefix)
             include = [(a[strip:], c[strip:]) for a, c in self.contact_geometry_pairs
                        if a in mine and c in mine]
-            b.add_urdf(part.path, ContactParams(**_DEFAULT_PARAMS), q0=x0[iq:iq + nq],
-                       v0=x0[n_q + iv:n_q + iv + nv], prefix=part.prefix,
-                       base_position=part.base_position, base_quaternion=part.base_quaternion,
-                       self_collision=self.self_collision, self_collision_include=include)
+            q, v = x0[iq:iq + nq], x0[n_q + iv:n_q + iv + nv]
+            placement: dict[str, Any] = dict(base_position=part.base_position,
+                                             base_quaternion=part.base_quaternion)
+            if part.floating_base:  # the scene's root: same q, v with a world-frame linear part
+                from .multibody.free_root import free_flyer_to_scene_velocity
+
+                placement = dict(floating_base=True, base_position=q[:3], base_quaternion=q[3:7])
+                q, v = q[7:], free_flyer_to_scene_velocity(q[3:7], v)
+            b.add_urdf(part.path, ContactParams(**_DEFAULT_PARAMS), q0=q, v0=v,
+                       prefix=part.prefix, self_collision=self.self_collision,
+                       self_collision_include=include, **placement)
         b.geoms = [dataclasses.replace(g, params=self.geometry_params.get(g.name, g.params))
                    for g in b.geoms]
         return b
@@ -426,7 +433,7 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
     if not isinstance(gravity_comp, bool):
         raise r.error(("gravity_compensation",), f"must be true or false, got {gravity_comp!r}")
     try:
-        if "models" in top:
+        if "models" in top or parts[0].floating_base:  # (a free root: compose_models adds it)
             composed = compose_models(parts)
             B = MultibodyPlant.actuation_for_joints(
                 composed.model, actuated if actuated is not None else composed.actuated_joints)
@@ -624,9 +631,14 @@ def _model_parts(r: _Reader, top: dict[str, Any], base: Path, ModelPart: Any,
                  resolve: Any) -> list[Any]:
     """The model files: ``model:`` (with the top-level placement) or the ``models:`` list."""
     def placement(p: tuple[Any, ...]) -> dict[str, Any]:
+        floating = r.get(p + ("floating_base",), False)
+        if not isinstance(floating, bool):
+            raise r.error(p + ("floating_base",), f"must be true or false, got {floating!r}")
+        quat = r.vector(p + ("base_quaternion",), 4, [0.0, 0.0, 0.0, 1.0])
+        if not np.linalg.norm(quat) > 0:
+            raise r.error(p + ("base_quaternion",), "must be a non-zero quaternion (x, y, z, w)")
         return dict(base_position=tuple(r.vector(p + ("base_position",), 3, [0.0, 0.0, 0.0])),
-                    base_quaternion=tuple(r.vector(p + ("base_quaternion",), 4,
-                                                   [0.0, 0.0, 0.0, 1.0])))
+                    base_quaternion=tuple(quat), floating_base=floating)
 
     def file(p: tuple[Any, ...]) -> Path:
         try:
@@ -635,14 +647,14 @@ def _model_parts(r: _Reader, top: dict[str, Any], base: Path, ModelPart: Any,
             raise r.error(p, str(e)) from None
 
     if "models" in top:
-        for k in ("model", "base_position", "base_quaternion"):
+        for k in ("model", "base_position", "base_quaternion", "floating_base"):
             if k in top:
                 raise r.error((k,), "with 'models:' each model file has its own 'file' and "
                               "placement; remove the top-level key", at_key=True)
         items = r.get(("models",))
         if not isinstance(items, list) or not items:
             raise r.error(("models",), "must be a non-empty list of {file:, prefix:, "
-                          "base_position:, base_quaternion:}")
+                          "base_position:, base_quaternion:, floating_base:}")
         parts = []
         for i, _ in enumerate(items):
             p = ("models", i)

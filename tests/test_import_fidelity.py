@@ -349,3 +349,34 @@ def test_ur5_base_position_and_orientation_are_honoured():
                                atol=1e-12)
     with pytest.raises(MultibodyValueError, match="floating root_joint"):
         MultibodyPlant.from_urdf(path, root_joint="freeflyer", base_position=(1, 0, 0))
+
+
+def test_urdf_parse_is_cached_by_file_and_returns_copies(tmp_path):
+    """load_urdf parses a file once per (file, mtime, package dirs, root joint); every call gets
+    its own copies (renaming/moving one changes neither the cache nor a later load); a rewritten
+    file is parsed again."""
+    from plants.multibody import urdf as urdf_mod
+
+    path = tmp_path / "named.urdf"
+    path.write_text(NAMED_URDF)
+    urdf_mod.clear_urdf_cache()
+    m1, g1 = urdf_mod.load_urdf(path, warn_mimic=False, warn_dynamics=False)
+    assert len(urdf_mod._CACHE) == 1
+    go = g1.geometryObjects[0]
+    go.name, go.placement = "renamed", pin.SE3(np.eye(3), np.array([1.0, 2.0, 3.0]))
+    g1.geometryObjects[0] = go
+    m1.names[1] = "changed"
+    m2, g2 = urdf_mod.load_urdf(path)
+    assert len(urdf_mod._CACHE) == 1  # a hit
+    assert g2.geometryObjects[0].name == "base_plate" and list(m2.names)[1] == "slider"
+    assert np.allclose(g2.geometryObjects[0].placement.translation, 0.0)
+    assert g2.geometryObjects[0].geometry is not urdf_mod._CACHE[next(iter(urdf_mod._CACHE))][1] \
+        .geometryObjects[0].geometry  # a clone, not the cached shape
+    urdf_mod.load_urdf(path, pin.JointModelFreeFlyer())  # another root joint: another entry
+    assert len(urdf_mod._CACHE) == 2
+    stat = path.stat()
+    path.write_text(NAMED_URDF.replace('name="base_plate"', 'name="floor_plate"'))
+    import os
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    _, g3 = urdf_mod.load_urdf(path)
+    assert g3.geometryObjects[0].name == "floor_plate"

@@ -3,10 +3,10 @@ did not write and you did not tune for will be tried the same way").
 
 Each example-robot-data robot below (none of them used by another test) is loaded as a user
 would: a fixed-base arm through a task file (the robot's URDF by ``package://`` plus a ground
-plane, one contact pair), a legged robot through ``SceneBuilder.add_urdf(floating_base=True)``
-and ``MultibodyPlant.from_urdf(root_joint="freeflyer")``. Checked: the LCS's A and B against
-central finite differences of forward dynamics at a random state (tangent-space directions for
-the free-flyer, 1e-5 relative), an arm's distal-link pose by inverse kinematics (1e-6), a
+plane, one contact pair), a legged robot through a task file with ``floating_base: true``
+(a free-flyer ``root_joint`` in the plant, the scene's free root of that name; feet-ground pairs).
+Checked: the LCS's A and B against central finite differences of forward dynamics at a random
+state (tangent-space directions for the free-flyer, 1e-5 relative), an arm's distal-link pose by inverse kinematics (1e-6), a
 short SAP run (finite, joint limits held), the viewer's HTML recording; the slow test runs 1 s
 with every solver. docs/own-robot.md §4, "Robots we did not write".
 """
@@ -38,8 +38,8 @@ ARMS = {
     "kinova": ("robots/kinova_description/robots/kinova.urdf", "j2s6s200_link_6"),
 }
 LEGGED = {
-    "solo12": ("robots/solo_description/robots/solo12.urdf", 0.6),
-    "go2": ("robots/go2_description/urdf/go2.urdf", 0.5),
+    "solo12": ("robots/solo_description/robots/solo12.urdf", 0.6, "_FOOT"),
+    "go2": ("robots/go2_description/urdf/go2.urdf", 0.5, "_foot"),
 }
 HEAVY = {"so101", "xarm7", "kinova"}  # large STL meshes: 5 s per load of so101 (pinocchio/coal read them)
 ROBOTS = [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in [*ARMS, *LEGGED]]
@@ -52,6 +52,12 @@ TASK = """models:
   - {{file: ground.xml}}
 contacts:
   - {{a: {link}, b: ground, mu: 0.5}}
+"""
+LEGGED_TASK = """models:
+  - {{file: "package://example-robot-data/{file}", floating_base: true, base_position: [0, 0, {height}]}}
+  - {{file: ground.xml}}
+contacts:
+  - {{a: [{feet}], b: ground, mu: 0.5}}
 """
 
 
@@ -72,13 +78,13 @@ def load(name: str, tmp_path):
         (tmp_path / "task.yaml").write_text(TASK.format(file=file, link=link))
         task = load_task_file(tmp_path / "task.yaml")
         return task.plant, task.scene()
-    file, height = LEGGED[name]
-    path = example_robot_data_path(file)
-    plant = MultibodyPlant.from_urdf(path, [], root_joint="freeflyer")
-    b = SceneBuilder()
-    b.add_urdf(path, ContactParams(1e5, 1e-3, 0.5), floating_base=True, base_position=(0, 0, height))
-    b.add_ground(ContactParams(1e5, 1e-3, 0.5))
-    return plant, b.build()
+    file, height, foot = LEGGED[name]
+    legs = ("FL", "FR", "HL", "HR") if name == "solo12" else ("FL", "FR", "RL", "RR")
+    feet = ", ".join(leg + foot for leg in legs)
+    (tmp_path / "ground.xml").write_text(GROUND)
+    (tmp_path / "task.yaml").write_text(LEGGED_TASK.format(file=file, height=height, feet=feet))
+    task = load_task_file(tmp_path / "task.yaml")
+    return task.plant, task.scene()
 
 
 def random_configuration(model, rng) -> np.ndarray:

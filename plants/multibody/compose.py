@@ -4,7 +4,8 @@ others, each placed in the world (a task file's ``models:`` list).
 Each file is read as :meth:`MultibodyPlant.from_urdf` / :meth:`~MultibodyPlant.from_mjcf` read
 it (every body and joint, collision names from the file, free bodies at their start pose), its
 names get the part's ``prefix``, its fixed base is placed at ``base_position`` /
-``base_quaternion``, and the parts are joined by ``pinocchio.appendModel`` in the order given:
+``base_quaternion`` (or, with ``floating_base``, its root link gets a free joint starting at that
+pose), and the parts are joined by ``pinocchio.appendModel`` in the order given:
 the state is ``[q_1, …, q_n, v_1, …, v_n]`` with each part's joints in its file's order.
 """
 
@@ -19,7 +20,8 @@ import numpy as np
 
 from .errors import MultibodyValueError
 
-__all__ = ["ModelPart", "ComposedModel", "compose_models", "resolve_model_path", "append_model"]
+__all__ = ["ModelPart", "ComposedModel", "compose_models", "resolve_model_path", "append_model",
+           "floating_base_pose", "ROOT_JOINT_NAME"]
 
 
 @dataclass(frozen=True)
@@ -30,14 +32,21 @@ class ModelPart:
         path: the URDF (``.urdf``) or MJCF (``.xml``) file.
         prefix: prepended to every joint, frame and collision-geometry name of the file
             (as :meth:`plants.sim.SceneBuilder.add_urdf`'s ``prefix``).
-        base_position: (3,) [m] where the file's fixed base (its world) sits in the world.
-        base_quaternion: (4,) x, y, z, w orientation of that placement.
+        base_position: (3,) [m] where the file's fixed base (its world) sits in the world; with
+            ``floating_base`` the root link's start position instead.
+        base_quaternion: (4,) x, y, z, w orientation of that placement (with ``floating_base``:
+            the root link's start orientation).
+        floating_base: attach the file's root link to the world by a free joint named
+            ``prefix + "root_joint"`` (Pinocchio's free-flyer: q = position [m], quaternion
+            (x, y, z, w); v = linear and angular velocity in the root link's frame), for a legged
+            robot or a free-flying one. Default False: fixed to the world.
     """
 
     path: Path
     prefix: str = ""
     base_position: tuple[float, float, float] = (0.0, 0.0, 0.0)
     base_quaternion: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)
+    floating_base: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,28 @@ class ComposedModel:
     actuated_joints: tuple[str, ...]
     slices: tuple[tuple[int, int, int, int], ...]
     geometry_names: tuple[tuple[str, ...], ...]
+
+
+#: The name of a :attr:`ModelPart.floating_base` root joint (before the part's prefix); the
+#: simulator's ``SceneBuilder.add_urdf(floating_base=True)`` gives its root the same name.
+ROOT_JOINT_NAME = "root_joint"
+
+
+def floating_base_pose(position: Sequence[float], quaternion: Sequence[float]) -> np.ndarray:
+    """(7,) a free root's configuration (x, y, z [m], qx, qy, qz, qw), the quaternion normalized.
+
+    Raises:
+        ValueError: not 3 finite coordinates, or not a finite non-zero quaternion.
+    """
+    pos = np.asarray(position, dtype=float).ravel()
+    quat = np.asarray(quaternion, dtype=float).ravel()
+    if pos.shape != (3,) or not np.isfinite(pos).all():
+        raise MultibodyValueError(f"base_position must be 3 finite coordinates [m], got {position}")
+    norm = float(np.linalg.norm(quat)) if quat.shape == (4,) else 0.0
+    if not (np.isfinite(norm) and norm > 0):
+        raise MultibodyValueError(f"base_quaternion must be a non-zero (x, y, z, w), got "
+                                  f"{quaternion}")
+    return np.concatenate([pos, quat / norm])
 
 
 def resolve_model_path(text: str, base: Path) -> Path:
@@ -91,22 +122,28 @@ def _load(part: ModelPart) -> tuple[Any, Any, np.ndarray, list[str] | None]:
 
     from .model import MultibodyPlant
 
+    root = pin.JointModelFreeFlyer() if part.floating_base else None
     if part.path.suffix.lower() == ".xml":
         from .mjcf import load_mjcf
 
-        loaded = load_mjcf(part.path)
+        loaded = load_mjcf(part.path, root, ROOT_JOINT_NAME)
         model, geom, q0 = loaded.model, loaded.collision_model, np.array(loaded.q0, float)
         actuated = list(loaded.actuated_joints) or None
     else:
         from .resources import default_package_dirs
         from .urdf import load_urdf
 
-        model, geom = load_urdf(part.path, None, [str(p) for p in default_package_dirs(part.path)])
+        model, geom = load_urdf(part.path, root, [str(p) for p in default_package_dirs(part.path)],
+                                ROOT_JOINT_NAME)
         q0, actuated = pin.neutral(model), None
-    MultibodyPlant._place(model, geom, True, part.base_position, part.base_quaternion)
-    for key in model.referenceConfigurations:  # placed: free bodies' start poses moved with it
-        if key.key() == "qpos0" and np.shape(key.data()) == (model.nq,):
-            q0 = np.array(key.data(), dtype=float)
+    if part.floating_base:  # the placement is the root's start pose, part of the state
+        q0 = np.array(q0, dtype=float)
+        q0[:7] = floating_base_pose(part.base_position, part.base_quaternion)
+    else:
+        MultibodyPlant._place(model, geom, True, part.base_position, part.base_quaternion)
+        for key in model.referenceConfigurations:  # placed: free bodies' start poses moved with it
+            if key.key() == "qpos0" and np.shape(key.data()) == (model.nq,):
+                q0 = np.array(key.data(), dtype=float)
     if actuated is None:
         B = MultibodyPlant.actuation_for_joints(model, None)
         actuated = [model.names[j] for j in range(1, model.njoints)

@@ -18,13 +18,34 @@ from __future__ import annotations
 
 import warnings
 import xml.etree.ElementTree as ET
-from collections import Counter
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import ModelImportWarning, MultibodyValueError
 
-__all__ = ["load_urdf", "urdf_collision_names", "urdf_mimic_joints", "warn_convex_hulls"]
+__all__ = ["load_urdf", "clear_urdf_cache", "urdf_collision_names", "urdf_mimic_joints",
+           "warn_convex_hulls"]
+
+#: Parsed (model, collision model) pairs by (file, mtime, size, package dirs, root joint); see
+#: :func:`load_urdf`. Least recently used entries go first beyond :data:`_CACHE_SIZE`.
+_CACHE: "OrderedDict[tuple[Any, ...], tuple[Any, Any]]" = OrderedDict()
+_CACHE_SIZE = 16
+
+
+def clear_urdf_cache() -> None:
+    """Forget every model :func:`load_urdf` has cached (the next load parses the file again)."""
+    _CACHE.clear()
+
+
+def _root_key(root_joint: Any) -> Any:
+    """A hashable description of a root joint model (a composite by its parts, in order)."""
+    if root_joint is None:
+        return None
+    parts = getattr(root_joint, "joints", None)
+    if parts is not None and root_joint.shortname() == "JointModelComposite":
+        return ("JointModelComposite", tuple(_root_key(j) for j in parts))
+    return root_joint.shortname()
 
 
 def urdf_collision_names(path: str | Path) -> dict[str, str]:
@@ -65,17 +86,44 @@ def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[s
 
     Raises:
         FileNotFoundError: no such file. ValueError: a collision element that was not loaded.
-    """
-    import pinocchio as pin
 
+    Parsing is cached (meshes make it slow: ~5 s for example-robot-data's so101): per file path,
+    modification time and size, package dirs and root joint, the 16 most recent loads are kept
+    and every call returns its own copies (``Model.copy()``, ``GeometryModel.clone()``), so a
+    caller that renames or re-places them never changes the cache. A mesh edited in place is not
+    noticed (the URDF's own time is the key): call :func:`clear_urdf_cache`.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"URDF file not found: {path}")
+    dirs = [str(p) for p in (package_dirs or [])]
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, tuple(dirs), _root_key(root_joint),
+           root_joint_name)
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        model, gm = _CACHE[key]
+    else:
+        model, gm = _CACHE[key] = _parse_urdf(path, root_joint, dirs, root_joint_name)
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    model, gm = model.copy(), gm.clone()  # callers rename and re-place them: never the cached ones
+    if warn_meshes:
+        warn_convex_hulls(path, gm.geometryObjects, stacklevel=3)
+    _warn_unrepresented(path, warn_dynamics, warn_mimic)
+    return model, gm
+
+
+def _parse_urdf(path: Path, root_joint: Any, dirs: list[str],
+                root_joint_name: str) -> tuple[Any, Any]:
+    """Pinocchio's parse of a URDF (model and collision model, meshes loaded), geometry renamed
+    after the file; the uncached part of :func:`load_urdf`."""
+    import pinocchio as pin
+
     if root_joint is None:
         model = pin.buildModelFromUrdf(str(path))
     else:
         model = pin.buildModelFromUrdf(str(path), root_joint, root_joint_name)
-    dirs = [str(p) for p in (package_dirs or [])]
     gm = pin.buildGeomFromUrdf(model, str(path), pin.GeometryType.COLLISION, package_dirs=dirs)
     names = urdf_collision_names(path)
     n_file = sum(1 for link in ET.parse(path).getroot().findall("link") for _ in link.findall("collision"))
@@ -88,9 +136,6 @@ def load_urdf(path: str | Path, root_joint: Any = None, package_dirs: Sequence[s
         if new != go.name:
             go.name = new
             gm.geometryObjects[i] = go
-    if warn_meshes:
-        warn_convex_hulls(path, gm.geometryObjects, stacklevel=3)
-    _warn_unrepresented(path, warn_dynamics, warn_mimic)
     return model, gm
 
 
