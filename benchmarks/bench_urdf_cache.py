@@ -97,7 +97,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     robots = ["z1"] if args.quick else list(ROBOTS)
     result = {"timestamp": _report.utc_timestamp(), "machine": _report.machine_info(), "robots": {}}
-    for name in robots:
+    for name in _report.track(robots, "urdf cache", args.quiet, "robots"):
         r = result["robots"][name] = run_robot(name)
         _report.say(f"{name}: " + ", ".join(f"{k} {v:.2f}" for k, v in r.items()))
     if not args.quick:
