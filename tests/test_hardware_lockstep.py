@@ -75,7 +75,7 @@ def test_lockstep_rehearsal_follows_the_simulated_loop():
     assert ball.max() < 5e-3, ball.max()
     assert ee.max() < 1e-2, ee.max()
     assert ls.interventions == 0 and ls.twin_rejections == []
-    assert ls.planner_failures == 0 and ls.plans > 100
+    assert ls.planner_failures == 0 and ls.plans > 100 and ls.exit_reason == ""
 
 
 @pytest.mark.slow
