@@ -19,6 +19,8 @@
   cameras) served over rosbridge (``c3mpc twin franka-ball --port 9090``), with the full
   ``FrankaState`` (:mod:`hardware.twin_state`) and an emulation of franka_ros' stock Cartesian
   impedance controller (:mod:`hardware.stock_impedance`).
+- :mod:`hardware.lockstep`: the twin and the deploy loop on the simulated clock in one
+  process (a deterministic rehearsal, :func:`~hardware.lockstep.run_lockstep`).
 - :mod:`hardware.sim_robot`: a simple simulated end effector and ball served over rosbridge
   (``python -m hardware.sim_robot --port 9090``), fast enough for the transport tests.
 

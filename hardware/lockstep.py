@@ -105,6 +105,9 @@ class LockstepLog:
     """Commands the twin's guard rejected."""
     plans: int = 0
     planner_failures: int = 0
+    exit_reason: str = ""
+    """Why the deploy loop stopped early (``hardware.deploy.ExitReason`` value: a fault, data
+    lost, an error in the planner), "" when it ran to the lap or the time limit."""
 
 
 def run_lockstep(twin_options: Any = None, deploy_options: Any = None,
@@ -163,6 +166,7 @@ def run_lockstep(twin_options: Any = None, deploy_options: Any = None,
     prev_angle: float | None = None
     lap_time: float | None = None
     seq = 0
+    exit_reason = ""
     last_progress = -math.inf
     n_steps = int(math.ceil(o.duration / sim_dt))
     for _ in range(n_steps + 1):
@@ -190,8 +194,11 @@ def run_lockstep(twin_options: Any = None, deploy_options: Any = None,
                 run.begin(st, t)
                 run._t0 = t
                 started = True
-            _end, row_target, row_cmd, _pt = run.step(franka, st, ball, t, t - st.t_receive,
-                                                      t - ball.t_receive)
+            end, row_target, row_cmd, _pt = run.step(franka, st, ball, t, t - st.t_receive,
+                                                     t - ball.t_receive)
+            if end is not None:
+                exit_reason = end.value
+                break
             msgs = []
             assert franka.dry_run is not None
             while franka.dry_run:
@@ -224,7 +231,7 @@ def run_lockstep(twin_options: Any = None, deploy_options: Any = None,
         band_fraction=float(np.mean(radial[:end] <= band)) if end else math.nan,
         interventions=run.safety.interventions, twin_rejections=list(twin.rejected),
         plans=int(getattr(planner, "plans", 0)),
-        planner_failures=int(getattr(planner, "failures", 0)))
+        planner_failures=int(getattr(planner, "failures", 0)), exit_reason=exit_reason)
 
 
 class _FixedLatencyClock:

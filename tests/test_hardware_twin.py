@@ -88,16 +88,23 @@ def test_deploy_c3_against_the_twin_rolls_the_ball_then_survives_the_twin_dying(
     starved the machine; the watchdog checks run regardless."""
     port = free_port()
     twin_log = tmp_path / "twin.log"
+    # the task's nominal gains on both sides (the ImpedanceParams default, the authors'
+    # K = 500, loses the ball in the simulated loop too: docs/deployment.md, "Bridged loop
+    # against the simulated loop")
+    gains = "impedance:\n  translational_stiffness: 2000.0\n  damping_ratio: 1.0\n"
+    (tmp_path / "twin.yaml").write_text(gains)
     with open(twin_log, "w") as fh:  # a file, not a pipe: nobody reads it during the run
         twin = subprocess.Popen([sys.executable, "-m", "c3mpc.cli", "twin", "franka-ball",
-                                 "--port", str(port), "--status-interval", "2"], cwd=REPO, env=repo_env(), stdout=fh,
-                                stderr=subprocess.STDOUT, text=True)
+                                 "--port", str(port), "--status-interval", "2",
+                                 "--config", str(tmp_path / "twin.yaml")], cwd=REPO,
+                                env=repo_env(), stdout=fh, stderr=subprocess.STDOUT, text=True)
     deploy = None
     try:
         assert wait_until(lambda: "serving on" in twin_log.read_text(), 30), twin_log.read_text()
         cfg = tmp_path / "deploy.yaml"
         cfg.write_text("planner_type: c3\nmax_stale_time: 0.5\n"
-                       "camera:\n  velocity_filter: 1.0\nfranka:\n  velocity_filter: 1.0\n")
+                       "camera:\n  velocity_filter: 1.0\nfranka:\n  velocity_filter: 1.0\n"
+                       + gains)
         rep = tmp_path / "rep"
         deploy = subprocess.Popen([sys.executable, "-m", "c3mpc.cli", "deploy", "franka-ball",
                                    "--bridge", f"ws://127.0.0.1:{port}", "--config", str(cfg),
