@@ -140,12 +140,7 @@ class C3Planner:
 
     def __init__(self, options: C3PlannerOptions | None = None,
                  impedance: ImpedanceParams | None = None, time_scale: float = 1.0):
-        from c3mpc.tasks.franka_ball import (
-            SINGLE_BIAS_GAIT,
-            FrankaBallOptions,
-            build_planner,
-            franka_layout,
-        )
+        from c3mpc.tasks.franka_ball import FrankaBallOptions, build_planner, franka_layout
         from plants import load_plant
         from plants.models.franka_ball import BALL_RADIUS
 
@@ -153,13 +148,12 @@ class C3Planner:
         imp = impedance or ImpedanceParams()
         self._k = imp.translational_stiffness
         self._b_over_k = imp.translational_damping / imp.translational_stiffness  # [s]
-        kw: dict[str, Any] = {"center": tuple(o.center), "radius": o.radius, "resim_lead": 0.0}
+        # the simulated loop's planner (gait, step-5 floor and lead, lead angle: the tuning's),
+        # rehearsed on the simulated clock through the bridge (tests/test_hardware_lockstep.py)
+        kw: dict[str, Any] = {"center": tuple(o.center), "radius": o.radius}
         for name in ("lead_angle_deg", "min_resim_dt"):  # None: the closed loop's tuned value
             if getattr(o, name) is not None:
                 kw[name] = getattr(o, name)
-        if o.tuning == "nominal":  # the deployment keeps the gait it was rehearsed with (the
-            # simulated loop's staged Phase II and step-5 lead are not rehearsed on the twin)
-            kw["gait"] = SINGLE_BIAS_GAIT
         if o.projection is not None:
             kw["projection"] = o.projection
         if o.admm_iter is not None:

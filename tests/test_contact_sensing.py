@@ -156,7 +156,7 @@ def test_force_sensing_options_are_checked():
 def test_table_stiffness_matches_the_simulators_ball_sink():
     """Re-identify k_table: in a short noise-free loop (fixed latency, deterministic) regress
     the ball's sink below z = r on the normal load F·n_z, F the pair's elastic force."""
-    # the deployment's gait and step 5 (single Phase II bias, no lead): the end effector stays
+    # the line task's gait and step 5 (single Phase II bias, no lead): the end effector stays
     # on the ball through Phase II (the default circle gait lifts off there), so the
     # regression has loaded samples over the whole load range
     o = FrankaBallOptions(duration=4.0, planning_latency=0.004, min_command_delay=None,

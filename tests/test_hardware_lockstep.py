@@ -57,11 +57,14 @@ def test_lockstep_rehearsal_follows_the_simulated_loop():
     """The bridged loop on the simulated clock against ``c3mpc run franka-ball`` (nominal
     tuning, K = 2000, fixed 8 ms planning latency and command delay on both, raw
     finite-difference velocities as the simulated loop's noise-free camera): over the first
-    2 s, while the end effector rolls the ball about 2 cm, the two balls stay within 5 mm and
-    the end effectors within 1 cm of each other. Not exactly equal: the deploy side sees the
-    end effector through 200 Hz states and finite differences, ticks at 100 Hz and plans on
-    the newest 80 Hz detection (measured: 3.7 mm and 7.2 mm at most, 0.9 mm and 2.5 mm at
-    2 s, for a 22 mm excursion). Neither the safety layer nor the twin's guard intervened."""
+    2 s, while the end effector rolls the ball 3-4 cm, the two balls stay within a quarter of
+    the ball's excursion (and 1 cm) and the end effectors within 1.5 cm of each other. Not
+    exactly equal: the deploy side sees the end effector through 200 Hz states and finite
+    differences, ticks at 100 Hz and plans on the newest 80 Hz detection. Measured with the
+    staged one-ball gait: balls within 0.83 mm and end effectors within 1.2 mm over the first
+    1 s (3 mm of motion), 7.2 mm and 9.4 mm at 2 s after the gait's first full stroke (a 35 mm
+    excursion; with the earlier single-bias gait 3.7 mm and 7.2 mm for 22 mm). Neither the
+    safety layer nor the twin's guard intervened."""
     pytest.importorskip("pinocchio")
     from c3mpc.tasks.franka_ball import FrankaBallOptions, run_franka_ball
 
@@ -72,8 +75,8 @@ def test_lockstep_rehearsal_follows_the_simulated_loop():
     ee = np.linalg.norm(ls.ee - sim.ee[idx], axis=1)
     moved = float(np.max(np.linalg.norm(sim.balls[:, 0, :2] - sim.balls[0, 0, :2], axis=1)))
     assert moved > 0.015, moved
-    assert ball.max() < 5e-3, ball.max()
-    assert ee.max() < 1e-2, ee.max()
+    assert ball.max() < min(0.25 * moved, 1e-2), (ball.max(), moved)
+    assert ee.max() < 1.5e-2, ee.max()
     assert ls.interventions == 0 and ls.twin_rejections == []
     assert ls.planner_failures == 0 and ls.plans > 100 and ls.exit_reason == ""
 
@@ -84,7 +87,8 @@ def test_lockstep_noise_free_loop_keeps_the_ball_in_the_band():
     does (98.6 % of its 54.8 s lap at a fixed 8 ms). Deploy C3 planner with the nominal
     tuning's defaults (Δt_c floor 8 ms, 20° lead), the task's gains K = 2000, ζ = 1 on both
     sides, raw finite-difference velocities, 8 ms command delay and Δt_c, 70 simulated
-    seconds: ≥ 95 % in the 2 cm band and the ball well round the circle (measured 98.0 %,
+    seconds: ≥ 95 % in the 2 cm band and the ball well round the circle (measured with the
+    staged one-ball gait: a lap in 27.4 s, 100 %; with the earlier single-bias gait 98.0 %,
     340°; with the old 12.5 ms floor the ball ran ahead, with K = 500 74.1 %)."""
     pytest.importorskip("pinocchio")
     log = _nominal(70.0, command_delay=0.008, planning_latency=0.008)
