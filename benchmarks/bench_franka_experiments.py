@@ -225,6 +225,8 @@ def render(parts: dict[str, dict[str, Any]]) -> str:
             err = f" (simulator stopped: {r['sim_error']})" if r.get("sim_error") else ""
             if abs(r["lap_angle_deg"]) < 1.0 and r["max_error_m"] < 1e-3:
                 err += " (the ball never moved: not touched)"
+            elif abs(r["lap_angle_deg"]) < 10.0:  # in the band only because it stayed put
+                err += f" (the ball stalled: {r['lap_angle_deg']:.0f}° in the run)"
             big = r["max_error_m"] > 0.5  # the ball rolled away over the (infinite) table
             mx = f"{r['max_error_m']:.0f} m: rolled away" if big else \
                 f"{r['max_error_m'] * 100:.2f}"

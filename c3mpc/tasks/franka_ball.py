@@ -113,7 +113,8 @@ TUNINGS: dict[str, dict[str, Any]] = {
 None, of ``min_command_delay="auto"`` (``command_delay``), ``resim_lead="auto"``
 (``resim_lead``; None = one camera period) and of the default impedance
 (``translational_stiffness``, ``damping_ratio``; :func:`task_gains`). The ``line_`` keys, where
-present, replace ``gait`` and ``resim_lead`` for more than one ball.
+present, replace ``gait`` and ``resim_lead`` for the path tasks (more than one ball, or a
+time-based ``trajectory``: the staged circle gait outruns x_d(t), 3% in the band).
 
 "nominal": one ball: the lap in 22-23 s at a fixed 4 ms latency, with and without the 8 ms
 floor, 100% in the 2 cm band (:data:`CIRCLE_GAIT`; step 5 over the command's delay plus one
@@ -124,8 +125,8 @@ force-sensed step 5 at fixed 4 ms (docs/franka-ball.md, "1 mm noise: force-sense
 the noisy tuning"): 88.9-91.8% of a lap in the band there, seeds 0-4, every exit returned."""
 
 
-def _tuned(tuned: dict[str, Any], key: str, n_balls: int) -> Any:
-    return tuned.get(f"line_{key}", tuned[key]) if n_balls > 1 else tuned[key]
+def _tuned(tuned: dict[str, Any], key: str, path_task: bool) -> Any:
+    return tuned.get(f"line_{key}", tuned[key]) if path_task else tuned[key]
 
 
 def _paper_preset() -> dict[str, Any]:
@@ -378,11 +379,11 @@ class FrankaBallOptions:
         tuned = TUNINGS[self.resolved_tuning]
         for name in TUNED_FIELDS:
             if getattr(self, name) is None:
-                object.__setattr__(self, name, _tuned(tuned, name, self.n_balls))
+                object.__setattr__(self, name, _tuned(tuned, name, self._path_task))
         if self.min_command_delay == "auto":
             object.__setattr__(self, "min_command_delay", tuned["command_delay"])
         if self.resim_lead == "auto":
-            object.__setattr__(self, "resim_lead", _tuned(tuned, "resim_lead", self.n_balls))
+            object.__setattr__(self, "resim_lead", _tuned(tuned, "resim_lead", self._path_task))
         if not isinstance(self.gait, GaitOptions):
             raise C3ValueError(f"gait must be a GaitOptions or None, got {self.gait!r}")
         for name in ("ball_position_weight", "phase2_ball_weight"):
@@ -452,6 +453,13 @@ class FrankaBallOptions:
         if self.robustness is not None and self.world != "panda":
             raise C3ValueError(f"robustness changes the simulated Panda world; world is "
                                f"{self.world!r}")
+
+    @property
+    def _path_task(self) -> bool:
+        """True for the tasks that follow a path rather than lap the state-based circle (the
+        multi-ball line task, a time-based ``trajectory``): they take the tunings' ``line_``
+        values (the single-bias gait, step 5 over the command's delay only)."""
+        return self.n_balls > 1 or self.trajectory is not None
 
     @property
     def resolved_tuning(self) -> str:
