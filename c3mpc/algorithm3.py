@@ -39,7 +39,7 @@ from .errors import C3ValueError
 from .result import C3Status
 
 __all__ = ["BallTaskLayout", "PhaseTarget", "TargetGenerator", "GaitOptions", "CircleTarget",
-           "LineTarget", "Plan", "Algorithm3Planner", "circle_phase_angle"]
+           "LineTarget", "Plan", "Algorithm3Planner", "FixedLatencyClock", "circle_phase_angle"]
 
 
 @dataclass(frozen=True)
@@ -575,3 +575,21 @@ class Algorithm3Planner:
                     plan_lam=np.asarray(res.lam), decided_lam=decided, dt_c=dt_c, dt_resim=h,
                     total_time=clock() - t0, status=status, phase=pt.phase,
                     ball_targets=pt.ball_targets)
+
+
+class FixedLatencyClock:
+    """A fake wall clock for :class:`Algorithm3Planner` (its ``clock`` argument) that makes every
+    Δt_c and every cycle time exactly ``latency`` [s]: ``plan`` reads the clock three times
+    (start, after C3, end), so the reads advance it by (0, latency, 0) in turn. Deterministic
+    runs (the simulated loop's ``planning_latency``, the lock-step rehearsal) use it."""
+
+    def __init__(self, latency: float):
+        self.latency = float(latency)
+        self.now = 0.0
+        self.calls = 0
+
+    def __call__(self) -> float:
+        if self.calls % 3 == 1:
+            self.now += self.latency
+        self.calls += 1
+        return self.now

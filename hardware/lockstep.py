@@ -147,7 +147,9 @@ def run_lockstep(twin_options: Any = None, deploy_options: Any = None,
     planner = run.planner
     a3 = getattr(planner, "algorithm3", None)
     if a3 is not None:
-        a3.clock = _FixedLatencyClock(o.planning_latency)
+        from c3mpc.algorithm3 import FixedLatencyClock
+
+        a3.clock = FixedLatencyClock(o.planning_latency)
     warm_up = getattr(planner, "warm_up", None)
     if callable(warm_up):
         warm_up()
@@ -234,18 +236,3 @@ def run_lockstep(twin_options: Any = None, deploy_options: Any = None,
         planner_failures=int(getattr(planner, "failures", 0)), exit_reason=exit_reason)
 
 
-class _FixedLatencyClock:
-    """A clock for :class:`c3mpc.algorithm3.Algorithm3Planner` whose every Δt_c is
-    ``latency``: ``plan`` reads it three times (start, after C3, end); the second read
-    advances it by the latency."""
-
-    def __init__(self, latency: float):
-        self.latency = float(latency)
-        self.now = 0.0
-        self.calls = 0
-
-    def __call__(self) -> float:
-        if self.calls % 3 == 1:
-            self.now += self.latency
-        self.calls += 1
-        return self.now

@@ -41,6 +41,7 @@ from ..algorithm3 import (
     Algorithm3Planner,
     BallTaskLayout,
     CircleTarget,
+    FixedLatencyClock,
     GaitOptions,
     LineTarget,
     Plan,
@@ -612,26 +613,9 @@ def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, 
     lead = period if o.resim_lead is None else o.resim_lead
     kw: dict[str, Any] = {}
     if o.planning_latency is not None:
-        kw["clock"] = _FixedLatencyClock(o.planning_latency)
+        kw["clock"] = FixedLatencyClock(o.planning_latency)
     return Algorithm3Planner(plant, ctrls, target, layout, min_resim_dt=h, resim_lead=lead,
                              **kw), opts
-
-
-class _FixedLatencyClock:
-    """A fake wall clock for :class:`Algorithm3Planner`: its ``plan`` reads the clock three
-    times (start, after C3, end), so cycling the increments (0, L, 0) makes every Δt_c and every
-    cycle time exactly L [s]."""
-
-    def __init__(self, latency: float):
-        self.latency = float(latency)
-        self.now = 0.0
-        self.calls = 0
-
-    def __call__(self) -> float:
-        if self.calls % 3 == 1:
-            self.now += self.latency
-        self.calls += 1
-        return self.now
 
 
 def _quat_to_R(qxyzw: np.ndarray) -> np.ndarray:
