@@ -94,6 +94,13 @@ def explicit_free_motion(M, k, v0, dt, tree_starts, A, v):  # pragma: no cover -
         for j in range(i + 1, n):
             A[i, j] = M[i, j]
             A[j, i] = M[i, j]
+    return _free_motion_per_tree(A, k, v0, dt, tree_starts, v)
+
+
+@njit(cache=True)
+def _free_motion_per_tree(A, k, v0, dt, tree_starts, v):  # pragma: no cover - compiled
+    """``v = v₀ + δt A⁻¹ k`` with A's diagonal tree blocks factored one by one (A is block
+    diagonal over the trees); False when a block is not positive definite."""
     s_max = 0
     for t in range(tree_starts.shape[0] - 1):
         s_max = max(s_max, tree_starts[t + 1] - tree_starts[t])
@@ -120,11 +127,6 @@ def explicit_free_motion_blocks(Mc, chunk_v, chunk_of_tree, k, v0, dt, tree_star
     block of dofs ``chunk_v[c]:chunk_v[c+1]``, ``TreeDynamics.mass_chunks``), writing only the trees'
     diagonal blocks of ``A`` (whose other entries must be zero), so a scene of many small trees
     costs O(Σ s_t²), not O(n_v²)."""
-    s_max = 0
-    for t in range(tree_starts.shape[0] - 1):
-        s_max = max(s_max, tree_starts[t + 1] - tree_starts[t])
-    L = np.empty((s_max, s_max))
-    x = np.empty(s_max)
     for t in range(tree_starts.shape[0] - 1):
         a = tree_starts[t]
         s = tree_starts[t + 1] - a
@@ -135,16 +137,7 @@ def explicit_free_motion_blocks(Mc, chunk_v, chunk_of_tree, k, v0, dt, tree_star
             for j in range(i + 1, s):
                 A[a + i, a + j] = Mc[c, o + i, o + j]
                 A[a + j, a + i] = Mc[c, o + i, o + j]
-        for i in range(s):
-            x[i] = k[a + i]
-            for j in range(i + 1):
-                L[i, j] = A[a + i, a + j]
-        if not cholesky_inplace(L, s):
-            return False
-        cholesky_solve_inplace(L, s, x)
-        for i in range(s):
-            v[a + i] = v0[a + i] + dt * x[i]
-    return True
+    return _free_motion_per_tree(A, k, v0, dt, tree_starts, v)
 
 
 @njit(cache=True)
