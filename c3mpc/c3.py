@@ -36,7 +36,7 @@ from .projections.base import Projection, ProjectionData, ProjectionStatus
 from .qp_step import CondensedQP, LinearConstraint
 from .result import C3Result, C3Status
 
-__all__ = ["C3"]
+__all__ = ["C3", "relative_complementarity_violation"]
 
 
 _ERRORS = (C3TypeError, C3ValueError)
@@ -49,6 +49,50 @@ CONSTRAINT_TOLERANCE = 1e-3
 """Largest relative violation of a linear constraint (``/(1 + |C v|)``) accepted in a plan that
 the QP solver reported as solved; beyond it the solve is ``QP_FAILED`` (OSQP can report success
 on data it cannot represent, e.g. ``|x0| = 1e31`` against bounds of 10)."""
+
+
+FORCE_FLOOR = 1e-6
+"""Smallest force scale [N] of :func:`relative_complementarity_violation`: a plan whose forces
+are all below it is judged against a micronewton (numerical noise of a force-free plan does
+not count as a violation)."""
+
+
+def relative_complementarity_violation(lcs: LCS, x: Any, u: Any, lam: Any) -> float:
+    r"""The worst complementarity violation of a plan in force units, relative to its forces.
+
+    For knot k and pair i with a positive Delassus entry :math:`F_{ii} > 0`, the slack
+    :math:`s_i = E_i x_k + F_i λ_k + H_i u_k + c_i` in force units is :math:`s_i / F_{ii}` (the
+    force that closes it through the pair's own entry); the pair's violation is
+    :math:`|\min(λ_i, s_i / F_{ii})|` (0 iff λ_i ≥ 0, s_i ≥ 0, λ_i s_i = 0). Returned: the
+    largest violation over knots and pairs divided by the plan's largest ``|λ_i|`` over those
+    pairs, or by :data:`FORCE_FLOOR` when that is smaller (a plan without forces: only a
+    violation above a micronewton counts). Pairs with
+    :math:`F_{ii} = 0` (Stewart–Trinkle's friction-cone rows, whose multiplier is a sliding
+    speed) are left out; their multipliers enter the tangent rows, which are in.
+
+    The ratio is invariant to the units of x, u and of each slack row, and to the unit of force
+    (one for all forces, as newtons are: a change scales every λ_i and s_i / F_ii alike), as
+    long as the forces are above the floor.
+
+    Args:
+        lcs: the LCS of the plan (time-varying: knot k's matrices for knot k).
+        x: (T, n_x) states of knots 0..T-1 (a plan's ``x[:-1]``).
+        u: (T, n_u) inputs. lam: (T, n_lambda) forces in ``lcs``'s units (physical: the floor
+            is in newtons).
+    """
+    x, u, lam = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (x, u, lam))
+    T = x.shape[0]
+    if T == 0 or lcs.n_lambda == 0:
+        return 0.0
+    st = lcs.stacked(T)
+    slack = (np.einsum("kij,kj->ki", st.E, x) + np.einsum("kij,kj->ki", st.F, lam)
+             + np.einsum("kij,kj->ki", st.H, u) + st.c)
+    f = np.einsum("kii->ki", st.F)
+    rows = f > 0
+    if not rows.any():
+        return 0.0
+    viol = np.abs(np.minimum(lam[rows], slack[rows] / f[rows])).max()
+    return float(viol / max(np.abs(lam[rows]).max(), FORCE_FLOOR))
 
 
 def _check_finite(name: str, arr: np.ndarray) -> None:
@@ -497,6 +541,7 @@ class C3:
         status = C3Status.SOLVED if np.all(proj_status == 0) else C3Status.MAX_ITERATIONS
         viol = float(np.max(self._plan_lcs.complementarity_residual(x[:N], u, lam_plan))
                      ) * self._plan_lcs.lambda_scale
+        rel_viol = relative_complementarity_violation(self.lcs, x[:N], u, lam)
         consensus, message = float("nan"), ""
         if iterations:  # the final QP iterate against the last projection
             residuals.append(self._consensus_residual(self._extend(qp_res.z), delta))
@@ -508,6 +553,13 @@ class C3:
                 message = (f"ADMM consensus residual {consensus:.3g} > consensus_tolerance "
                            f"{tol:g} (largest in {worst}); the plan's contact forces are not "
                            f"complementary (complementarity violation {viol:.3g})")
+            ctol = opts.complementarity_tolerance
+            if ctol is not None and rel_viol > ctol:
+                status = C3Status.NOT_CONVERGED
+                message = "; ".join(m for m in (message, (
+                    f"relative complementarity violation {rel_viol:.3g} > "
+                    f"complementarity_tolerance {ctol:g}: the plan's slacks, in force units, "
+                    f"are off complementarity by that fraction of its largest force")) if m)
         cost = self.plan_cost(x, u)
         timings = {"qp": t_qp, "projection": t_proj}
         x_sim, cost_sim = None, float("inf")
@@ -538,6 +590,7 @@ class C3:
                         resimulated_cost=cost_sim, resimulated_x=x_sim,
                         solver=f"c3/{opts.projection}", message=message,
                         consensus_residual=consensus,
+                        relative_complementarity_violation=rel_viol,
                         extras={"consensus_residuals": np.array(residuals).reshape(-1, 3)})
 
     # ------------------------------------------------------------------ DAIRLab/c3 terms

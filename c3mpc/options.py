@@ -143,6 +143,15 @@ class C3Options:
     0.004-0.23, diverged ones (U = 1000 on x, 1 on λ, u, with G = 0.1·I) 0.38-1.0; 0.3 sits
     between (docs/c3.md, "The ADMM metric and the convergence check"). None: no check."""
 
+    complementarity_tolerance: float | None = None
+    """Largest relative complementarity violation
+    (:attr:`C3Result.relative_complementarity_violation`, dimensionless) of a plan reported as
+    SOLVED; above it the status is ``NOT_CONVERGED``. The measure puts each pair's slack in the
+    units of its force (``s_i / F_ii``, the force that closes the slack through the pair's own
+    Delassus entry) and divides the worst ``|min(λ_i, s_i / F_ii)|`` by the plan's largest
+    force, so it does not depend on the robot's units or size (docs/c3.md, "The ADMM metric
+    and the convergence check"). None: no check."""
+
     resimulate_plan: bool = True
     """Simulate the returned plan's inputs through the LCS after each solve and report the
     cost as ``C3Result.resimulated_cost`` (N LCP solves, ~0.1 ms for N = 5-10 with 10-16
@@ -410,6 +419,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "projection_plan_states": _choice(("rerolled", "qp")),
     "resimulate_plan": _flag,
     "consensus_tolerance": _num(minimum=0.0, allow_none=True),
+    "complementarity_tolerance": _num(minimum=0.0, allow_none=True),
     "on_qp_failure": _choice(("shift", "hold")),
     "c3plus_final_reference": _choice(("consensus", "projection")),
     "final_augmented_cost_contact_scaling": _num(minimum=0.0, exclusive_minimum=True,
@@ -424,4 +434,4 @@ _FLOAT_FIELDS = tuple(n for n in ("rho", "rho_scale", "big_m", "discount", "qp_a
                                   "qp_epsilon", "projection_time_limit", "osqp_eps_abs",
                                   "osqp_eps_rel", "final_augmented_cost_contact_scaling",
                                   "quaternion_weight", "quaternion_regularizer_fraction",
-                                  "consensus_tolerance"))
+                                  "consensus_tolerance", "complementarity_tolerance"))

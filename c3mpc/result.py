@@ -34,7 +34,11 @@ class C3Status(IntEnum):
     (:attr:`C3Result.consensus_residual`), so the plan counts on contact forces that are not
     complementary (typically a diverging ADMM, e.g. a projection weight U unlike G). The plan
     is returned (and applied by the closed loops, as before this status existed) but is not
-    a solution of the contact problem. Takes precedence over MAX_ITERATIONS."""
+    a solution of the contact problem. Takes precedence over MAX_ITERATIONS. Also set when the
+    plan's relative complementarity violation exceeds ``C3Options.complementarity_tolerance``
+    (:attr:`C3Result.relative_complementarity_violation`): z close to δ in (x, λ, u) but a
+    slack that is far from complementary at the plan's force scale (a light, hand-scale
+    robot)."""
 
     @property
     def ok(self) -> bool:
@@ -93,6 +97,11 @@ class C3Result:
             ADMM iteration in
             ``extras["consensus_residuals"]`` ((iterations + 1, 3): after each projection, then
             the final QP step's).
+        relative_complementarity_violation: the plan's worst ``|min(λ_i, s_i / F_ii)|`` (each
+            slack in force units through its Delassus entry F_ii > 0) over its largest force
+            (:func:`c3mpc.c3.relative_complementarity_violation`; dimensionless, the same in any
+            units); above ``C3Options.complementarity_tolerance`` the status is NOT_CONVERGED.
+            NaN for the MIQP baseline and for failed solves.
         cost: objective value of the returned plan (eq. 15's cost, without the ADMM terms),
             evaluated on the plan's own (x, u): for C3 the states follow the LCS dynamics
             with the plan's λ, which need not satisfy complementarity, so this can be below
@@ -119,6 +128,7 @@ class C3Result:
     timings: dict[str, float] = field(default_factory=dict)
     complementarity_violation: float = float("inf")
     consensus_residual: float = float("nan")
+    relative_complementarity_violation: float = float("nan")
     cost: float = float("inf")
     resimulated_cost: float = float("inf")
     resimulated_x: np.ndarray | None = None

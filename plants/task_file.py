@@ -73,6 +73,8 @@ _DEFAULT_PARAMS = {"stiffness": 1e5, "dissipation": 1e-3, "mu": 0.5}
 
 #: ``planning.G`` when the file gives none: G = 0.1·I. ``planning.U`` defaults to the same
 #: matrix (U = G), so that the QP step and the projection measure distance in one metric.
+#: ``planning: {G: scaled}`` takes G per entry from the plant's LCS and the cost instead
+#: (:func:`lcs.scales.scaled_admm_weights`; docs/c3.md, "Scale-aware ADMM weights").
 DEFAULT_G = 0.1
 
 
@@ -518,17 +520,31 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
                          weights("Q_velocity", n_x - n_q, v_labels, 1.0)])
     Rd = weights("R", n_u, [[s] for s in plant.input_names], 0.01)
     qn = r.number(("cost", "QN_scale"), 1.0, nonneg=True)
-    G = r.number(("planning", "G"), DEFAULT_G, positive=True)
+    Q = np.diag(Qd)
+    if plan.get("G") == "scaled":  # G per entry from the cost's curvature (docs/c3.md)
+        from lcs.scales import scaled_admm_weights
+
+        Gd = scaled_admm_weights(plant.lcs(x0, np.zeros(n_u)), Q, np.diag(Rd))
+        G_of = np.split(Gd, [n_x, n_x + n_l])  # per block, U's default
+    else:
+        try:
+            G = r.number(("planning", "G"), DEFAULT_G, positive=True)
+        except TaskFileError as e:
+            raise r.error(("planning", "G"), e.reason.replace("must be a number",
+                                                              "must be a number or 'scaled'"))
+        Gd = np.full(n_x + n_l + n_u, G)
+        G_of = np.split(Gd, [n_x, n_x + n_l])
     # U defaults to G (one ADMM metric; docs/c3.md, "The ADMM metric"): a block the file
     # does not name takes G's weight.
     U_spec = r.mapping(("planning", "U"), "U") if isinstance(plan.get("U"), dict) else None
     if U_spec is not None:
         Ud = np.concatenate([
-            np.full(n_x, r.number(("planning", "U", "state"), G, nonneg=True)),
-            np.full(n_l, r.number(("planning", "U", "lambda"), G, nonneg=True)),
-            np.full(n_u, r.number(("planning", "U", "input"), G, nonneg=True))])
+            np.full(n, r.number(("planning", "U", key), None, nonneg=True)) if key in U_spec
+            else g for key, n, g in zip(("state", "lambda", "input"), (n_x, n_l, n_u), G_of)])
+    elif "U" in plan:
+        Ud = np.full(n_x + n_l + n_u, r.number(("planning", "U"), None, nonneg=True))
     else:
-        Ud = np.full(n_x + n_l + n_u, r.number(("planning", "U"), G, nonneg=True))
+        Ud = Gd.copy()
     projection = r.string(("planning", "projection"), "miqp")  # checked by c3mpc.C3Options
     if not projection:
         raise r.error(("planning", "projection"), "must be a projection name such as 'miqp'")
@@ -540,10 +556,9 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
             raise r.error(("input_limits", k), f"{k!r} is not an input; inputs: "
                           f"{', '.join(plant.input_names)}", at_key=True)
         u_hi[plant.input_names.index(k)] = r.number(("input_limits", k), None, positive=True)
-    Q = np.diag(Qd)
     defaults = ControlDefaults(
         N=r.number(("planning", "N"), 10, positive=True, integer=True), dt=dt, Q=Q,
-        R=np.diag(Rd), QN=qn * Q, G=G * np.eye(n_x + n_l + n_u), U=np.diag(Ud),
+        R=np.diag(Rd), QN=qn * Q, G=np.diag(Gd), U=np.diag(Ud),
         admm_iter=r.number(("planning", "admm_iter"), 20, positive=True, integer=True),
         rho=r.number(("planning", "rho"), 1.0, positive=True),
         rho_scale=r.number(("planning", "rho_scale"), 1.5, positive=True),
