@@ -191,3 +191,33 @@ def test_task_file_G_must_be_a_number_or_scaled(tmp_path):
     assert e.value.line == 8  # the planning: line
     with pytest.raises(TaskFileError, match="planning.G: must be > 0"):
         _task(tmp_path, "{G: -1}")
+
+
+# ---------------------------------------------------------------------------- a larger robot
+def _large(tmp_path, planning: str):
+    data = ROOT / "tests" / "data"
+    (tmp_path / "pusher_box_large.xml").write_text((data / "pusher_box_large.xml").read_text())
+    text = (data / "pusher_box_large.yaml").read_text().replace(
+        "cost:\n", f"planning: {planning}\ncost:\n  R: 1.0e-8\n")
+    (tmp_path / "t.yaml").write_text(text)
+    return load_task_file(tmp_path / "t.yaml")
+
+
+def test_ten_times_larger_pusher_box_first_plan_converges_only_with_scaled_weights(tmp_path):
+    """The pusher-box 10x larger (2 m, 500 kg box; a 1 t pusher with 20 kN), its input cost
+    written for its forces (R = 1e-8 per N²): with G = 0.1·I the ADMM diverges from the first
+    plan (NOT_CONVERGED; measured consensus residual 0.54, forces of 29 N against a 4.9 kN box,
+    relative complementarity violation 3.8e3); with the scale-aware G it converges (measured
+    0.06; forces of 7.9 kN, relative complementarity violation 0.45, the pusher-box's range).
+    The closed loops of both fail (docs/c3.md, "Scale-aware ADMM weights")."""
+    from c3mpc.result import C3Status
+    from c3mpc.tasks import build_controller
+
+    fixed, scaled = _large(tmp_path, "{G: 0.1}"), _large(tmp_path, "{G: scaled}")
+    a = build_controller(fixed.plant, x0=fixed.x0).solve(fixed.x0)
+    b = build_controller(scaled.plant, x0=scaled.x0).solve(scaled.x0)
+    assert a.status is C3Status.NOT_CONVERGED and a.consensus_residual > 0.3
+    assert a.relative_complementarity_violation > 10.0
+    assert b.status is C3Status.SOLVED and b.consensus_residual < 0.3
+    assert b.relative_complementarity_violation < 1.0
+    assert np.abs(b.lam).max() > 1e3  # forces of the box's weight (4.9 kN), not tens of N
