@@ -530,8 +530,8 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
         try:
             G = r.number(("planning", "G"), DEFAULT_G, positive=True)
         except TaskFileError as e:
-            raise r.error(("planning", "G"), e.reason.replace("must be a number",
-                                                              "must be a number or 'scaled'"))
+            raise r.error(("planning", "G"), e.reason.replace(
+                "must be a number", "must be a number or 'scaled'")) from None
         Gd = np.full(n_x + n_l + n_u, G)
         G_of = np.split(Gd, [n_x, n_x + n_l])
     # U defaults to G (one ADMM metric; docs/c3.md, "The ADMM metric"): a block the file
