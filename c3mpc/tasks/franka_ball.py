@@ -206,11 +206,14 @@ class FrankaBallOptions:
             Δt_c and needs the ball relative to the end effector to a fraction of a millimetre;
             see docs/franka-ball.md, "1 mm noise: where it enters".
         vision_accel_std: Kalman process noise, white acceleration [m/s²] (None: the
-            tuning's, 0.01 nominal, 0.02 noisy). 0.01: the ball
+            tuning's, 0.01 nominal, 0.02 noisy, 0.3 vision). 0.01: the ball
             rolls at nearly constant velocity between pushes; at 80 Hz with σ = 1 mm the filter
             settles to 0.23 mm position and 0.74 mm/s velocity error (``estimators.
             cv_steady_state``), against 0.65 mm and 22 mm/s with the estimators' default 1.0
-            (which left the ball in the band 14% of 20 s, 0.01: 51-90%; docs/franka-ball.md).
+            (which left the ball in the band 14% of 20 s with the old single-bias gait, 0.01:
+            51-90%). But it lags an accelerating ball by 97 mm per m/s² (0.3: 2.9 mm), which
+            the staged gait's vision-only loop cannot take (docs/franka-ball.md, "1 mm noise
+            from vision alone: the filter's lag").
         sim_dt: simulator time step [s].
         solver: contact solver of the simulator ("sap").
         projection: C3 projection (None: the plant's, "miqp" for 1-2 balls, "qp" for 3).
