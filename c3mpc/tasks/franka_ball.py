@@ -310,10 +310,10 @@ class FrankaBallOptions:
         seed: vision-noise seed.
         settle_time: seconds the arm holds its start pose before the first plan.
         tuning: "nominal", "noisy", "vision" or "auto" (one ball with camera noise: "noisy"
-            with ``force_sensing``, "vision" without; "nominal" otherwise): fills ``lead_angle_deg``, ``ball_velocity_weight``,
-            ``vision_accel_std`` and ``gait`` where they are None, ``min_command_delay`` where
-            it is "auto", and the default impedance's stiffness and damping ratio
-            (:data:`TUNINGS`). After construction those fields hold the values used, so
+            with ``force_sensing``, "vision" without; "nominal" otherwise): fills
+            ``lead_angle_deg``, ``ball_velocity_weight``, ``vision_accel_std`` and ``gait``
+            where they are None, ``min_command_delay`` where it is "auto", and the default
+            impedance's stiffness and damping ratio (:data:`TUNINGS`). After construction those fields hold the values used, so
             ``dataclasses.replace`` keeps them; ``resolved_tuning`` names the tuning.
         laps: single ball, state-based circle: with ``stop_after_lap`` the run stops once the
             ball has gone round this many times (``summary["laps"]``: per-lap time and band
