@@ -313,8 +313,9 @@ class FrankaBallOptions:
             with ``force_sensing``, "vision" without; "nominal" otherwise): fills
             ``lead_angle_deg``, ``ball_velocity_weight``, ``vision_accel_std`` and ``gait``
             where they are None, ``min_command_delay`` where it is "auto", and the default
-            impedance's stiffness and damping ratio (:data:`TUNINGS`). After construction those fields hold the values used, so
-            ``dataclasses.replace`` keeps them; ``resolved_tuning`` names the tuning.
+            impedance's stiffness and damping ratio (:data:`TUNINGS`). After construction
+            those fields hold the values used, so ``dataclasses.replace`` keeps them;
+            ``resolved_tuning`` names the tuning.
         laps: single ball, state-based circle: with ``stop_after_lap`` the run stops once the
             ball has gone round this many times (``summary["laps"]``: per-lap time and band
             fraction, :mod:`c3mpc.tasks.franka_ball_laps`); with ``duration`` None the time
