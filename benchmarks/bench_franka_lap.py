@@ -12,7 +12,11 @@ Panda in ``plants.sim``, until one lap or ``--duration``):
 * "default, wall clock": the defaults, measured planning latency, seeds 0-4 (depends on the
   machine's load, recorded per run);
 * "paper preset, fixed 4 ms": ``preset_options("paper")``;
-* "1 mm noise, vision only, fixed 4 ms": ``noise_std=0.001, force_sensing=False``, seeds 0-4.
+* "1 mm noise, vision only, fixed 4 ms": ``noise_std=0.001, force_sensing=False`` (so the
+  "vision" tuning), seeds 0-4;
+* "1 mm noise, vision only, fixed 4 ms + 8 ms floor": the same with the tuning's 8 ms
+  command-delay floor (what ``c3mpc run franka-ball --noise 0.001 --set force_sensing=false
+  --set planning_latency=0.004`` runs), seeds 0-4.
 
 ``--only SUBSTRING`` runs the configurations whose name contains it (the saved rows of the
 others are kept); ``--jobs N`` runs N at a time (processes). Writes
@@ -49,6 +53,8 @@ RUNS: list[tuple[str, str, dict[str, Any], list[int]]] = [
     ("paper preset, fixed 4 ms", "paper", FIXED4, [0]),
     ("1 mm noise, vision only, fixed 4 ms", "default",
      {**FIXED4, "noise_std": 0.001, "force_sensing": False}, [0, 1, 2, 3, 4]),
+    ("1 mm noise, vision only, fixed 4 ms + 8 ms floor", "default",
+     {"planning_latency": 0.004, "noise_std": 0.001, "force_sensing": False}, [0, 1, 2, 3, 4]),
 ]
 
 

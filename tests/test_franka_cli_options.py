@@ -404,6 +404,22 @@ def test_noise_flag_selects_the_noisy_tuning_unless_told_otherwise(tmp_path):
         _opts("--set", "tuning=loud")
 
 
+def test_noise_without_force_sensing_selects_the_vision_tuning():
+    from c3mpc.tasks.franka_ball import TUNINGS
+    from c3mpc.tasks.franka_ball_cli import _changed
+
+    o, _ = _opts("--noise", "0.001", "--set", "force_sensing=false")
+    vision = TUNINGS["vision"]
+    assert o.resolved_tuning == "vision" and not o.force_sensing
+    assert (o.vision_accel_std, o.gait, o.min_command_delay, o.resim_lead) == (
+        vision["vision_accel_std"], vision["gait"], vision["command_delay"],
+        vision["resim_lead"])
+    assert _changed(o) == ["noise_std=0.001", "force_sensing=False"]
+    o, _ = _opts("--noise", "0.001", "--set", "force_sensing=false", "--set",
+                 "vision_accel_std=0.01")
+    assert o.resolved_tuning == "vision" and o.vision_accel_std == 0.01
+
+
 def test_success_uses_the_noise_free_or_the_noisy_criterion():
     from c3mpc.tasks.franka_ball_cli import success
 

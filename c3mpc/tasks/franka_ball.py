@@ -123,7 +123,14 @@ camera period); the multi-ball line task: as before (:data:`SINGLE_BIAS_GAIT`, s
 command's delay).
 "noisy": found by a random search over these values with 1 mm camera noise and the
 force-sensed step 5 at fixed 4 ms (docs/franka-ball.md, "1 mm noise: force-sensed step 5 and
-the noisy tuning"): 88.9-91.8% of a lap in the band there, seeds 0-4, every exit returned."""
+the noisy tuning"): 88.9-91.8% of a lap in the band there, seeds 0-4, every exit returned.
+"vision": camera noise with step 5 from the camera alone (``force_sensing=False``, as the
+paper): the nominal gait and step 5 with the Kalman filter's process noise raised from 0.01 to
+0.3 m/s² (docs/franka-ball.md, "1 mm noise from vision alone: the filter's lag"): laps of
+18.9-20.3 s, 100% in the band, seeds 0-4 at fixed 4 ms and with the 8 ms floor. The staged
+gait pushes the ball every 1.5 s and the 0.01 filter lags it by 4.4 mm (p50, 12 mm p95); C3
+and the targets cannot take that lag, step 5 can take the faster filter's noise."""
+TUNINGS["vision"] = {**TUNINGS["nominal"], "vision_accel_std": 0.3}
 
 
 def _tuned(tuned: dict[str, Any], key: str, path_task: bool) -> Any:
@@ -199,11 +206,14 @@ class FrankaBallOptions:
             Δt_c and needs the ball relative to the end effector to a fraction of a millimetre;
             see docs/franka-ball.md, "1 mm noise: where it enters".
         vision_accel_std: Kalman process noise, white acceleration [m/s²] (None: the
-            tuning's, 0.01 nominal, 0.02 noisy). 0.01: the ball
+            tuning's, 0.01 nominal, 0.02 noisy, 0.3 vision). 0.01: the ball
             rolls at nearly constant velocity between pushes; at 80 Hz with σ = 1 mm the filter
             settles to 0.23 mm position and 0.74 mm/s velocity error (``estimators.
             cv_steady_state``), against 0.65 mm and 22 mm/s with the estimators' default 1.0
-            (which left the ball in the band 14% of 20 s, 0.01: 51-90%; docs/franka-ball.md).
+            (which left the ball in the band 14% of 20 s with the old single-bias gait, 0.01:
+            51-90%). But it lags an accelerating ball by 97 mm per m/s² (0.3: 2.9 mm), which
+            the staged gait's vision-only loop cannot take (docs/franka-ball.md, "1 mm noise
+            from vision alone: the filter's lag").
         sim_dt: simulator time step [s].
         solver: contact solver of the simulator ("sap").
         projection: C3 projection (None: the plant's, "miqp" for 1-2 balls, "qp" for 3).
@@ -299,12 +309,13 @@ class FrankaBallOptions:
             off for more than one ball, as in the paper's 2-ball example).
         seed: vision-noise seed.
         settle_time: seconds the arm holds its start pose before the first plan.
-        tuning: "nominal", "noisy" or "auto" ("noisy" for one ball with camera noise,
-            "nominal" otherwise): fills ``lead_angle_deg``, ``ball_velocity_weight``,
-            ``vision_accel_std`` and ``gait`` where they are None, ``min_command_delay`` where
-            it is "auto", and the default impedance's stiffness and damping ratio
-            (:data:`TUNINGS`). After construction those fields hold the values used, so
-            ``dataclasses.replace`` keeps them; ``resolved_tuning`` names the tuning.
+        tuning: "nominal", "noisy", "vision" or "auto" (one ball with camera noise: "noisy"
+            with ``force_sensing``, "vision" without; "nominal" otherwise): fills
+            ``lead_angle_deg``, ``ball_velocity_weight``, ``vision_accel_std`` and ``gait``
+            where they are None, ``min_command_delay`` where it is "auto", and the default
+            impedance's stiffness and damping ratio (:data:`TUNINGS`). After construction
+            those fields hold the values used, so ``dataclasses.replace`` keeps them;
+            ``resolved_tuning`` names the tuning.
         laps: single ball, state-based circle: with ``stop_after_lap`` the run stops once the
             ball has gone round this many times (``summary["laps"]``: per-lap time and band
             fraction, :mod:`c3mpc.tasks.franka_ball_laps`); with ``duration`` None the time
@@ -371,8 +382,8 @@ class FrankaBallOptions:
 
     def __post_init__(self) -> None:
         check_field_types(self)  # strict types first: no "0.1", True or 5.0 for an int
-        if self.tuning not in ("auto", "nominal", "noisy"):
-            raise C3ValueError(f"tuning must be 'auto', 'nominal' or 'noisy', got "
+        if self.tuning != "auto" and self.tuning not in TUNINGS:
+            raise C3ValueError(f"tuning must be 'auto' or one of {sorted(TUNINGS)}, got "
                                f"{self.tuning!r}")
         if not (isinstance(self.noise_std, (int, float)) and not isinstance(self.noise_std, bool)
                 and self.noise_std >= 0):
@@ -464,11 +475,14 @@ class FrankaBallOptions:
 
     @property
     def resolved_tuning(self) -> str:
-        """The tuning in use: ``tuning``, or for "auto" "noisy" with one ball and camera
-        noise, "nominal" otherwise."""
+        """The tuning in use: ``tuning``, or for "auto" with one ball and camera noise
+        "noisy" (``force_sensing``) or "vision" (step 5 from the camera alone), "nominal"
+        otherwise."""
         if self.tuning != "auto":
             return self.tuning
-        return "noisy" if (self.n_balls == 1 and self.noise_std > 0) else "nominal"
+        if self.n_balls == 1 and self.noise_std > 0:
+            return "noisy" if self.force_sensing else "vision"
+        return "nominal"
 
     @property
     def plant_name(self) -> str:

@@ -147,10 +147,12 @@ def list_options_text() -> str:
 def _changed(o: Any) -> list[str]:
     """Fields that differ from the defaults of the same tuning (so ``--noise`` lists the
     noise, not the noisy tuning's values)."""
-    default = type(o)(n_balls=o.n_balls, noise_std=o.noise_std, tuning=o.tuning)
+    default = type(o)(n_balls=o.n_balls, noise_std=o.noise_std, tuning=o.tuning,
+                      force_sensing=o.force_sensing)  # it picks the tuning with noise
     return [f"{f.name}={getattr(o, f.name)!r}" for f in dataclasses.fields(o)
             if getattr(o, f.name) != getattr(default, f.name)
-            or (f.name == "noise_std" and o.noise_std != 0)]
+            or (f.name == "noise_std" and o.noise_std != 0)
+            or (f.name == "force_sensing" and not o.force_sensing)]
 
 
 def success(o: Any, s: dict[str, Any]) -> bool:
