@@ -259,7 +259,27 @@ class LocalGlobalSystem:
             return be.to_host(self._ST_dev @ (self._S_dev @ be.to_device(np.ascontiguousarray(b))))
         return (b - self.A_off @ q_prev) / self.A_diag[:, None]
 
-    def inverse_block(self, nodes: np.ndarray) -> np.ndarray:
-        """(A⁻¹)[nodes][:, nodes] (k, k) dense = (S[:, nodes])ᵀ S[:, nodes]: one SpGEMM."""
-        Y = self._S_csc[:, nodes]
+    def apply_S(self, b: np.ndarray) -> np.ndarray:
+        """S b (host arrays in and out; the first half of :meth:`solve`)."""
+        if self.backend.name == "numpy":
+            return self.inverse.apply_S(b)
+        be = self.backend
+        return be.to_host(self._S_dev @ be.to_device(np.ascontiguousarray(b)))
+
+    def apply_ST(self, y: np.ndarray) -> np.ndarray:
+        """Sᵀ y (host arrays in and out; the second half of :meth:`solve`)."""
+        if self.backend.name == "numpy":
+            return self.inverse.apply_ST(y)
+        be = self.backend
+        return be.to_host(self._ST_dev @ be.to_device(np.ascontiguousarray(y)))
+
+    def inverse_columns(self, nodes: np.ndarray) -> sp.csc_matrix:
+        """S[:, nodes] (n_free, k) csc: by Theorem 1, column j is non-zero only on the
+        elimination-tree path from j to its root."""
+        return self._S_csc[:, nodes]
+
+    def inverse_block(self, nodes: np.ndarray, columns: sp.csc_matrix | None = None) -> np.ndarray:
+        """(A⁻¹)[nodes][:, nodes] (k, k) dense = (S[:, nodes])ᵀ S[:, nodes]: one SpGEMM
+        (``columns``: S[:, nodes] when the caller has it)."""
+        Y = self.inverse_columns(nodes) if columns is None else columns
         return (Y.T @ Y).toarray()
