@@ -172,13 +172,15 @@ def render(res: dict) -> str:
 
 
 def _git_commit() -> str:
+    """Short commit of the code that ran, "+dirty" when tracked code (not results or docs) differs."""
     import subprocess
 
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)benchmarks/results", ":(exclude)docs"],  # code changes only
+                               cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
         return out + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "?"
