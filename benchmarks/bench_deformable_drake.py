@@ -129,7 +129,7 @@ def _row_runs(r: dict, res: dict) -> str:
     drake = (f"{r['ours']['vertices']} vertices: Drake run {r.get('timestamp', res['timestamp'])} (load "
              f"{r.get('load', res['machine']['load_avg'][0]):.1f})")
     if "ours_drake_run" not in r:
-        return drake + ", ours in the same run"
+        return drake + ", ours in the same run" + (f" (commit {r['commit']})" if "commit" in r else "")
     return (drake + f", ours there {r['ours_drake_run']['step_time']:.0f} ms/step (code of that run); ours re-timed "
             f"{r['ours_timestamp']} (load {r['ours_load']:.1f}, commit {r.get('ours_commit', '?')})")
 
@@ -240,7 +240,8 @@ def main(argv=None) -> None:
             ours = run_ours(c, steps, args.drop)
             drake = run_drake(c, steps, Path(tmp), args.drop)
             rows.append({"cells": c, "ours": ours, "drake": drake, "timestamp": _report.utc_timestamp(),
-                         "load": _report.machine_info()["load_avg"][0], "steps": steps, "drop": args.drop})
+                         "load": _report.machine_info()["load_avg"][0], "steps": steps, "drop": args.drop,
+                         "commit": _git_commit()})
             _report.say(f"ball {ours['vertices']} vertices: ours {ours['step_time']:.1f} ms/step, "
                         f"Drake {drake['step_time']:.1f} ms/step")
     res = {"timestamp": _report.utc_timestamp(), "machine": _report.machine_info(), "quick": args.quick,
