@@ -162,11 +162,12 @@ def render(res: dict) -> str:
                  f"{r.get('steps', res['steps'])} | {o['contacts']} | {o['schur_time']:.1f} | {o['local_time']:.1f} | "
                  f"{o['global_time']:.1f} | {o['assembly_time']:.1f} | {o['constraint_time']:.1f} | "
                  f"{o['correction_time']:.1f} | {o['step_time']:.1f} | {d['step_time']:.1f} | "
-                 f"{o['step_time'] / d['step_time']:.2g} | {1e3 * o['min_z_final']:.3f} / {1e3 * d['min_z_final']:.2f} |")
+                 f"{o['step_time'] / d['step_time']:.2g} | "
+                 f"{1e3 * o['min_z_final']:.3f} / {1e3 * d['min_z_final']:.2f} |")
     L += ["", "Precomputation (ours: ordering, Cholesky and S; Drake: `Simulator.Initialize`): " + "; ".join(
         f"{r['ours']['vertices']} vertices: {r['ours']['precompute_s']:.1f} s / {r['drake']['precompute_s']:.1f} s"
-        for r in res["rows"]) + ". The contact models differ: ours is rigid (Signorini; penetration ≤ a few µm after the "
-        "fixed 5 iterations), "
+        for r in res["rows"]) + ". The contact models differ: ours is rigid (Signorini; penetration ≤ a few µm "
+        "after the fixed 5 iterations), "
         "Drake's deformable-rigid contact is compliant (a few tenths of a mm of overlap at rest)."]
     L.append(end)
     return "\n".join(L)
@@ -208,8 +209,8 @@ def retime_ours(cells: list[int] | None, quiet: bool) -> dict:
         r["ours"] = run_ours(r["cells"], r["steps"], r["drop"])
         r.update(ours_timestamp=_report.utc_timestamp(), ours_load=_report.machine_info()["load_avg"][0],
                  ours_commit=commit)
-        _report.say(f"ball {r['ours']['vertices']} vertices: ours {r['ours']['step_time']:.1f} ms/step "
-                    f"(was {r['ours_drake_run']['step_time']:.1f} in the Drake run), Drake {r['drake']['step_time']:.1f}")
+        _report.say(f"ball {r['ours']['vertices']} vertices: ours {r['ours']['step_time']:.1f} ms/step (was "
+                    f"{r['ours_drake_run']['step_time']:.1f} in the Drake run), Drake {r['drake']['step_time']:.1f}")
     res["machine"] = _report.machine_info()
     return res
 

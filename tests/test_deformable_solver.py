@@ -133,7 +133,8 @@ def test_fba_iterate_solves_a_q_equals_b_plus_contact_forces():
     duals = [np.zeros((p.elements.stop - p.elements.start, p.dim, 3)) for p in sysm.parts]
     for q in iterates[:-1]:  # replay the ADMM duals up to the last iteration
         sim._local(q, duals)
-    b = sim._b(sim._local(iterates[-1], duals), (x_t + h * v_t + h * h * sim.world.gravity)[sysm.free], np.zeros((0, 3)))
+    x_tilde = x_t + h * v_t + h * h * sim.world.gravity
+    b = sim._b(sim._local(iterates[-1], duals), x_tilde[sysm.free], np.zeros((0, 3)))
     JT = np.zeros_like(b)
     np.add.at(JT, rows.node, force[:, None] * rows.C)
     ref = np.column_stack([sla.spsolve(sysm.A, (b + h * h * JT)[:, k]) for k in range(3)])

@@ -112,8 +112,9 @@ class StepStats:
     iterations: ``schur_time`` (contact detection, W and r), ``local_time``, ``global_time``
     (A⁻¹ b; with contacts the S b half of the fused solve and u at the contact nodes),
     ``assembly_time`` (gaps, Ω, E, h), ``constraint_time`` (the CR solve), ``correction_time``
-    (with contacts the Sᵀ half, q = Sᵀ(S b + S_U c) = u + A⁻¹ h² JᵀΩΔλ), ``step_time`` (the frame). For the "nsn"
-    solver: ``local_time`` is the row assembly (SVDs, Jacobians), ``constraint_time`` the PCR solve.
+    (with contacts the Sᵀ half, q = Sᵀ(S b + S_U c) = u + A⁻¹ h² JᵀΩΔλ), ``step_time`` (the
+    frame). For the "nsn" solver: ``local_time`` is the row assembly (SVDs, Jacobians),
+    ``constraint_time`` the PCR solve.
     """
 
     n_contacts: int = 0
