@@ -46,16 +46,20 @@ RADIUS, YOUNGS, POISSON, DENSITY, MU, DT = 0.1, 1e5, 0.4, 1000.0, 0.5, 0.01
 PHASES = ("schur_time", "local_time", "global_time", "assembly_time", "constraint_time", "correction_time", "step_time")
 
 
-def _mesh(cells: int):
-    return sphere_tet_mesh(RADIUS, cells, center=(0.0, 0.0, RADIUS + 0.005))
+DROP = 0.005  # default gap [m] between the ball's bottom and the ground at t = 0
 
 
-def run_ours(cells: int, steps: int) -> dict:
-    mesh = _mesh(cells)
+def _mesh(cells: int, drop: float = DROP):
+    return sphere_tet_mesh(RADIUS, cells, center=(0.0, 0.0, RADIUS + drop))
+
+
+def run_ours(cells: int, steps: int, drop: float = DROP) -> dict:
+    mesh = _mesh(cells, drop)
     body = DeformableBody("ball", mesh, CoRotational(YOUNGS, POISSON), density=DENSITY)
     t0 = time.perf_counter()
     sim = DeformableSimulator(DeformableWorld((body,), (HalfSpace(name="ground", mu=MU),)), dt=DT)
     pre = time.perf_counter() - t0
+    _report.say(f"  ours: {mesh.n_nodes} vertices, precomputation {pre:.1f} s")
     traj = sim.run(steps * DT)
     s = traj.stats
     contact = np.flatnonzero(s["n_contacts"] > 0)
@@ -67,11 +71,11 @@ def run_ours(cells: int, steps: int) -> dict:
             **{k: 1e3 * float(np.median(s[k][sel])) for k in PHASES}}
 
 
-def run_drake(cells: int, steps: int, folder: Path) -> dict:
+def run_drake(cells: int, steps: int, folder: Path, drop: float = DROP) -> dict:
     import meshio
     import pydrake.all as pa
 
-    mesh = _mesh(cells)
+    mesh = _mesh(cells, drop)
     path = folder / f"ball_{cells}.vtk"
     meshio.write(str(path), meshio.Mesh(mesh.X, [("tetra", mesh.elements)]))
     builder = pa.DiagramBuilder()
@@ -103,44 +107,112 @@ def run_drake(cells: int, steps: int, folder: Path) -> dict:
         t0 = time.perf_counter()
         simulator.AdvanceTo((k + 1) * DT)
         times.append(time.perf_counter() - t0)
+        _report.say(f"  Drake step {k + 1}/{steps}: {times[-1]:.1f} s")
     ctx = plant.GetMyContextFromRoot(simulator.get_context())
     P = np.asarray(plant.deformable_model().GetPositions(ctx, body))  # (3, n)
     return {"vertices": int(P.shape[1]), "precompute_s": pre, "step_time": 1e3 * float(np.median(times[steps // 3:])),
             "min_z_final": float(P[2].min()), "com_z_final": float(P[2].mean())}
 
 
+def _drake_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("drake")
+    except PackageNotFoundError:  # pragma: no cover - a source build of pydrake
+        return "?"
+
+
+def _row_runs(r: dict, res: dict) -> str:
+    """Where a row's two columns come from: the Drake run (ours beside it) and, after
+    ``--ours-only``, the later re-timing of ours."""
+    drake = (f"{r['ours']['vertices']} vertices: Drake run {r.get('timestamp', res['timestamp'])} (load "
+             f"{r.get('load', res['machine']['load_avg'][0]):.1f})")
+    if "ours_drake_run" not in r:
+        return drake + ", ours in the same run" + (f" (commit {r['commit']})" if "commit" in r else "")
+    return (drake + f", ours there {r['ours_drake_run']['step_time']:.0f} ms/step (code of that run); ours re-timed "
+            f"{r['ours_timestamp']} (load {r['ours_load']:.1f}, commit {r.get('ours_commit', '?')})")
+
+
 def render(res: dict) -> str:
     start, end = _report.markers("bench_deformable_drake")
     m = res["machine"]
+    retimed = any("ours_drake_run" in r for r in res["rows"])
     L = [start, "## Deformable solver vs Drake's DeformableModel (`benchmarks/bench_deformable_drake.py`)", "",
-         f"Run {res['timestamp']} on {m['processor']} ({m['cpu_count']} cores, load {m['load_avg'][0]:.1f}; the "
-         "machine was shared with other jobs, so timings are noisy and both columns share the noise), "
-         f"pydrake {res['drake_version']}" + (" (--quick)" if res["quick"] else "") + ".", "",
-         "A co-rotational ball (r = 0.1 m, E = 1e5 Pa, ν = 0.4, ρ = 1000 kg/m³, μ = 0.5) dropped 5 mm onto the "
-         "ground, h = 0.01 s, the same tetrahedral mesh in both (ours written to .vtk, loaded by Drake). Ours: "
-         "seed 004's solver at its defaults (5 local-global, 10 CR iterations, FB, W-diagonal r; numpy/scipy/numba "
-         "on one CPU thread). Drake: `DeformableModel` FEM with SAP (`discrete_contact_approximation=\"sap\"`), "
-         "ground a compliant-hydroelastic box (Drake's deformable contact needs a meshed rigid geometry). Median "
-         f"ms per step over the last two thirds of {res['steps']} steps (in contact); our phases are summed over "
-         "the 5 iterations of a step (seed 004 Table 3 lists them per iteration).", "",
-         *([("Rows run separately (`--append`): " + "; ".join(
-             f"{r['ours']['vertices']} vertices: {r.get('timestamp', res['timestamp'])}, load "
-             f"{r.get('load', m['load_avg'][0]):.1f}, {r.get('steps', res['steps'])} steps" for r in res["rows"]) + "."),
-            ""] if any("timestamp" in r for r in res["rows"]) else []),
-         "| vertices | tets | contacts | Schur | Local | Global | Assembly | Cst. solve | Correction | ours: step | "
-         "Drake: step | ours / Drake | final bottom z ours / Drake [mm] |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         f"On {m['processor']} ({m['cpu_count']} cores, shared with other engineers' jobs: the load average is "
+         "given per run, timings are noisy, and the two columns of a row were not always measured at the same "
+         f"load), pydrake {res['drake_version']}" + (" (--quick)" if res["quick"] else "") + ".", "",
+         "A co-rotational ball (r = 0.1 m, E = 1e5 Pa, ν = 0.4, ρ = 1000 kg/m³, μ = 0.5) dropped from a gap "
+         "(`drop`; 0: it starts touching the ground, every step in contact) onto the ground, h = 0.01 s, the same "
+         "tetrahedral mesh in both (ours written to .vtk, loaded by Drake). Ours: seed 004's solver at its "
+         "defaults (5 local-global, 10 CR iterations, FB, W-diagonal r; numpy/scipy/numba on one CPU thread). "
+         "Drake: `DeformableModel` FEM with SAP (`discrete_contact_approximation=\"sap\"`), ground a "
+         "compliant-hydroelastic box (Drake's deformable contact needs a meshed rigid geometry). Median ms per "
+         "step over the last two thirds of the row's steps (in contact); our phases are summed over the 5 "
+         "iterations of a step (seed 004 Table 3 lists them per iteration).", "",
+         "Runs: " + "; ".join(_row_runs(r, res) for r in res["rows"]) + "." + (
+             " Where ours was re-timed (`--ours-only`: the same scene and step count, Drake's column kept "
+             "from its run), our columns are from the re-timing." if retimed else ""), "",
+         "| vertices | tets | drop [mm] | steps | contacts | Schur | Local | Global | Assembly | Cst. solve | "
+         "Correction | ours: step | Drake: step | ours / Drake | final bottom z ours / Drake [mm] |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
         o, d = r["ours"], r["drake"]
-        L.append(f"| {o['vertices']} | {o['tets']} | {o['contacts']} | {o['schur_time']:.1f} | {o['local_time']:.1f} | "
+        L.append(f"| {o['vertices']} | {o['tets']} | {1e3 * r.get('drop', DROP):.0f} | "
+                 f"{r.get('steps', res['steps'])} | {o['contacts']} | {o['schur_time']:.1f} | {o['local_time']:.1f} | "
                  f"{o['global_time']:.1f} | {o['assembly_time']:.1f} | {o['constraint_time']:.1f} | "
                  f"{o['correction_time']:.1f} | {o['step_time']:.1f} | {d['step_time']:.1f} | "
-                 f"{o['step_time'] / d['step_time']:.2f} | {1e3 * o['min_z_final']:.2f} / {1e3 * d['min_z_final']:.2f} |")
+                 f"{o['step_time'] / d['step_time']:.2g} | "
+                 f"{1e3 * o['min_z_final']:.3f} / {1e3 * d['min_z_final']:.2f} |")
     L += ["", "Precomputation (ours: ordering, Cholesky and S; Drake: `Simulator.Initialize`): " + "; ".join(
         f"{r['ours']['vertices']} vertices: {r['ours']['precompute_s']:.1f} s / {r['drake']['precompute_s']:.1f} s"
-        for r in res["rows"]) + ". The contact models differ: ours is rigid (Signorini, penetration to round-off), "
+        for r in res["rows"]) + ". The contact models differ: ours is rigid (Signorini; penetration ≤ a few µm "
+        "after the fixed 5 iterations), "
         "Drake's deformable-rigid contact is compliant (a few tenths of a mm of overlap at rest)."]
     L.append(end)
     return "\n".join(L)
+
+
+def _git_commit() -> str:
+    """Short commit of the code that ran, "+dirty" when tracked code (not results or docs) differs."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)benchmarks/results", ":(exclude)docs"],  # code changes only
+                               cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        return out + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def retime_ours(cells: list[int] | None, quiet: bool) -> dict:
+    """Re-time ours on rows of the saved results (``cells``; None: every row) with the same scene
+    (drop) and step count, keeping each row's Drake column; the row records both runs."""
+    if not JSON_PATH.exists():
+        raise SystemExit(f"--ours-only needs saved results at {JSON_PATH}; run with Drake first")
+    res = json.loads(JSON_PATH.read_text())
+    for r in res["rows"]:
+        r.setdefault("timestamp", res["timestamp"])
+        r.setdefault("load", res["machine"]["load_avg"][0])
+        r.setdefault("steps", res["steps"])
+        r.setdefault("drop", DROP)
+    known = {r["cells"] for r in res["rows"]}
+    missing = sorted(set(cells or ()) - known)
+    if missing:
+        raise SystemExit(f"--ours-only: no saved Drake row for cells {missing} (rows: {sorted(known)})")
+    commit = _git_commit()
+    for r in _report.track([r for r in res["rows"] if cells is None or r["cells"] in cells], "ours", quiet, "meshes"):
+        r.setdefault("ours_drake_run", r["ours"])
+        r["ours"] = run_ours(r["cells"], r["steps"], r["drop"])
+        r.update(ours_timestamp=_report.utc_timestamp(), ours_load=_report.machine_info()["load_avg"][0],
+                 ours_commit=commit)
+        _report.say(f"ball {r['ours']['vertices']} vertices: ours {r['ours']['step_time']:.1f} ms/step (was "
+                    f"{r['ours_drake_run']['step_time']:.1f} in the Drake run), Drake {r['drake']['step_time']:.1f}")
+    res["machine"] = _report.machine_info()
+    return res
 
 
 def main(argv=None) -> None:
@@ -148,30 +220,41 @@ def main(argv=None) -> None:
     parser.add_argument("--cells", nargs="+", type=int, default=None,
                         help="ball resolutions (cells per diameter; (cells+1)³ vertices), default 12 16 21")
     parser.add_argument("--steps", type=int, default=None, help="steps per run (default 25; --quick 15)")
+    parser.add_argument("--drop", type=float, default=DROP,
+                        help=f"gap [m] between the ball and the ground at t = 0 (default {DROP}); 0 starts it "
+                             "touching, so every step is in contact (for the large sizes, whose Drake steps are slow)")
+    parser.add_argument("--ours-only", action="store_true",
+                        help="re-time only our solver on the saved rows (--cells, default all), same scene and step "
+                             "count, keeping each row's Drake column; the table says which run each column is from")
     parser.add_argument("--append", action="store_true",
                         help="add these sizes to the rows of the existing results (replacing the same sizes)")
     args = parser.parse_args(argv)
-    import pydrake
+    if args.ours_only:
+        res = retime_ours(args.cells, args.quiet)
+        _report.publish(res, render(res), "bench_deformable_drake", JSON_PATH)
+        return
 
     cells = args.cells or ([8, 12] if args.quick else [12, 16, 21])
     steps = args.steps or (15 if args.quick else 25)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for c in _report.track(cells, "drake", args.quiet, "meshes"):
-            ours = run_ours(c, steps)
-            drake = run_drake(c, steps, Path(tmp))
+            ours = run_ours(c, steps, args.drop)
+            drake = run_drake(c, steps, Path(tmp), args.drop)
             rows.append({"cells": c, "ours": ours, "drake": drake, "timestamp": _report.utc_timestamp(),
-                         "load": _report.machine_info()["load_avg"][0], "steps": steps})
+                         "load": _report.machine_info()["load_avg"][0], "steps": steps, "drop": args.drop,
+                         "commit": _git_commit()})
             _report.say(f"ball {ours['vertices']} vertices: ours {ours['step_time']:.1f} ms/step, "
                         f"Drake {drake['step_time']:.1f} ms/step")
     res = {"timestamp": _report.utc_timestamp(), "machine": _report.machine_info(), "quick": args.quick,
-           "steps": steps, "drake_version": getattr(pydrake, "__version__", "?"), "rows": rows}
+           "steps": steps, "drake_version": _drake_version(), "rows": rows}
     if args.append and JSON_PATH.exists():
         old = json.loads(JSON_PATH.read_text())
         for r in old["rows"]:
             r.setdefault("timestamp", old["timestamp"])
             r.setdefault("load", old["machine"]["load_avg"][0])
             r.setdefault("steps", old["steps"])
+            r.setdefault("drop", DROP)
         new = {r["cells"] for r in rows}
         res["rows"] = sorted([r for r in old["rows"] if r["cells"] not in new] + rows, key=lambda r: r["cells"])
     _report.publish(res, render(res), "bench_deformable_drake", JSON_PATH)

@@ -277,6 +277,25 @@ def test_compiled_polar_rotation_matches_signed_svd():
     np.testing.assert_allclose(R[ok], (U @ Vh)[ok], atol=1e-10)
 
 
+def test_corotational_polar_local_step_matches_svd_reference():
+    """The co-rotational local step without an SVD, Z = (w/a) Y + c R (polar rotation R), against
+    U diag(σ*) Vᵀ of LAPACK's signed SVD (local_step_svd), inverted and flat blocks included, at
+    the ADMM weight and at weights 100× away; the SVD path still serves cloth (3×2 blocks)."""
+    from plants.sim.deformable.materials import CoRotational, local_step, local_step_svd
+
+    rng = np.random.default_rng(12)
+    Y = np.eye(3) + 0.4 * rng.standard_normal((500, 3, 3))
+    Y[:7, :, 1] *= -1  # inverted
+    Y[7, :, 2] = 0.0  # flat
+    mat = CoRotational(1e5, 0.45)
+    for w in (mat.admm_weight(3), 1e-2 * mat.admm_weight(3), 1e2 * mat.admm_weight(3)):
+        Z = local_step(mat, Y, w)
+        np.testing.assert_allclose(Z, local_step_svd(mat, Y, w), rtol=0, atol=1e-12 * np.abs(Z).max())
+    Yc = rng.standard_normal((50, 2, 3))
+    w = mat.admm_weight(2)
+    np.testing.assert_allclose(local_step(mat, Yc, w), local_step_svd(mat, Yc, w), atol=1e-12)
+
+
 def test_laplace_beltrami_bending_energy():
     """Q = L_Iᵀ M_I⁻¹ L_I: zero on affine maps of the flat sheet, positive semi-definite, and
     ½ xᵀQx ≈ 2∫H² dA = A_I/(2R²) for the sheet rolled isometrically onto a cylinder of radius R."""

@@ -110,9 +110,11 @@ class StepStats:
     """Per-step diagnostics: contact rows, the deepest normal gap at the end [m] (negative:
     penetration), and wall times [s] of the phases of seed 004 Table 3, summed over the step's
     iterations: ``schur_time`` (contact detection, W and r), ``local_time``, ``global_time``
-    (A⁻¹ b, with contacts A⁻¹ g), ``assembly_time`` (gaps, Ω, E, h), ``constraint_time`` (the CR
-    solve), ``correction_time`` (q = u + A⁻¹ h² JᵀΔλ), ``step_time`` (the frame). For the "nsn"
-    solver: ``local_time`` is the row assembly (SVDs, Jacobians), ``constraint_time`` the PCR solve.
+    (A⁻¹ b; with contacts the S b half of the fused solve and u at the contact nodes),
+    ``assembly_time`` (gaps, Ω, E, h), ``constraint_time`` (the CR solve), ``correction_time``
+    (with contacts the Sᵀ half, q = Sᵀ(S b + S_U c) = u + A⁻¹ h² JᵀΩΔλ), ``step_time`` (the
+    frame). For the "nsn" solver: ``local_time`` is the row assembly (SVDs, Jacobians),
+    ``constraint_time`` the PCR solve.
     """
 
     n_contacts: int = 0
@@ -259,7 +261,27 @@ class LocalGlobalSystem:
             return be.to_host(self._ST_dev @ (self._S_dev @ be.to_device(np.ascontiguousarray(b))))
         return (b - self.A_off @ q_prev) / self.A_diag[:, None]
 
-    def inverse_block(self, nodes: np.ndarray) -> np.ndarray:
-        """(A⁻¹)[nodes][:, nodes] (k, k) dense = (S[:, nodes])ᵀ S[:, nodes]: one SpGEMM."""
-        Y = self._S_csc[:, nodes]
+    def apply_S(self, b: np.ndarray) -> np.ndarray:
+        """S b (host arrays in and out; the first half of :meth:`solve`)."""
+        if self.backend.name == "numpy":
+            return self.inverse.apply_S(b)
+        be = self.backend
+        return be.to_host(self._S_dev @ be.to_device(np.ascontiguousarray(b)))
+
+    def apply_ST(self, y: np.ndarray) -> np.ndarray:
+        """Sᵀ y (host arrays in and out; the second half of :meth:`solve`)."""
+        if self.backend.name == "numpy":
+            return self.inverse.apply_ST(y)
+        be = self.backend
+        return be.to_host(self._ST_dev @ be.to_device(np.ascontiguousarray(y)))
+
+    def inverse_columns(self, nodes: np.ndarray) -> sp.csc_matrix:
+        """S[:, nodes] (n_free, k) csc: by Theorem 1, column j is non-zero only on the
+        elimination-tree path from j to its root."""
+        return self._S_csc[:, nodes]
+
+    def inverse_block(self, nodes: np.ndarray, columns: sp.csc_matrix | None = None) -> np.ndarray:
+        """(A⁻¹)[nodes][:, nodes] (k, k) dense = (S[:, nodes])ᵀ S[:, nodes]: one SpGEMM
+        (``columns``: S[:, nodes] when the caller has it)."""
+        Y = self.inverse_columns(nodes) if columns is None else columns
         return (Y.T @ Y).toarray()

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Material", "ARAP", "CoRotational", "StableNeoHookean", "signed_svd", "energy_density",
-           "first_piola", "local_step", "polar_rotation"]
+           "first_piola", "local_step", "local_step_svd", "polar_rotation"]
 
 
 def signed_svd(F: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -305,7 +305,35 @@ def local_step(material: Material, Y: np.ndarray, w: float, projective: bool | N
         if not isinstance(material, ARAP):
             raise ValueError(f"a projective (plain PD) local step exists only for ARAP, not {type(material).__name__}")
         return polar_rotation(Y)
+    if type(material).local_sigma is CoRotational.local_sigma and Y.shape[-2:] == (3, 3):
+        return _corotational_local_polar(material, np.asarray(Y, float), float(w))
     U, s, Vh = _signed_svd_fast(Y)
     dim = min(Y.shape[-2:])
     s_star = material.local_sigma(s, float(w), dim)
+    return (U * s_star[:, None, :]) @ Vh
+
+
+def _corotational_local_polar(material: "CoRotational", Y: np.ndarray, w: float) -> np.ndarray:
+    """Co-rotational ADMM-PD local step on 3×3 blocks without an SVD.
+
+    :meth:`CoRotational.local_sigma` is affine in σ: σ* = (w/a) σ + c 1, a = 2μ + w,
+    c = (2μ + 3λ − λ Σr/(a + 3λ))/a, Σr = 3(2μ + 3λ) + w Σσ. Hence
+    Z = U diag(σ*) Vᵀ = (w/a) Y + c R with R = U Vᵀ the polar rotation of Y and Σσ = tr(RᵀY)
+    (signed σ: exact for inverted blocks too). The polar rotation (compiled scaled Newton) costs
+    about half of the polar + Jacobi SVD, and the reconstruction U diag(σ*) Vᵀ disappears
+    (``tests/test_deformable_materials.py`` compares this with the SVD path)."""
+    mu, lam = material.lame(3)
+    a = 2 * mu + w
+    R = polar_rotation(Y)
+    tr = np.einsum("mij,mij->m", R, Y)
+    c = (2 * mu + 3 * lam - lam * (3 * (2 * mu + 3 * lam) + w * tr) / (a + 3 * lam)) / a
+    return (w / a) * Y + c[:, None, None] * R
+
+
+def local_step_svd(material: Material, Y: np.ndarray, w: float) -> np.ndarray:
+    """The ADMM-PD local step by the signed SVD (LAPACK) for any material: Z = U diag(σ*) Vᵀ,
+    σ* = ``material.local_sigma(σ)``. The reference the fast paths of :func:`local_step` are
+    tested against."""
+    U, s, Vh = signed_svd(np.asarray(Y, float))
+    s_star = material.local_sigma(s, float(w), min(Y.shape[-2:]))
     return np.einsum("mij,mj,mjk->mik", U, s_star, Vh)

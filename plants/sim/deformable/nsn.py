@@ -43,7 +43,7 @@ import scipy.sparse as sp
 from ...errors import SimulationDivergedError
 from .body import boundary_nodes, cotangent_laplacian, mixed_voronoi_areas, rest_shape
 from .cr import conjugate_residual
-from .materials import signed_svd
+from .materials import _signed_svd_fast
 from .ncp import NCP_FUNCTIONS, friction_rows, normal_rows
 
 __all__ = ["NSNOptions", "NSN_PRECONDITIONERS", "ElasticRows", "NSNStepper"]
@@ -147,29 +147,30 @@ class ElasticRows:
     def evaluate(self, x: np.ndarray, n_dof: int):
         """At positions x (n, 3): (s (m·ns,), J (m·ns, n_dof) csr, c (m·ns,) [N], E (m, ns, ns) [1/N])."""
         d, a, b, f = self.d, self._a, self._b, self._f
-        Ft = np.einsum("mbn,mnk->mbk", self.B, x[self.T])  # (m, d, 3)
+        Ft = self.B @ x[self.T]  # (m, d, 3)
         F = np.transpose(Ft, (0, 2, 1))
-        U, sig, Vh = signed_svd(F)
+        U, sig, Vh = _signed_svd_fast(F)
         R = U @ Vh  # (m, 3, d) polar rotation (3×2 for cloth)
-        Smat = np.einsum("mka,mkb->mab", R, F)
+        Smat = np.transpose(R, (0, 2, 1)) @ F
         Smat = 0.5 * (Smat + np.transpose(Smat, (0, 2, 1)))
         s = f * Smat[:, a, b]
-        # ∂s_i/∂X_nk = f_i · ½ (R_ka B_bn + R_kb B_an)
-        Jv = 0.5 * f[None, :, None, None] * (
-            np.einsum("mki,min->mink", R[:, :, a], self.B[:, b, :]) + np.einsum("mki,min->mink", R[:, :, b], self.B[:, a, :]))
+        # ∂s_i/∂X_nk = f_i · ½ (R_ka B_bn + R_kb B_an): outer products per row i, (m, ns, d+1, 3)
+        Ra, Rb = np.transpose(R[:, :, a], (0, 2, 1)), np.transpose(R[:, :, b], (0, 2, 1))  # (m, ns, 3)
+        Jv = (0.5 * f)[None, :, None, None] * (Ra[:, :, None, :] * self.B[:, b, :, None]
+                                              + Rb[:, :, None, :] * self.B[:, a, :, None])
         J = sp.csr_matrix((Jv.reshape(-1), self._indices, self._indptr), shape=(self.n_rows, n_dof))
         # eigenframe of RᵀF: V = Vhᵀ; Q maps eigen-Mandel to element Mandel coordinates (orthogonal)
         V = np.transpose(Vh, (0, 2, 1))
         Q = np.empty((self.m, self.ns, self.ns))
         for j, (p, q) in enumerate(_PAIRS[d]):
-            Ej = np.einsum("mi,mj->mij", V[:, :, p], V[:, :, q])
+            Ej = V[:, :, p, None] * V[:, None, :, q]
             if p != q:
                 Ej = (Ej + np.transpose(Ej, (0, 2, 1))) / _SQ2
             Q[:, :, j] = f * Ej[:, a, b]
         g = self.material.grad(sig, d)
         Hs = self.material.hess(sig, d)
         lam, P = np.linalg.eigh(Hs)
-        Hinv = np.einsum("mij,mj,mkj->mik", P, 1.0 / np.maximum(lam, self._floor), P)
+        Hinv = (P / np.maximum(lam, self._floor)[:, None, :]) @ np.transpose(P, (0, 2, 1))
         Einv_eig = np.zeros((self.m, self.ns, self.ns))
         Einv_eig[:, :d, :d] = Hinv
         for j, (p, q) in enumerate(_PAIRS[d]):
@@ -179,8 +180,8 @@ class ElasticRows:
             close = np.abs(ds) < 1e-8
             k = np.where(close, Hs[:, p, p] - Hs[:, p, q], (g[:, p] - g[:, q]) / np.where(close, 1.0, ds))
             Einv_eig[:, j, j] = 1.0 / np.maximum(k, self._floor)
-        E = np.einsum("mij,mjk,mlk->mil", Q, Einv_eig, Q) / self.volume[:, None, None]
-        c = self.volume[:, None] * np.einsum("mij,mj->mi", Q[:, :, :d], g)
+        E = Q @ Einv_eig @ np.transpose(Q, (0, 2, 1)) / self.volume[:, None, None]
+        c = self.volume[:, None] * (Q[:, :, :d] @ g[:, :, None])[:, :, 0]
         return s.reshape(-1), J, c.reshape(-1), E
 
 
@@ -307,7 +308,7 @@ class NSNStepper:
             for er in self.elastic:
                 s, J, c, E = er.evaluate(X, self.n_dof)
                 lam_e = lam_el[o:o + er.n_rows].reshape(er.m, er.ns)
-                res_el.append(np.einsum("mij,mj->mi", E, c.reshape(er.m, er.ns) + lam_e).reshape(-1) / h)
+                res_el.append((E @ (c.reshape(er.m, er.ns) + lam_e)[:, :, None]).reshape(-1) / h)
                 Js.append(J)
                 Es.append(E)
                 o += er.n_rows
