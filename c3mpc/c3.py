@@ -194,6 +194,7 @@ class C3:
         self._last_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._u_prev = np.zeros((self.N, self.n_u))  # penalize_input_change's reference
         self._x0_last = np.zeros(self.n_x)
+        self._residual_masks: tuple[Any, ...] | None = None  # (G, λ scale, tied, scale)
         self.update_lcs(lcs)
 
     # ------------------------------------------------------------------ setup helpers
@@ -654,9 +655,14 @@ class C3:
         entry with no consensus weight, e.g. the cart-pole's u, is free in both steps), λ in
         physical units (see :attr:`C3Result.consensus_residual`)."""
         n_x, n_l, n_z = self.n_x, self.n_lambda, self.n_z
-        tied = np.einsum("kii->ki", self._G)[:, :n_z] > 0
-        scale = np.ones(n_z)
-        scale[n_x:n_x + n_l] = self._plan_lcs.lambda_scale
+        ls = self._plan_lcs.lambda_scale
+        cache = self._residual_masks
+        if cache is None or cache[0] is not self._G or cache[1] != ls:  # once per G / scale
+            tied = np.einsum("kii->ki", self._G)[:, :n_z] > 0
+            scale = np.ones(n_z)
+            scale[n_x:n_x + n_l] = ls
+            cache = self._residual_masks = (self._G, ls, tied, scale)
+        tied, scale = cache[2], cache[3]
         a = np.where(tied, z[:, :n_z] * scale, 0.0)
         b = np.where(tied, delta[:, :n_z] * scale, 0.0)
         out = np.zeros(3)
