@@ -27,10 +27,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# the code timed: this checkout, or in a ``--tree`` child the other checkout (first on the path)
+CODE = Path(sys.argv[sys.argv.index("--_root") + 1]).resolve() if "--_root" in sys.argv else ROOT
+sys.path.insert(0, str(CODE))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_report.py
 import _report  # noqa: E402
+
+sys.path.insert(0, str(CODE))  # _report puts this checkout first; CODE goes before it
 
 JSON_PATH = ROOT / "benchmarks" / "results" / "bench_franka_cycle.json"
 START, END = _report.markers("bench_franka_cycle")
@@ -100,7 +103,8 @@ def time_cycles(states: list[tuple[list[float], float]], repeat: int) -> dict[st
 def _time_tree(tree: str, states_file: str, repeat: int) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--_child",
-                          states_file, "--repeat", str(repeat)], env=env, check=True,
+                          states_file, "--repeat", str(repeat), "--_root", tree], env=env,
+                         check=True,
                          capture_output=True, text=True, cwd=tree)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -145,8 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--quiet", action="store_true", help="no table on stdout")
     ap.add_argument("--_child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--_root", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args._child is not None:  # time this interpreter's code on saved states
+    if args._child is not None:  # time the code at CODE on saved states
+        import c3mpc
+
+        assert Path(c3mpc.__file__).resolve().is_relative_to(CODE), c3mpc.__file__
         print(json.dumps(time_cycles(json.loads(Path(args._child).read_text()), args.repeat)))
         return 0
     load0 = os.getloadavg()[0]
