@@ -327,6 +327,7 @@ class C3:
         plan = lcs.scaled() if self.options.scale_lcs else lcs
         self._plan_lcs = plan
         st = plan.stacked(self.N)
+        self._stacked = st  # the planning LCS over the horizon (views), until the next update
         self._data = ProjectionData(E=np.ascontiguousarray(st.E), F=np.ascontiguousarray(st.F),
                                     H=np.ascontiguousarray(st.H), c=np.ascontiguousarray(st.c),
                                     U=self._U)
@@ -496,7 +497,7 @@ class C3:
         u = zf[:, n_x + self.n_lambda: self.n_z].copy()
         lam = self._plan_lcs.unscale_lambda(lam_plan)
         status = C3Status.SOLVED if np.all(proj_status == 0) else C3Status.MAX_ITERATIONS
-        viol = float(np.max(self._plan_lcs.complementarity_residual(x[:N], u, lam_plan))
+        viol = float(np.max(self._complementarity_residual(x[:N], u, lam_plan))
                      ) * self._plan_lcs.lambda_scale
         consensus, message = float("nan"), ""
         if iterations:  # the final QP iterate against the last projection
@@ -672,8 +673,18 @@ class C3:
                     1.0 + max(np.abs(a[:, sl]).max(), np.abs(b[:, sl]).max()))
         return out
 
+    def _complementarity_residual(self, x: np.ndarray, u: np.ndarray,
+                                  lam: np.ndarray) -> np.ndarray:
+        """(N,) ``LCS.complementarity_residual`` of the planning LCS along the plan (x: (N,
+        n_x)), from the matrices stacked at the last update (the same arithmetic, without
+        re-validating and re-stacking them every solve)."""
+        st = self._stacked
+        s = (np.einsum("kij,kj->ki", st.E, x) + np.einsum("kij,kj->ki", st.F, lam)
+             + np.einsum("kij,kj->ki", st.H, u) + st.c)
+        return np.abs(np.minimum(lam, s)).max(axis=1, initial=0.0)
+
     def _reroll(self, x0: np.ndarray, z: np.ndarray) -> np.ndarray:
-        st = self._plan_lcs.stacked(self.N)
+        st = self._stacked
         x = np.empty((self.N + 1, self.n_x))
         x[0] = x0
         for k in range(self.N):
