@@ -163,10 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     states_file.write_text(json.dumps(states))
     runs: dict[str, Any] = {}
     try:
-        for spec in args.tree:
-            name, _, path = spec.partition("=")
-            runs[name] = _time_tree(path, str(states_file), args.repeat)
-        runs["this tree"] = time_cycles(states, args.repeat)
+        for spec in _report.track([*args.tree, None], "franka cycle", args.quiet, "checkouts"):
+            if spec is None:
+                runs["this tree"] = time_cycles(states, args.repeat)
+            else:
+                name, _, path = spec.partition("=")
+                runs[name] = _time_tree(path, str(states_file), args.repeat)
     finally:
         states_file.unlink()
     m = _report.machine_info()
