@@ -115,11 +115,11 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {r['controller_rate_hz']:.0f} | {r['load_average_start']:.1f} |")
     lines += ["", "In band = share of the simulated time until the lap (or the end) within 2 cm "
               "of the circle. Planner = 1 / median Algorithm 3 cycle in the loop (fixed-latency "
-              "rows: the emulated latency). Fixed 12-40 ms: planning slower than the default 8 ms "
-              "command-delay floor, with the default latency compensation (docs/franka-ball.md, "
-              "\"Slow planning: latency compensation\"). Why the defaults differ from the paper preset, and the "
-              "component-by-component diagnosis: docs/franka-ball.md, \"Why the literal "
-              "configuration fails\".", END]
+              "rows: the emulated latency). Fixed 12-40 ms: planning slower than the default "
+              "8 ms command-delay floor, with the default latency compensation "
+              "(docs/franka-ball.md, \"Slow planning: latency compensation\"). Why the defaults "
+              "differ from the paper preset, and the component-by-component diagnosis: "
+              "docs/franka-ball.md, \"Why the literal configuration fails\".", END]
     return "\n".join(lines)
 
 
