@@ -9,6 +9,10 @@ Panda in ``plants.sim``, until one lap or ``--duration``):
   command-delay floor (noise-free runs do not depend on the seed then; two seeds show it);
 * "default, fixed 4 ms + 8 ms floor": the same with the default 8 ms command-delay floor (what
   the wall-clock loop does whenever the planner is faster than 8 ms);
+* "default, fixed 12 / 16 / 25 / 40 ms": the defaults at a deterministic planning latency
+  slower than the 8 ms floor, where latency compensation acts (``c3mpc.tasks.latency``: the
+  state predicted over the latency, the adaptive command-delay floor); "no latency
+  compensation" the same at 25 ms with it off (the loop before it);
 * "default, wall clock": the defaults, measured planning latency, seeds 0-4 (depends on the
   machine's load, recorded per run);
 * "paper preset, fixed 4 ms": ``preset_options("paper")``;
@@ -49,6 +53,12 @@ RUNS: list[tuple[str, str, dict[str, Any], list[int]]] = [
     # name, preset, options, seeds
     ("default, fixed 4 ms", "default", FIXED4, [0, 1]),
     ("default, fixed 4 ms + 8 ms floor", "default", {"planning_latency": 0.004}, [0]),
+    ("default, fixed 12 ms", "default", {"planning_latency": 0.012}, [0]),
+    ("default, fixed 16 ms", "default", {"planning_latency": 0.016}, [0]),
+    ("default, fixed 25 ms", "default", {"planning_latency": 0.025}, [0, 1]),
+    ("default, fixed 40 ms", "default", {"planning_latency": 0.040}, [0, 1]),
+    ("default, fixed 25 ms, no latency compensation", "default",
+     {"planning_latency": 0.025, "latency_compensation": False}, [0]),
     ("default, wall clock", "default", {}, [0, 1, 2, 3, 4]),
     ("paper preset, fixed 4 ms", "paper", FIXED4, [0]),
     ("1 mm noise, vision only, fixed 4 ms", "default",
@@ -72,6 +82,7 @@ def _one(job: tuple[str, str, dict[str, Any], int, float]) -> dict[str, Any]:
         "band_fraction": s["band_fraction"], "max_error_m": s["max_error_m"],
         "returned_after_every_exit": s["returned_to_band_after_every_exit"],
         "n_exits": len(s["excursions"]), "controller_rate_hz": s["controller_rate_hz"],
+        "plan_time_p95_s": s["plan_time_p95_s"],
         "plans_per_simulated_second": s["plans_per_simulated_second"],
         "plan_time_median_s": s["plan_time_median_s"], "failed_plans": s["failed_plans"],
         "sim_error": s["sim_error"], "wall_time_s": s["wall_time_s"],
@@ -110,9 +121,11 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {r['controller_rate_hz']:.0f} | {r['load_average_start']:.1f} |")
     lines += ["", "In band = share of the simulated time until the lap (or the end) within 2 cm "
               "of the circle. Planner = 1 / median Algorithm 3 cycle in the loop (fixed-latency "
-              "rows: the emulated 4 ms). Why the defaults differ from the paper preset, and the "
-              "component-by-component diagnosis: docs/franka-ball.md, \"Why the literal "
-              "configuration fails\".", END]
+              "rows: the emulated latency). Fixed 12-40 ms: planning slower than the default "
+              "8 ms command-delay floor, with the default latency compensation "
+              "(docs/franka-ball.md, \"Slow planning: latency compensation\"). Why the defaults "
+              "differ from the paper preset, and the component-by-component diagnosis: "
+              "docs/franka-ball.md, \"Why the literal configuration fails\".", END]
     return "\n".join(lines)
 
 

@@ -519,8 +519,13 @@ class Algorithm3Planner:
         self.clock = clock
         self.u_prev = np.zeros(self.controllers[0].n_u)
 
-    def plan(self, x_hat: np.ndarray, t: float, x_resim: np.ndarray | None = None) -> Plan:
+    def plan(self, x_hat: np.ndarray, t: float, x_resim: np.ndarray | None = None,
+             resim_dt: float | None = None) -> Plan:
         """Steps 2-5 from the estimate ``x_hat`` (n_x,) at time ``t`` [s].
+
+        ``resim_dt`` [s], optional: step 5's interval, instead of max(Δt_c, ``min_resim_dt``)
+        + ``resim_lead`` (a caller that has already predicted ``x_hat`` over the latency,
+        :mod:`c3mpc.tasks.latency`, re-simulates over the rest of the command's interval).
 
         ``x_resim`` (n_x,), optional: the state step 5 re-simulates from instead of ``x_hat``
         (e.g. :meth:`c3mpc.tasks.contact_sensing.ForceSensedGap.step5_state`: the end effector-ball
@@ -530,6 +535,8 @@ class Algorithm3Planner:
         """
         clock = self.clock
         t0 = clock()
+        if resim_dt is not None and not (math.isfinite(resim_dt) and resim_dt > 0):
+            raise C3ValueError(f"resim_dt must be > 0 [s] or None, got {resim_dt!r}")
         x_hat = np.asarray(x_hat, float)
         if x_resim is None:
             x5 = x_hat
@@ -554,7 +561,8 @@ class Algorithm3Planner:
         if not np.all(np.isfinite(u)):
             u = np.zeros_like(self.u_prev)
         self.u_prev = u
-        h = max(dt_c, self.min_resim_dt) + self.resim_lead
+        h = (max(dt_c, self.min_resim_dt) + self.resim_lead if resim_dt is None
+             else float(resim_dt))
         lcs_c = self.plant.lcs(x5, u, dt=h)
         status = res.status
         try:

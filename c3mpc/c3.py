@@ -238,6 +238,7 @@ class C3:
         self._last_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._u_prev = np.zeros((self.N, self.n_u))  # penalize_input_change's reference
         self._x0_last = np.zeros(self.n_x)
+        self._residual_masks: tuple[Any, ...] | None = None  # (G, λ scale, tied, scale)
         self.update_lcs(lcs)
 
     # ------------------------------------------------------------------ setup helpers
@@ -370,6 +371,7 @@ class C3:
         plan = lcs.scaled() if self.options.scale_lcs else lcs
         self._plan_lcs = plan
         st = plan.stacked(self.N)
+        self._stacked = st  # the planning LCS over the horizon (views), until the next update
         self._data = ProjectionData(E=np.ascontiguousarray(st.E), F=np.ascontiguousarray(st.F),
                                     H=np.ascontiguousarray(st.H), c=np.ascontiguousarray(st.c),
                                     U=self._U)
@@ -539,7 +541,7 @@ class C3:
         u = zf[:, n_x + self.n_lambda: self.n_z].copy()
         lam = self._plan_lcs.unscale_lambda(lam_plan)
         status = C3Status.SOLVED if np.all(proj_status == 0) else C3Status.MAX_ITERATIONS
-        viol = float(np.max(self._plan_lcs.complementarity_residual(x[:N], u, lam_plan))
+        viol = float(np.max(self._complementarity_residual(x[:N], u, lam_plan))
                      ) * self._plan_lcs.lambda_scale
         rel_viol = relative_complementarity_violation(self.lcs, x[:N], u, lam)
         consensus, message = float("nan"), ""
@@ -707,9 +709,14 @@ class C3:
         entry with no consensus weight, e.g. the cart-pole's u, is free in both steps), λ in
         physical units (see :attr:`C3Result.consensus_residual`)."""
         n_x, n_l, n_z = self.n_x, self.n_lambda, self.n_z
-        tied = np.einsum("kii->ki", self._G)[:, :n_z] > 0
-        scale = np.ones(n_z)
-        scale[n_x:n_x + n_l] = self._plan_lcs.lambda_scale
+        ls = self._plan_lcs.lambda_scale
+        cache = self._residual_masks
+        if cache is None or cache[0] is not self._G or cache[1] != ls:  # once per G / scale
+            tied = np.einsum("kii->ki", self._G)[:, :n_z] > 0
+            scale = np.ones(n_z)
+            scale[n_x:n_x + n_l] = ls
+            cache = self._residual_masks = (self._G, ls, tied, scale)
+        tied, scale = cache[2], cache[3]
         a = np.where(tied, z[:, :n_z] * scale, 0.0)
         b = np.where(tied, delta[:, :n_z] * scale, 0.0)
         out = np.zeros(3)
@@ -719,8 +726,18 @@ class C3:
                     1.0 + max(np.abs(a[:, sl]).max(), np.abs(b[:, sl]).max()))
         return out
 
+    def _complementarity_residual(self, x: np.ndarray, u: np.ndarray,
+                                  lam: np.ndarray) -> np.ndarray:
+        """(N,) ``LCS.complementarity_residual`` of the planning LCS along the plan (x: (N,
+        n_x)), from the matrices stacked at the last update (the same arithmetic, without
+        re-validating and re-stacking them every solve)."""
+        st = self._stacked
+        s = (np.einsum("kij,kj->ki", st.E, x) + np.einsum("kij,kj->ki", st.F, lam)
+             + np.einsum("kij,kj->ki", st.H, u) + st.c)
+        return np.abs(np.minimum(lam, s)).max(axis=1, initial=0.0)
+
     def _reroll(self, x0: np.ndarray, z: np.ndarray) -> np.ndarray:
-        st = self._plan_lcs.stacked(self.N)
+        st = self._stacked
         x = np.empty((self.N + 1, self.n_x))
         x[0] = x0
         for k in range(self.N):

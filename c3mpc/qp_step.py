@@ -117,6 +117,7 @@ class CondensedQP:
             self._force0_rows = slice(self._n_con - n_lambda, self._n_con)
         self._factors: dict[float, Any] = {}
         self._J0: dict[float, np.ndarray] = {}
+        self._triu: tuple[np.ndarray, np.ndarray] | None = None  # strict upper triangle
         self._osqp: dict[float, Any] = {}
         self._osqp_stale: set[float] = set()
         self._ready = False
@@ -340,7 +341,13 @@ class CondensedQP:
             Linv, info = scipy.linalg.lapack.dtrtri(fac[1][0], lower=1)
             if info != 0:
                 return np.empty(0), False, "singular Cholesky factor", 0
-            J0 = np.ascontiguousarray(np.tril(Linv).T)  # J0 = L^{-T}
+            # J0 = L^{-T}: dtrtri leaves the factor's upper triangle (the Hessian's entries)
+            # above the diagonal; zero it in place (same values as np.tril, no temporaries)
+            n = Linv.shape[0]
+            if self._triu is None or self._triu[0].size != n * (n - 1) // 2:
+                self._triu = np.triu_indices(n, 1)
+            Linv[self._triu] = 0.0
+            J0 = np.ascontiguousarray(Linv.T)
             self._J0[sigma] = J0
         off = self._SX @ X0
         b = np.concatenate([self._lo[self._fin_lo] - off[self._fin_lo],

@@ -347,7 +347,9 @@ def build_lcs(
     """
     mats = build_lcs_matrices(lin, contacts, contact_model, dt,
                               spring_stiffness=spring_stiffness, check=check)
-    lcs = LCS(*mats, dt=dt)
+    # the factory's matrices have the right shapes by construction: without ``check`` (hot
+    # loops) only their finiteness is checked (LCS._from_trusted; same matrices)
+    lcs = LCS(*mats, dt=dt) if check else LCS._from_trusted(*mats, dt=float(dt))
     if N is not None:
         if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 1:
             raise LCSValueError(f"N must be a positive number of knots or None, got {N!r}")

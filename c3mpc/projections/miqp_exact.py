@@ -1127,6 +1127,7 @@ class ExactMIQPProjection(Projection):
         self.stats = np.zeros(1, np.int64)
         self._cache: dict[str, Any] | None = None
         self._modes: dict[int, np.ndarray] = {}
+        self._checked_U: tuple[Any, np.ndarray] | None = None  # (the object, its values)
         self._last_mode: np.ndarray | None = None
 
     # ------------------------------------------------------------------ data handling
@@ -1134,17 +1135,28 @@ class ExactMIQPProjection(Projection):
         return tuple(np.ascontiguousarray(a) for a in _data_arrays(data))
 
     def check(self, data: ProjectionData) -> None:
-        """Shapes, finiteness and U symmetric positive semidefinite."""
+        """Shapes, finiteness and U symmetric positive semidefinite.
+
+        The U checks (an eigen-decomposition per knot) are skipped when U is the very array
+        (same object, unchanged) that passed them last time: C3 passes its own U at every
+        re-linearisation, and only E, F, H, c change there.
+        """
         E, F, H, c, U = self._arrays(data)
-        for nm, a in (("E", E), ("F", F), ("H", H), ("c", c), ("U", U)):
+        for nm, a in (("E", E), ("F", F), ("H", H), ("c", c)):
             if not np.all(np.isfinite(a)):
                 raise C3ValueError(f"{nm} contains NaN or Inf")
+        checked = self._checked_U
+        if checked is not None and checked[0] is data.U and np.array_equal(checked[1], U):
+            return
+        if not np.all(np.isfinite(U)):
+            raise C3ValueError("U contains NaN or Inf")
         if not np.allclose(U, np.swapaxes(U, 1, 2), rtol=1e-10, atol=1e-12):
             raise C3ValueError("U must be symmetric")
         ev = np.linalg.eigvalsh(U)
         scale = np.maximum(1.0, np.abs(ev).max(axis=1))
         if np.any(ev.min(axis=1) < -1e-10 * scale):
             raise C3ValueError("U must be positive semidefinite")
+        self._checked_U = (data.U, U.copy())
 
     def _cache_for(self, E, H, U) -> tuple[dict[str, np.ndarray], bool]:
         """The per-knot cache (allocated on the first call and when the dimensions change)."""

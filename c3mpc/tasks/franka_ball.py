@@ -51,6 +51,7 @@ from .ball_trajectories import TimedPath, TimedPathTarget, TrajectoryOptions
 from .ball_trajectories import describe as describe_trajectory
 from .contact_sensing import ForceSensedGap
 from .franka_ball_laps import circle_lap_boundaries, lap_statistics
+from .latency import DelayEstimator, command_hold, predict_under_command
 from .franka_robustness import (BallForces, RobustnessOptions, push_recovery, scene_options,
                                 simulated_start)
 from ..errors import C3ValueError
@@ -103,6 +104,7 @@ TUNINGS: dict[str, dict[str, Any]] = {
         "gait": CIRCLE_GAIT, "line_gait": SINGLE_BIAS_GAIT, "resim_lead": None,
         "line_resim_lead": 0.0,
         "translational_stiffness": TASK_STIFFNESS, "damping_ratio": 1.0, "command_delay": 0.008,
+        "latency_compensation": True, "line_latency_compensation": False,
     },
     "noisy": {
         "lead_angle_deg": 15.0, "ball_velocity_weight": 30.0, "vision_accel_std": 0.02,
@@ -112,7 +114,8 @@ TUNINGS: dict[str, dict[str, Any]] = {
 }
 """The loop's tunings (``FrankaBallOptions.tuning``): the values of :data:`TUNED_FIELDS` left
 None, of ``min_command_delay="auto"`` (``command_delay``), ``resim_lead="auto"``
-(``resim_lead``; None = one camera period) and of the default impedance
+(``resim_lead``; None = one camera period), ``latency_compensation="auto"``
+(``latency_compensation``; False where absent) and of the default impedance
 (``translational_stiffness``, ``damping_ratio``; :func:`task_gains`). The ``line_`` keys, where
 present, replace ``gait`` and ``resim_lead`` for the path tasks (more than one ball, or a
 time-based ``trajectory``: the staged circle gait outruns x_d(t), 3% in the band).
@@ -120,7 +123,8 @@ time-based ``trajectory``: the staged circle gait outruns x_d(t), 3% in the band
 "nominal": one ball: the lap in 22-23 s at a fixed 4 ms latency, with and without the 8 ms
 floor, 100% in the 2 cm band (:data:`CIRCLE_GAIT`; step 5 over the command's delay plus one
 camera period); the multi-ball line task: as before (:data:`SINGLE_BIAS_GAIT`, step 5 over the
-command's delay).
+command's delay); slower planning than the 8 ms floor is compensated
+(:mod:`c3mpc.tasks.latency`; one ball only).
 "noisy": found by a random search over these values with 1 mm camera noise and the
 force-sensed step 5 at fixed 4 ms (docs/franka-ball.md, "1 mm noise: force-sensed step 5 and
 the noisy tuning"): 88.9-91.8% of a lap in the band there, seeds 0-4, every exit returned.
@@ -147,7 +151,7 @@ def _paper_preset() -> dict[str, Any]:
         "ball_position_weight": None,
         "lead_angle_deg": 20.0, "impedance": ImpedanceGains(), "force_sensing": False,
         "vision_filter": "none", "extrapolate_vision": False, "max_target_distance": None,
-        "tuning": "nominal",
+        "tuning": "nominal", "latency_compensation": False,
     }
 
 
@@ -282,6 +286,13 @@ class FrankaBallOptions:
             planner is faster than this (removes the machine's latency jitter; see
             docs/franka-ball.md). "auto": the tuning's, 8 ms nominal, 4 ms noisy (the noisy
             tuning's step 5 is tuned at 4 ms; at 8 ms it keeps 45-56% of a lap in the band).
+        latency_compensation: when the expected command delay L exceeds the delay the tuning
+            was made for (its ``command_delay``, 8 ms nominal), plan from the state predicted
+            L − 8 ms ahead under the command in force, re-simulate step 5 over 8 ms plus the
+            hold that follows from L, and hold every command at least L (L: a quantile of the
+            recent cycle times, :class:`c3mpc.tasks.latency.DelayEstimator`); at L <= 8 ms
+            nothing changes. "auto": the tuning's (on for one ball nominal, off for the
+            noisy tuning and the path tasks). See docs/franka-ball.md, "Slow planning".
         input_limit: bound on each end-effector acceleration input of C3 [m/s²] (None: the
             plant's, unbounded; 5 here: fewer end-effector swings that kick the ball, see
             docs/franka-ball.md).
@@ -362,6 +373,7 @@ class FrankaBallOptions:
     phase2_ball_weight: float | None = None
     planning_latency: float | None = None
     min_command_delay: float | Literal["auto"] | None = "auto"
+    latency_compensation: bool | Literal["auto"] = "auto"
     input_limit: float | None = 5.0
     gait: GaitOptions | None = None
     center: tuple[float, float] = (0.55, 0.0)
@@ -396,6 +408,10 @@ class FrankaBallOptions:
             object.__setattr__(self, "min_command_delay", tuned["command_delay"])
         if self.resim_lead == "auto":
             object.__setattr__(self, "resim_lead", _tuned(tuned, "resim_lead", self._path_task))
+        if self.latency_compensation == "auto":
+            key = "line_latency_compensation" if self._path_task else "latency_compensation"
+            object.__setattr__(self, "latency_compensation",
+                               bool(tuned.get(key, tuned.get("latency_compensation", False))))
         if not isinstance(self.gait, GaitOptions):
             raise C3ValueError(f"gait must be a GaitOptions or None, got {self.gait!r}")
         for name in ("ball_position_weight", "phase2_ball_weight"):
@@ -409,7 +425,7 @@ class FrankaBallOptions:
                 raise C3ValueError(f"{name} must be a finite number or None, got {v!r}")
         for name in ("stop_after_lap", "end_on_qp_step", "acceleration_feedforward",
                      "torque_limits", "extrapolate_vision", "ball_on_table", "plan_on_new_sample",
-                     "force_sensing"):
+                     "force_sensing", "latency_compensation"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise C3ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.line_steer is not None and not isinstance(self.line_steer, (bool, np.bool_)):
@@ -525,6 +541,11 @@ class FrankaBallLog:
         plan_contact: (P, k) C3's planned end effector-ball contact at the first knot (force
             > ``contact_threshold``).
         plan_x_d: (P, 3) x_d's end-effector position.
+        plan_resim_dt: (P,) step 5's interval h [s] (x_d is the plan's state h after the
+            state it started from).
+        plan_lookahead: (P,) how far ahead of ``plan_t`` the plan's start state was predicted
+            [s] (``latency_compensation``; 0: the estimate at ``plan_t``). x_d is the state
+            expected at ``plan_t + plan_lookahead + plan_resim_dt``.
         wall_time: total wall time of the run [s].
         info: options, plant, lap/completion data, ``sim_error`` (the simulator's error message
             if it failed; the log then ends at that step).
@@ -551,6 +572,8 @@ class FrankaBallLog:
     plan_x_d: np.ndarray
     wall_time: float
     info: dict[str, Any] = field(default_factory=dict)
+    plan_resim_dt: np.ndarray | None = None
+    plan_lookahead: np.ndarray | None = None
 
 
 def franka_layout(plant: Any) -> BallTaskLayout:
@@ -594,8 +617,11 @@ def build_planner(plant: Any, o: FrankaBallOptions) -> tuple[Algorithm3Planner, 
     """Algorithm 3 on ``plant`` with the task's target generator and per-phase costs."""
     d = plant.defaults
     layout = franka_layout(plant)
+    # resimulate_plan off: Algorithm 3 uses the plan, not its re-simulated cost (eq. 14 along
+    # the rollout), which cost an LCP per knot every cycle (the plan is the same either way)
     opts = C3Options(projection=o.projection or d.projection, admm_iter=o.admm_iter,
-                     rho=d.rho, rho_scale=d.rho_scale, end_on_qp_step=o.end_on_qp_step)
+                     rho=d.rho, rho_scale=d.rho_scale, end_on_qp_step=o.end_on_qp_step,
+                     resimulate_plan=False)
     q = np.diag(d.Q).copy()
     q[_ball_velocity_indices(plant, layout)] = o.ball_velocity_weight
     if o.ball_position_weight is not None:
@@ -801,6 +827,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
                                  ball_mass=BALL_MASS)
         force_sensor = EmulatedForceSensor(o.force_noise_std,
                                            np.random.default_rng([o.seed, 7919]))
+    latency = _LatencyCompensation(o, plant, layout, gains) if o.latency_compensation else None
     for i in range(n_steps + 1):
         t = world.t
         p_ee, v_ee = world.ee_state()
@@ -838,9 +865,13 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
                 f_meas = force_sensor.step(pair_k * max(-gap_log[i, 0], 0.0))
                 x5 = sensing.step5_state(x_hat, f_meas, layout)
                 sensed_plans += f_meas > sensing.threshold
-            plan = planner.plan(x_hat, t, x_resim=x5)
-            delay = (plan.total_time if o.min_command_delay is None
-                     else max(plan.total_time, o.min_command_delay))
+            ahead = 0.0
+            if latency is not None:
+                plan, delay, ahead = latency.plan(planner, x_hat, x5, t, cmd)
+            else:
+                plan = planner.plan(x_hat, t, x_resim=x5)
+                delay = (plan.total_time if o.min_command_delay is None
+                         else max(plan.total_time, o.min_command_delay))
             steps_late = max(1, int(math.ceil(delay / o.sim_dt - 1e-9)))
             t_act = t + steps_late * o.sim_dt
             if plan.status.ok:
@@ -859,7 +890,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
             lam_force = _planned_contact(plan, planner, layout)
             plans.append((t, t_act, plan.total_time, plan.dt_c, int(plan.status), plan.phase,
                           plan.plan_x[:, ee_idx].copy(), plan.ee_force.copy(), lam_force,
-                          plan.x_d[ee_idx].copy()))
+                          plan.x_d[ee_idx].copy(), plan.dt_resim, ahead))
             if on_plan is not None:
                 on_plan(t, plan, {"q_arm": world.q_arm(), "balls": balls, "ball_quat": quats,
                                   "ee": p_ee, "plan_ee": plans[-1][6]})
@@ -895,7 +926,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
     else:
         err = np.max(np.abs(b_log[sl, :, 0] - o.center[0]), axis=1)
     P = len(plans)
-    col = list(zip(*plans)) if P else [[]] * 10
+    col = list(zip(*plans)) if P else [[]] * 12
     N1 = o.horizon + 1
     info = {
         "options": _options_dict(o), "plant": o.plant_name, "n_x": plant.n_x,
@@ -909,6 +940,7 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         "simulated": world.description,
         "torque_saturated_steps": getattr(world, "saturated_steps", None),
         "force_sensing": sensing is not None, "force_sensed_plans": sensed_plans,
+        "latency_predicted_plans": latency.predicted_plans if latency is not None else 0,
         "trajectory": describe_trajectory(path) if path is not None else None,
         "time_limit_s": o.time_limit,
     }
@@ -922,7 +954,54 @@ def run_franka_ball(options: FrankaBallOptions | None = None, *,
         plan_ee_force=np.array(col[7], float).reshape(P, 3),
         plan_contact=np.array(col[8], float).reshape(P, k),
         plan_x_d=np.array(col[9], float).reshape(P, 3),
+        plan_resim_dt=np.array(col[10], float), plan_lookahead=np.array(col[11], float),
         wall_time=time.perf_counter() - wall0, info=info)
+
+
+class _LatencyCompensation:
+    """``FrankaBallOptions.latency_compensation`` in the loop (:mod:`c3mpc.tasks.latency`)."""
+
+    def __init__(self, o: FrankaBallOptions, plant: Any, layout: BallTaskLayout, gains: Any):
+        self.o, self.plant, self.layout, self.gains = o, plant, layout, gains
+        self.reference = float(TUNINGS[o.resolved_tuning]["command_delay"])
+        """L_0: the command delay the tuning was made for [s]."""
+        floor = o.min_command_delay if o.min_command_delay is not None else o.sim_dt
+        self.delays = DelayEstimator(floor, o.sim_dt)
+        self.period = 1.0 / o.vision_rate_hz
+        self.emulated = o.planning_latency is not None
+        self.predicted_plans = 0
+
+    def plan(self, planner: Algorithm3Planner, x_hat: np.ndarray, x5: np.ndarray | None,
+             t: float, cmd: dict[str, Any]) -> tuple[Plan, float, float]:
+        """One Algorithm 3 cycle from the estimate at t: (plan, command delay [s], how far
+        ahead of t the plan started [s])."""
+        o = self.o
+        L = self.delays.expected()
+        ahead = L - self.reference
+        if ahead <= 1e-9:  # the tuning's own latency: Algorithm 3 as tuned
+            ahead = 0.0
+            plan = planner.plan(x_hat, t, x_resim=x5)
+            delay = (plan.total_time if o.min_command_delay is None
+                     else max(plan.total_time, o.min_command_delay))
+        else:
+            w0 = time.perf_counter()
+            g = self.gains
+            p_r, v_r = _reference(cmd, t, o.reference == "extrapolate")
+            a_ff = cmd["a"] if o.acceleration_feedforward else np.zeros(3)
+            f_ff = cmd["f"] if g.feedforward else np.zeros(3)
+            x_p = predict_under_command(self.plant, self.layout, x_hat, p_r, v_r, a_ff, f_ff,
+                                        g.translational_stiffness, g.translational_damping,
+                                        ahead)
+            x5_p = None if x5 is None else x_p + (x5 - x_hat)
+            # the prediction is part of the cycle on the wall clock (emulated latency: not)
+            predict_time = 0.0 if self.emulated else time.perf_counter() - w0
+            hold = command_hold(L, self.period, o.plan_on_new_sample)
+            plan = planner.plan(x_p, t + ahead, x_resim=x5_p, resim_dt=self.reference + hold)
+            plan = dataclasses.replace(plan, total_time=plan.total_time + predict_time)
+            delay = max(plan.total_time, L)
+            self.predicted_plans += 1
+        self.delays.record(plan.total_time)
+        return plan, delay, ahead
 
 
 def _initial_command(ee0: np.ndarray) -> dict[str, Any]:
