@@ -274,15 +274,18 @@ class LocalGlobalSystem:
         dx = x - x_tilde
         return float(0.5 / self.h**2 * (self.mass * (dx * dx).sum(1)).sum()) + self.elastic_energy(x)
 
-    def projective_energy(self, x: np.ndarray, x_tilde: np.ndarray, targets: list[np.ndarray]) -> float:
+    def projective_energy(self, x: np.ndarray, x_tilde: np.ndarray, targets: list[np.ndarray],
+                          gradients: list[np.ndarray] | None = None) -> float:
         """The PD energy ε(x, p) = 1/(2h²)‖M^½(x − x̃)‖² + Σ_e w_e/2 ‖G_e x − p_e‖² + ½ Σ_axes xᵀQx
         [J] at positions x (n, 3) for local-step targets p (per body, (m_b, d, 3), the stacks of
         :meth:`deformation_gradients`), w_e = ŵ V_e. With p = project(G x) on plain-PD (ARAP)
         bodies it is the incremental potential ε(x) of Eq. 1 (ψ = μ‖F − R‖², ŵ = 2μ), from the
-        local step's own output: no extra decomposition."""
+        local step's own output: no extra decomposition. ``gradients``: the stacks
+        :meth:`deformation_gradients` (x) if the caller has them already."""
         dx = x - x_tilde
         total = 0.5 / self.h**2 * float((self.mass * (dx * dx).sum(1)).sum())
-        for p, Ft, P in zip(self.parts, self.deformation_gradients(x), targets):
+        Fts = self.deformation_gradients(x) if gradients is None else gradients
+        for p, Ft, P in zip(self.parts, Fts, targets):
             r = Ft - P
             total += 0.5 * p.w_hat * float(p.volume @ (r * r).sum((1, 2)))
         return total + 0.5 * float((x * (self.Q @ x)).sum())

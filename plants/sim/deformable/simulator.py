@@ -613,6 +613,14 @@ class DeformableSimulator:
             stats.min_gap = float(gaps.min()) if gaps.size else np.inf
         return q, lam, rows, force, vr
 
+    def _projection_and_energy(self, x: np.ndarray, x_tilde: np.ndarray) -> tuple[list[np.ndarray], float]:
+        """The plain-PD local step at x (n, 3) (Eq. 5: each Fᵀ's polar rotation) and the
+        incremental potential ε(x) from it, with one G x for both."""
+        sysm = self.system
+        Fts = sysm.deformation_gradients(x)
+        targets = [local_step(p.material, Ft, p.w_hat, projective=True) for p, Ft in zip(sysm.parts, Fts)]
+        return targets, sysm.projective_energy(x, x_tilde, targets, Fts)
+
     def _iterate_anderson(self, q: np.ndarray, x_tilde: np.ndarray, x_pin: np.ndarray, n_it: int,
                           record: list | None, stats: StepStats) -> np.ndarray:
         """``n_it`` contact-free plain-PD iterations from q (n, 3), Anderson-accelerated with Peng
@@ -631,10 +639,8 @@ class DeformableSimulator:
         if mixer is None:
             mixer = AndersonMixer(self.options.anderson_window)
         mixer.new_map()
-        no_duals = [None] * len(sysm.parts)
         t0 = time.perf_counter()
-        targets = self._local(q, no_duals)
-        energy = sysm.projective_energy(q, x_tilde, targets)
+        targets, energy = self._projection_and_energy(q, x_tilde)
         stats.local_time += time.perf_counter() - t0
         for k in range(n_it):
             t0 = time.perf_counter()
@@ -649,15 +655,13 @@ class DeformableSimulator:
             last = k == n_it - 1
             t0 = time.perf_counter()
             if accelerated or not last:
-                t_targets = self._local(trial, no_duals)
-                t_energy = sysm.projective_energy(trial, x_tilde, t_targets)
+                t_targets, t_energy = self._projection_and_energy(trial, x_tilde)
                 if accelerated and not t_energy <= energy:  # safeguard: the plain step instead
                     mixer.reset()
                     stats.anderson_rejections += 1
                     trial[free] = g
                     if not last:
-                        t_targets = self._local(trial, no_duals)
-                        t_energy = sysm.projective_energy(trial, x_tilde, t_targets)
+                        t_targets, t_energy = self._projection_and_energy(trial, x_tilde)
                 targets, energy = t_targets, t_energy
             q = trial
             stats.local_time += time.perf_counter() - t0
