@@ -78,12 +78,16 @@ def test_anderson_mix_is_the_least_squares_combination():
     assert np.allclose(x, np.stack(gs, 1) @ alpha, atol=1e-10)
 
 
-def test_anderson_rejects_a_bad_window():
+def test_anderson_options_reject_bad_input():
     for bad in (-1, 2.5, True, "5"):
         with pytest.raises(ValueError, match="window"):
             AndersonMixer(bad)
         with pytest.raises(ValueError, match="anderson_window"):
             FBAOptions(anderson_window=bad)
+    with pytest.raises(TypeError, match="anderson_carry"):
+        FBAOptions(anderson_carry="yes")
+    with pytest.raises(ValueError, match="unknown"):
+        FBAOptions.from_dict({"anderson": 5})
 
 
 # ---------------------------------------------------------------------------- the accelerated step
