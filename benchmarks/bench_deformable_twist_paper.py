@@ -116,12 +116,18 @@ def render(res: dict) -> str:
          f"{res['reference']} default iterations). ms/it: wall time of the measured step over its iterations "
          "(the default pays one extra local step per time step). A plain trajectory leaves no Anderson history "
          "to carry, so its two Anderson rows coincide. Chebyshev rows: from the same q⁰ and q*.", "",
+         "Trajectory column: its solver, the rejected Anderson iterates over its steps, and the differences it "
+         "carries into the measured step (0 after a rejection in the last iteration of the step before: then "
+         "the carried and fresh rows coincide).", "",
          "| E [Pa] | frame | twist | trajectory | variant | e_1 | e_3 | e_5 | e_10 | ms/it | ‖∇ε(q*)‖/‖∇ε(q⁰)‖ |",
          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
+        traj = r["trajectory"]
+        if "trajectory_rejections" in r:
+            traj += f" ({r['trajectory_rejections']} rej. / {r['trajectory_steps']} steps, carries {r['carried_history']})"
         for key, e in r["errors"].items():
             ms = r["ms_per_iteration"].get(key)
-            L.append(f"| {r['youngs']:.0e} | {r['frame']} | {r['twist_deg']:.0f}° | {r['trajectory']} | {key} | "
+            L.append(f"| {r['youngs']:.0e} | {r['frame']} | {r['twist_deg']:.0f}° | {traj} | {key} | "
                      f"{e[0]:.2e} | {e[2]:.2e} | {e[4]:.2e} | {e[9]:.2e} | "
                      f"{'' if ms is None else f'{ms:.0f}'} | {r['reference_gradient']:.1e} |")
     L.append(end)
@@ -148,11 +154,16 @@ def main(argv=None) -> None:
         for traj in args.trajectories:
             sim = load_scene("twisting-bar", youngs=youngs, cells_along=along, cells_across=across, twist_rate=rate,
                              solver_options=TRAJECTORIES[traj])
+            rejections, steps = 0, 0
             for frame in _report.track(frames, f"E={youngs:.0e} {traj}", args.quiet, "frames"):
                 t0 = time.perf_counter()
-                sim.run((frame - sim.step_index) * sim.dt)
+                stats = sim.run((frame - sim.step_index) * sim.dt).stats
+                rejections += int(np.sum(stats["anderson_rejections"]))
+                steps += len(stats["anderson_rejections"])
+                history = 0 if sim._anderson is None else sim._anderson.depth
                 row = {"youngs": youngs, "frame": frame, "trajectory": traj,
-                       "twist_deg": float(np.degrees(2 * rate * sim.t)),
+                       "twist_deg": float(np.degrees(2 * rate * sim.t)), "trajectory_rejections": rejections,
+                       "trajectory_steps": steps, "carried_history": history,
                        **measure(sim, iterations, reference, args.chebyshev)}
                 rows.append(row)
                 _report.say(f"twist {along}x{across} E={youngs:.0e} {traj} frame {frame}: e5 "
