@@ -64,8 +64,8 @@ class FBAOptions:
             solve on an NVIDIA GPU; needs CuPy, imported only then; :mod:`.backend`).
         anderson_window: Anderson acceleration of the local-global fixed-point map (Peng et al.
             2018) with the last m = ``anderson_window`` differences and their energy safeguard
-            (an accelerated iterate whose incremental potential is not below the last accepted
-            one is replaced by the plain global step, and the history is reset); 0 = off (the
+            (an accelerated iterate whose incremental potential exceeds the last accepted one's
+            is replaced by the plain global step, and the history is reset); 0 = off (the
             paper's plain iteration). It acts on contact-free steps of worlds whose bodies are
             all plain PD (ARAP) with the complete global step; elsewhere (contact or attachment
             rows, ADMM-PD materials, ``global_step="jacobi"``) the iteration is the plain one.
