@@ -62,6 +62,21 @@ class FBAOptions:
             new positions). The paper does not state its q⁰.
         backend: "numpy" (CPU, default) or "cupy" (the global step Sᵀ(S b) and the constraint
             solve on an NVIDIA GPU; needs CuPy, imported only then; :mod:`.backend`).
+        anderson_window: Anderson acceleration of the local-global fixed-point map (Peng et al.
+            2018) with the last m = ``anderson_window`` differences and their energy safeguard
+            (an accelerated iterate whose incremental potential exceeds the last accepted one's
+            is replaced by the plain global step, and the history is reset); 0 = off (the
+            paper's plain iteration). It acts on contact-free steps of worlds whose bodies are
+            all plain PD (ARAP) with the complete global step; elsewhere (contact or attachment
+            rows, ADMM-PD materials, ``global_step="jacobi"``) the iteration is the plain one.
+            Costs one extra local step per time step (the energy of the last iterate) plus one
+            per rejected iterate. Default 5 (``docs/deformables.md`` §3 and §5.2).
+        anderson_carry: keep the Anderson differences from one time step to the next (the
+            local-global map changes between steps by a constant, except at elements touching
+            moving pins, and the differences are blind to a constant), so the first iterations
+            of a step are already accelerated; False: a fresh history every step (Peng et al.).
+            The history is dropped after any step that is not accelerated, on a rejection and
+            on ``set_state``. Default True.
     """
 
     iterations: int = 5
@@ -73,6 +88,8 @@ class FBAOptions:
     warm_start: bool = True
     initial_guess: str = "extrapolated"
     backend: str = "numpy"
+    anderson_window: int = 5
+    anderson_carry: bool = True
 
     def __post_init__(self):
         for name in ("iterations", "cr_iterations"):
@@ -87,8 +104,13 @@ class FBAOptions:
             raise ValueError(f"global_step must be one of {GLOBAL_STEPS}, got {self.global_step!r}")
         if self.initial_guess not in INITIAL_GUESSES:
             raise ValueError(f"initial_guess must be one of {INITIAL_GUESSES}, got {self.initial_guess!r}")
+        w = self.anderson_window
+        if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0:
+            raise ValueError(f"anderson_window must be an integer >= 0, got {w!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if not isinstance(self.anderson_carry, bool):
+            raise TypeError(f"anderson_carry must be a bool, got {type(self.anderson_carry).__name__}")
         if not isinstance(self.warm_start, bool):
             raise TypeError(f"warm_start must be a bool, got {type(self.warm_start).__name__}")
         if isinstance(self.contact_margin, bool) or not (np.isfinite(self.contact_margin) and self.contact_margin >= 0):
@@ -115,6 +137,8 @@ class StepStats:
     (with contacts the Sᵀ half, q = Sᵀ(S b + S_U c) = u + A⁻¹ h² JᵀΩΔλ), ``step_time`` (the
     frame). For the "nsn" solver: ``local_time`` is the row assembly (SVDs, Jacobians),
     ``constraint_time`` the PCR solve.
+    ``anderson_rejections``: accelerated iterates the energy safeguard replaced by the plain step
+    (``FBAOptions.anderson_window``).
     """
 
     n_contacts: int = 0
@@ -126,6 +150,7 @@ class StepStats:
     assembly_time: float = 0.0
     correction_time: float = 0.0
     step_time: float = 0.0
+    anderson_rejections: int = 0
 
 
 @dataclass
@@ -250,6 +275,24 @@ class LocalGlobalSystem:
         """Seed 004 Eq. 1: 1/(2h²)‖M^½(x − x̃)‖² + Σ ψ_e(x) [J]."""
         dx = x - x_tilde
         return float(0.5 / self.h**2 * (self.mass * (dx * dx).sum(1)).sum()) + self.elastic_energy(x)
+
+    def projective_energy(self, x: np.ndarray, x_tilde: np.ndarray, targets: list[np.ndarray],
+                          gradients: list[np.ndarray] | None = None) -> float:
+        """The PD energy ε(x, p) = 1/(2h²)‖M^½(x − x̃)‖² + Σ_e w_e/2 ‖G_e x − p_e‖² + ½ Σ_axes xᵀQx
+        [J] at positions x (n, 3) for local-step targets p (per body, (m_b, d, 3), the stacks of
+        :meth:`deformation_gradients`), w_e = ŵ V_e. With p = project(G x) on plain-PD (ARAP)
+        bodies it is the incremental potential ε(x) of Eq. 1 (ψ = μ‖F − R‖², ŵ = 2μ), from the
+        local step's own output: no extra decomposition. ``gradients``: the stacks
+        :meth:`deformation_gradients` (x) if the caller has them already."""
+        dx = x - x_tilde
+        total = 0.5 / self.h**2 * float((self.mass * (dx * dx).sum(1)).sum())
+        Fts = self.deformation_gradients(x) if gradients is None else gradients
+        for p, Ft, P in zip(self.parts, Fts, targets):
+            r = (Ft - P).reshape(len(Ft), -1)
+            # einsum and an elementwise sum, not a BLAS dot: a threaded BLAS costs 10-20 ms here
+            # on a loaded machine (26k elements)
+            total += 0.5 * p.w_hat * float((p.volume * np.einsum("ij,ij->i", r, r)).sum())
+        return total + 0.5 * float((x * (self.Q @ x)).sum())
 
     def solve(self, b: np.ndarray, q_prev: np.ndarray | None = None) -> np.ndarray:
         """The global step on free nodes: A⁻¹ b = Sᵀ(S b) (on the backend's device; host arrays in

@@ -21,6 +21,7 @@ from ...errors import SimulationDivergedError
 from ..._validation import duration_steps
 from ...progress import ProgressLine
 from ..trajectory import Trajectory
+from .anderson import AndersonMixer
 from .coupling import RobotDynamics
 from .cr import conjugate_residual
 from .local_global import FBAOptions, LocalGlobalSystem, StepStats
@@ -211,6 +212,7 @@ class DeformableSimulator:
             raise ValueError("state (x, v) contains NaN or Inf")
         self.x, self.v, self.t = x, v, float(t)
         self.step_index = 0
+        self._anderson = None  # the carried Anderson differences (FBAOptions.anderson_carry)
 
     def set_robot_state(self, name: str, q: np.ndarray, v: np.ndarray) -> None:
         """Set the configuration q (n_q,) and velocity v (n_v,) of the coupled robot ``name``."""
@@ -418,6 +420,7 @@ class DeformableSimulator:
         peak = float(np.abs(v_new).max())
         too_fast = self.max_speed is not None and peak > self.max_speed
         if not np.isfinite(peak) or not np.isfinite(v_r).all() or too_fast:
+            self._anderson = None
             raise SimulationDivergedError(
                 f"deformable simulation diverged at step {self.step_index} (t = {self.t:.6g} s): "
                 f"|v| = {peak:.3g} > max_speed = {self.max_speed} (state left unchanged)",
@@ -531,7 +534,14 @@ class DeformableSimulator:
         stats.schur_time = time.perf_counter() - t0
         stats.n_contacts = 0 if rows is None else rows.n_contacts
 
-        for _ in range(n_it):
+        accelerate = (not m_r and opt.anderson_window > 0 and sysm.inverse is not None and n_it > 0
+                      and all(p.projective for p in sysm.parts))
+        if accelerate:  # contact-free plain PD: Anderson-accelerated iterations (docs §3)
+            q = self._iterate_anderson(q, x_tilde, x_pin, n_it, record, stats)
+            qf = q[free]
+        else:
+            self._anderson = None  # a step without it breaks the chain of secants
+        for _ in range(0 if accelerate else n_it):
             t0 = time.perf_counter()
             targets = self._local(q, duals)
             b = self._b(targets, x_tilde[free], x_pin)
@@ -612,6 +622,63 @@ class DeformableSimulator:
             gaps = rel(qf, vr)[iN] - rows.offset[iN]
             stats.min_gap = float(gaps.min()) if gaps.size else np.inf
         return q, lam, rows, force, vr
+
+    def _projection_and_energy(self, x: np.ndarray, x_tilde: np.ndarray) -> tuple[list[np.ndarray], float]:
+        """The plain-PD local step at x (n, 3) (Eq. 5: each Fᵀ's polar rotation) and the
+        incremental potential ε(x) from it, with one G x for both."""
+        sysm = self.system
+        Fts = sysm.deformation_gradients(x)
+        targets = [local_step(p.material, Ft, p.w_hat, projective=True) for p, Ft in zip(sysm.parts, Fts)]
+        return targets, sysm.projective_energy(x, x_tilde, targets, Fts)
+
+    def _iterate_anderson(self, q: np.ndarray, x_tilde: np.ndarray, x_pin: np.ndarray, n_it: int,
+                          record: list | None, stats: StepStats) -> np.ndarray:
+        """``n_it`` contact-free plain-PD iterations from q (n, 3), Anderson-accelerated with Peng
+        et al. 2018's energy safeguard: an accelerated iterate is kept only if its
+        incremental potential ε (from its own local step, :meth:`LocalGlobalSystem.projective_energy`)
+        does not exceed the last accepted one; else the plain global step g_k (which cannot raise
+        ε: PD is a descent method) replaces it and the history is reset. So ε decreases
+        monotonically. The local step at an accepted iterate is the next iteration's; the last
+        iterate's costs one extra local step. With ``anderson_carry`` the differences of earlier
+        steps start the history: the map changes between steps by a constant (x̃ and the pins
+        enter b linearly), except through the local step of elements that touch moving pins, so
+        old differences remain (nearly exact) secants of the new map. Returns q^n (n, 3)."""
+        sysm = self.system
+        free = sysm.free
+        mixer = self._anderson if self.options.anderson_carry else None
+        if mixer is None:
+            mixer = AndersonMixer(self.options.anderson_window)
+        mixer.new_map()
+        t0 = time.perf_counter()
+        targets, energy = self._projection_and_energy(q, x_tilde)
+        stats.local_time += time.perf_counter() - t0
+        for k in range(n_it):
+            t0 = time.perf_counter()
+            b = self._b(targets, x_tilde[free], x_pin)
+            stats.local_time += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            g = sysm.solve(b)
+            trial = q.copy()
+            trial[free] = mixer.mix(q[free], g)
+            accelerated = mixer.depth > 0  # else trial is the plain step g
+            stats.global_time += time.perf_counter() - t0
+            last = k == n_it - 1
+            t0 = time.perf_counter()
+            if accelerated or not last:
+                t_targets, t_energy = self._projection_and_energy(trial, x_tilde)
+                if accelerated and not t_energy <= energy:  # safeguard: the plain step instead
+                    mixer.reset()
+                    stats.anderson_rejections += 1
+                    trial[free] = g
+                    if not last:
+                        t_targets, t_energy = self._projection_and_energy(trial, x_tilde)
+                targets, energy = t_targets, t_energy
+            q = trial
+            stats.local_time += time.perf_counter() - t0
+            if record is not None:
+                record.append(q.copy())
+        self._anderson = mixer if self.options.anderson_carry else None
+        return q
 
     def run(self, duration: float, progress: bool = False, stream: Any = None) -> DeformableTrajectory:
         """Simulate ``duration`` seconds (rounded to whole steps) from the current state
