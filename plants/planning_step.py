@@ -1,8 +1,8 @@
 """Is the planning time step short enough for the robot's contacts? A check from the plant alone.
 
 C3 plans on one LCS, the plant linearized at the current state and stepped with the planning
-time step ``dt`` (semi-implicit Euler: ``v⁺ = v + dt M⁻¹ f``, ``q⁺ = q + dt v⁺``). A force ``F``
-held for one step moves a contact along its normal by
+time step ``dt`` (semi-implicit Euler: ``v⁺ = v + dt M⁻¹ f``, ``q⁺ = q + dt v⁺``). A force
+``F`` held for one step moves a contact along its normal by
 
     δ = F dt² W,        W = J_n M⁻¹ J_nᵀ   (the contact's Delassus entry, 1/effective mass)
 

@@ -20,7 +20,7 @@ JAW_SMALL = JAW / "jaw_gripper_small.yaml"
 
 
 def _task_files() -> list[Path]:
-    """Every task file in the repo: a YAML mapping with a ``contacts:`` list (examples/, tests/data/)."""
+    """Every task file in the repo (examples/, tests/data/): a YAML mapping with ``contacts:``."""
     out = []
     for folder in ("examples", "tests/data"):
         for p in sorted((ROOT / folder).rglob("*.y*ml")):
