@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["MAX_STEP_RATIO", "PlanningStepWarning", "ContactStep", "PlanningStepCheck",
-           "check_planning_step"]
+           "check_planning_step", "MIN_ROLLOUT_PROGRESS", "PlanRolloutCheck",
+           "check_plan_rollout"]
 
 #: Largest accepted ``m_obj g dt² W / ℓ``. Calibrated on the repo's task files (2026-11-27):
 #: the ones that work at dt 0.1 s measure 0.15-4.4 (the Panda push 4.4), the hand-scale jaw
@@ -214,3 +215,81 @@ def check_planning_step(plant: Any, x0: Any, dt: float | None = None,
                                size, ratio))
     out.sort(key=lambda s: -s.ratio)
     return PlanningStepCheck(dt, tuple(out), float(max_ratio))
+
+
+# ---------------------------------------------------------------------------- at the first plan
+#: Smallest accepted :attr:`PlanRolloutCheck.progress`. Measured on the first plan of the repo's
+#: task files (2026-11-27): 0.47-0.98 where the closed loop works, 0.09 for the hand-scale jaw
+#: gripper (stalls) and 0.16 for it with 100 g jaws (half-stalls; the load-time check passes it).
+MIN_ROLLOUT_PROGRESS = 0.3
+
+
+@dataclass(frozen=True)
+class PlanRolloutCheck:
+    """The result of :func:`check_plan_rollout`.
+
+    Attributes:
+        progress: per goal entry (:meth:`plants.TaskFile.goal_errors` names) the plan moves
+            toward its goal by more than its tolerance: the rollout's largest error reduction
+            over the plan's (1: the rollout gets as far; 0: it does not move toward the goal).
+        min_progress: the threshold the check applied.
+    """
+
+    progress: dict
+    min_progress: float = MIN_ROLLOUT_PROGRESS
+
+    @property
+    def worst(self) -> tuple[str, float] | None:
+        """(entry, progress) of the least-followed entry (None when no entry is checked)."""
+        return min(self.progress.items(), key=lambda kv: kv[1]) if self.progress else None
+
+    @property
+    def passed(self) -> bool:
+        """Every checked entry's progress at least :attr:`min_progress`."""
+        return all(p >= self.min_progress for p in self.progress.values())
+
+    def message(self, where: str = "", dt: float | None = None) -> str:
+        """An explanation naming the entry, its progress and a shorter planning step."""
+        w = self.worst
+        head = f"{where + ': ' if where else ''}"
+        if w is None or self.passed:
+            return f"{head}the first plan's own rollout follows it"
+        step = f"planning: {{dt: {dt / 2:g}}}" if dt else "a shorter planning step"
+        return (f"{head}the first plan's inputs, rolled out through its own LCS with every "
+                f"contact LCP solved, move {w[0]!r} only {w[1]:.2f} of the way the plan does "
+                f"(limit {self.min_progress:g}): the plan rests on forces its LCS cannot "
+                f"realize and the closed loop may stall while C3 reports SOLVED. Try "
+                f"'{step}'; docs/own-robot.md, 'The planning step check'")
+
+
+def check_plan_rollout(task: Any, x_plan: Any, x_rollout: Any,
+                       min_progress: float = MIN_ROLLOUT_PROGRESS) -> PlanRolloutCheck:
+    """Compare a plan with its own inputs rolled out through its LCS (every LCP solved).
+
+    Args:
+        task: a :class:`plants.TaskFile` (its goal entries and tolerances).
+        x_plan: (N+1, n_x) the plan's states (``C3Result.x``), x_plan[0] the start.
+        x_rollout: (N+1, n_x) the rollout's states (``C3Result.resimulated_x``).
+        min_progress: the smallest accepted progress (default :data:`MIN_ROLLOUT_PROGRESS`).
+
+    Returns:
+        :class:`PlanRolloutCheck`. For each goal entry e_j the plan reduces by more than its
+        tolerance, ``max_k (|e_j(x_0)| − |e_j(x_k)|)`` of the rollout over that of the plan.
+    """
+    x_plan = np.asarray(x_plan, dtype=float)
+    x_roll = np.asarray(x_rollout, dtype=float)
+    if x_plan.ndim != 2 or x_plan.shape != x_roll.shape or x_plan.shape[0] < 2:
+        raise ValueError(f"x_plan and x_rollout must be (N+1, n_x) arrays of one shape with "
+                         f"N >= 1, got {x_plan.shape} and {x_roll.shape}")
+    if isinstance(min_progress, bool) or not isinstance(min_progress, (int, float)):
+        raise ValueError(f"min_progress must be a number, got {min_progress!r}")
+    e0 = task.goal_errors(x_plan[0])
+    tol = task.goal_tolerances()
+
+    def reduction(X: np.ndarray) -> dict:
+        errs = [task.goal_errors(x) for x in X[1:]]
+        return {j: max(abs(e0[j]) - abs(e[j]) for e in errs) for j in e0}
+
+    planned, rolled = reduction(x_plan), reduction(x_roll)
+    progress = {j: float(max(rolled[j], 0.0) / planned[j]) for j in e0 if planned[j] > tol[j]}
+    return PlanRolloutCheck(progress, float(min_progress))

@@ -63,6 +63,7 @@ def run_task_file_command(args: argparse.Namespace) -> int:
     duration = task.duration if args.duration is None else args.duration
     report = prepare_report_dir(args.report) if args.report else None  # before the run
     controller = build_controller(plant, options, N=N, x0=task.x0)
+    rollout = _first_plan_check(task, build_controller(plant, options, N=N, x0=task.x0), path)
     sim = task.simulator(task.x0)
     name = plant.name
     if not args.quiet:
@@ -95,6 +96,8 @@ def run_task_file_command(args: argparse.Namespace) -> int:
                       "steps": int(sim_status.size),
                       "non_converged_steps": int(np.count_nonzero(sim_status))},
         "c3_options": options.to_dict(), "N": N, "interrupted": interrupted,
+        "planning_dt": float(plant.dt), "planning_step_ratio": float(task.planning_step.ratio),
+        "first_plan_rollout_progress": None if rollout is None else rollout.progress,
         "machine": {"platform": platform.platform(), "python": platform.python_version()},
     }
     if interrupted:
@@ -114,6 +117,24 @@ def run_task_file_command(args: argparse.Namespace) -> int:
     if interrupted:
         return EXIT_INTERRUPTED
     return 0 if ok else 1
+
+
+def _first_plan_check(task: Any, controller: Any, path: Path) -> Any:
+    """Plan once from the start on a separate controller (the run's keeps no warm start from
+    it) and compare the plan with its own LCS rollout (:func:`plants.planning_step.
+    check_plan_rollout`); warn (:class:`plants.PlanningStepWarning`) when the rollout does not
+    follow. None when the plan failed or has no rollout."""
+    import warnings
+
+    from plants.planning_step import PlanningStepWarning, check_plan_rollout
+
+    res = controller.solve(task.x0)
+    if not res.ok or res.resimulated_x is None:
+        return None
+    check = check_plan_rollout(task, res.x, res.resimulated_x)
+    if not check.passed:
+        warnings.warn(PlanningStepWarning(check.message(str(path), task.plant.dt)), stacklevel=3)
+    return check
 
 
 def _criterion(task: Any) -> str:
