@@ -49,8 +49,8 @@ __all__ = ["MAX_STEP_RATIO", "PlanningStepWarning", "ContactStep", "PlanningStep
 #: Largest accepted ``m_obj g dt² W / ℓ``. Calibrated on the repo's task files (2026-11-27):
 #: the ones that work at dt 0.1 s measure 0.15-4.4 (the Panda push 4.4), the hand-scale jaw
 #: gripper 21.6 at 0.1 s (stalls) and 5.4 at 0.05 s (turns its cube); 10 sits a factor of
-#: 2-2.3 from the nearest working (4.4) and failing (21.6) ones. Beyond them it is approximate
-#: (the hand-scale gripper with 100 g jaws half-stalls at 5.9; docs/own-robot.md).
+#: 1.9-2.3 from the nearest working (5.4, 4.4) and failing (21.6) ones. Beyond them it is
+#: approximate (the hand-scale gripper with 100 g jaws half-stalls at 5.9; docs/own-robot.md).
 MAX_STEP_RATIO = 10.0
 
 
