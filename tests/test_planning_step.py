@@ -293,3 +293,29 @@ def test_c3mpc_run_warns_twice_for_the_hand_scale_gripper_and_reports_both_check
             assert msgs == []
             assert summary["planning_step_ratio"] < MAX_STEP_RATIO
             assert min(summary["first_plan_rollout_progress"].values()) > 0.3
+
+
+def test_c3mpc_run_auto_dt_halves_while_the_first_plan_is_not_followed(tmp_path):
+    """The hand-scale gripper with 100 g jaws passes the load-time check at 0.1 s (ratio 5.9)
+    but its first plan's rollout does not follow (0.16; the loop half-stalls, 23.5° of 45°
+    left). With ``planning: {dt: auto}`` ``c3mpc run`` halves to 0.05 s, where the rollout
+    follows (measured 0.80), and re-plans at 20 Hz; with 20 g jaws the load-time check already
+    gives 0.05 s."""
+    import json
+
+    from c3mpc.cli import main
+
+    for mass in (0.1, 0.02):
+        folder = tmp_path / f"jaws_{mass:g}"
+        folder.mkdir()
+        path = _heavy_jaws(folder, mass)
+        path.write_text(path.read_text().replace("cost:", "planning: {dt: auto}\ncost:", 1))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            main(["run", str(path), "--duration", "0.1", "--report", str(folder / "out"),
+                  "--quiet", "--no-html"])
+        assert not [w for w in caught if issubclass(w.category, PlanningStepWarning)]
+        summary = json.loads((folder / "out" / "summary.json").read_text())
+        assert summary["planning_dt"] == 0.05
+        assert summary["control_rate_hz"] == pytest.approx(20.0)
+        assert summary["first_plan_rollout_progress"]["cube.orientation"] > 0.3
