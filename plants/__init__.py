@@ -21,6 +21,7 @@ from .protocol import PLANT_MEMBERS, Plant, check_plant
 from .paper import CartpoleSoftWalls, ControlDefaults, FingerGaiting, PaperLCSPlant, Pivoting
 from .registry import available_plants, load_plant, register_plant
 from .sim import available_scenes, load_scene  # the contact simulator's scenes
+from .planning_step import PlanningStepWarning, check_plan_rollout, check_planning_step
 from .task_file import TaskFile, TaskFileError, load_task_file
 
 __all__ = [
@@ -45,4 +46,7 @@ __all__ = [
     "load_task_file",
     "TaskFile",
     "TaskFileError",
+    "check_planning_step",
+    "check_plan_rollout",
+    "PlanningStepWarning",
 ]

@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -45,6 +46,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import PlantError
+from .planning_step import PlanningStepWarning, check_planning_step
 
 __all__ = ["TaskFile", "TaskFileError", "load_task_file", "TASK_FILE_SUFFIXES", "TASK_KEYS"]
 
@@ -76,6 +78,10 @@ _DEFAULT_PARAMS = {"stiffness": 1e5, "dissipation": 1e-3, "mu": 0.5}
 #: ``planning: {G: scaled}`` takes G per entry from the plant's LCS and the cost instead
 #: (:func:`lcs.scales.scaled_admm_weights`; docs/c3.md, "Scale-aware ADMM weights").
 DEFAULT_G = 0.1
+
+#: ``planning: {dt: auto}`` takes the largest step of 0.1, 0.05, 0.025, ... s that passes
+#: :func:`plants.planning_step.check_planning_step` at the start state.
+AUTO_DT_START = 0.1
 
 
 class TaskFileError(PlantError, ValueError):
@@ -122,6 +128,10 @@ class TaskFile:
         orientation_tolerance: largest final rotation angle [rad] between a free or spherical
             goal joint's orientation and its goal (``success: {orientation_tolerance: ...}``,
             default 0.05 rad, 2.9°).
+        planning_step: the planning-step check at the start state
+            (:class:`plants.planning_step.PlanningStepCheck`, at the file's ``planning.dt``; with
+            ``dt: auto`` at the start of the halving sequence, 0.1 s). Loading warns
+            (:class:`plants.planning_step.PlanningStepWarning`) when a given dt fails it.
     """
 
     path: Path
@@ -143,6 +153,7 @@ class TaskFile:
     model_geometries: tuple[tuple[str, ...], ...] = ()
     success_tolerance: float = 0.02
     orientation_tolerance: float = 0.05
+    planning_step: Any = None
 
     def goal_errors(self, x: Any) -> dict[str, float]:
         """Final errors of the goal joints at state ``x``, by name.
@@ -399,7 +410,15 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
 
     # ---------------------------------------------------------------- planning model
     plan = r.mapping(("planning",), "planning")
-    dt = r.number(("planning", "dt"), 0.1, positive=True)
+    auto_dt = plan.get("dt") == "auto"  # the largest of 0.1, 0.05, ... passing the check
+    if auto_dt:
+        dt = AUTO_DT_START
+    else:
+        try:
+            dt = r.number(("planning", "dt"), 0.1, positive=True)
+        except TaskFileError as e:
+            raise r.error(("planning", "dt"), e.reason.replace(
+                "must be a number", "must be a number [s] or 'auto'")) from None
     contact_model = r.string(("planning", "contact_model"), "stewart_trinkle")
     planar = None
     if "planar_normal" in top:
@@ -489,6 +508,13 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
     x_goal = state("goal", x0)
     x_goal[plant.n_q:] = 0.0 if not (r.get(("goal",)) or {}).get("velocities") else \
         x_goal[plant.n_q:]
+
+    # ---------------------------------------------------------------- the planning step check
+    step = check_planning_step(plant, x0, dt)
+    if auto_dt:
+        dt = plant.dt = step.suggested_dt()
+    elif not step.passed:
+        warnings.warn(PlanningStepWarning(step.message(str(path))), stacklevel=2)
 
     # ---------------------------------------------------------------- cost and C3 settings
     names = plant.state_names
@@ -633,6 +659,7 @@ def load_task_file(path: str | os.PathLike) -> TaskFile:
         goal_joints = tuple(judged)
 
     return TaskFile(path=path, model_path=model_path, plant=plant, x0=x0, x_goal=x_goal,
+                    planning_step=step,
                     solver=solver, sim_dt=sim_dt, control_rate=rate, duration=duration,
                     geometry_params=geometry_params, self_collision=self_coll,
                     contact_geometry_pairs=geometry_pairs, data=r.data, goal_joints=goal_joints,

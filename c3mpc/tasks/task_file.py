@@ -14,6 +14,7 @@ its goal (default 0.02, in the joint's unit: m or rad).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 from pathlib import Path
@@ -62,6 +63,24 @@ def run_task_file_command(args: argparse.Namespace) -> int:
     N = d.N if args.horizon is None else args.horizon
     duration = task.duration if args.duration is None else args.duration
     report = prepare_report_dir(args.report) if args.report else None  # before the run
+    auto_dt = (task.data.get("planning") or {}).get("dt") == "auto"
+    rollout = _first_plan_check(task, build_controller(plant, options, N=N, x0=task.x0), path,
+                                warn=not auto_dt)
+    # dt: auto goes on halving while the first plan's rollout does not follow it
+    while auto_dt and rollout is not None and not rollout.passed and \
+            plant.dt / 2 >= AUTO_DT_MIN * (1 - 1e-9):
+        plant.dt = plant.dt / 2
+        plant.defaults = dataclasses.replace(plant.defaults, dt=plant.dt)
+        rollout = _first_plan_check(task, build_controller(plant, options, N=N, x0=task.x0),
+                                    path, warn=False)
+    if auto_dt and rollout is not None and not rollout.passed:
+        import warnings
+
+        from plants import PlanningStepWarning
+
+        warnings.warn(PlanningStepWarning(rollout.message(str(path), plant.dt)), stacklevel=2)
+    if "control_rate" not in (task.data.get("simulation") or {}):  # re-plan once per step
+        task = dataclasses.replace(task, control_rate=1.0 / plant.dt)
     controller = build_controller(plant, options, N=N, x0=task.x0)
     sim = task.simulator(task.x0)
     name = plant.name
@@ -95,6 +114,8 @@ def run_task_file_command(args: argparse.Namespace) -> int:
                       "steps": int(sim_status.size),
                       "non_converged_steps": int(np.count_nonzero(sim_status))},
         "c3_options": options.to_dict(), "N": N, "interrupted": interrupted,
+        "planning_dt": float(plant.dt), "planning_step_ratio": float(task.planning_step.ratio),
+        "first_plan_rollout_progress": None if rollout is None else rollout.progress,
         "machine": {"platform": platform.platform(), "python": platform.python_version()},
     }
     if interrupted:
@@ -114,6 +135,29 @@ def run_task_file_command(args: argparse.Namespace) -> int:
     if interrupted:
         return EXIT_INTERRUPTED
     return 0 if ok else 1
+
+
+#: ``planning: {dt: auto}`` in ``c3mpc run`` halves the planning step at most down to this [s]
+#: while the first plan's own rollout does not follow it.
+AUTO_DT_MIN = 0.0125
+
+
+def _first_plan_check(task: Any, controller: Any, path: Path, warn: bool = True) -> Any:
+    """Plan once from the start on a separate controller (the run's keeps no warm start from
+    it) and compare the plan with its own LCS rollout (:func:`plants.planning_step.
+    check_plan_rollout`); warn (:class:`plants.PlanningStepWarning`) when the rollout does not
+    follow and ``warn``. None when the plan failed or has no rollout."""
+    import warnings
+
+    from plants.planning_step import PlanningStepWarning, check_plan_rollout
+
+    res = controller.solve(task.x0)
+    if not res.ok or res.resimulated_x is None:
+        return None
+    check = check_plan_rollout(task, res.x, res.resimulated_x)
+    if warn and not check.passed:
+        warnings.warn(PlanningStepWarning(check.message(str(path), task.plant.dt)), stacklevel=3)
+    return check
 
 
 def _criterion(task: Any) -> str:
