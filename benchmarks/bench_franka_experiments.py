@@ -2,8 +2,9 @@
 (Figs. 16, 18), several laps in a row, and robustness to model error and pushes.
 
 Every run is ``c3mpc run franka-ball`` in-process with a fixed simulated planning latency of
-4 ms (8 ms in ``trajectories_8ms``; ``planning_latency``, so each number is deterministic and independent of the machine's
-load; the machine's wall time is reported but the machine was shared):
+4 ms (8 ms in ``trajectories_8ms``; ``planning_latency``, so each number is deterministic and
+independent of the machine's load; the machine's wall time is reported but the machine was
+shared):
 
 * ``trajectories``: each shape of :mod:`c3mpc.tasks.ball_trajectories` for one traversal of
   x_d at the default options; the error is |x_d(t) − x_b(t)| (Fig. 18);

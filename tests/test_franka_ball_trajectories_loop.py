@@ -33,7 +33,9 @@ def test_time_based_run_covers_one_traversal_and_reports_it(shape):
     assert s["task_completed"] and s["sim_error"] is None
     assert s["simulated_time_s"] == pytest.approx(o.trajectory.duration, abs=0.01)
     path = TimedPath(o.trajectory, (0.55, 0.1))
-    np.testing.assert_allclose(log.ball_targets[-1, 0], path.position(log.t[-1]), atol=1e-9)
+    # the logged desired position is x_d at each plan's start time, held until the next plan
+    i = np.searchsorted(log.t, log.plan_t - 1e-9)
+    np.testing.assert_allclose(log.ball_targets[i, 0], path.position(log.plan_t), atol=1e-9)
     np.testing.assert_allclose(log.error, path.tracking_error(log.t, log.balls[:, 0, :2]))
     (lap,) = s["laps"]  # one traversal of x_d: the per-lap record is the whole run
     assert lap["band_fraction"] == pytest.approx(s["band_fraction"], abs=0.01)

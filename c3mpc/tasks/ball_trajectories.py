@@ -310,8 +310,9 @@ class TimedPath:
         return float(ks[int(np.argmin(d2))] * step)
 
     def tangent(self, s: float) -> np.ndarray:
-        """(2,) unit tangent (direction of travel) of the curve at arc length s."""
-        h = 0.5 * self.length / self.points.shape[0] * 4
+        """(2,) unit tangent (direction of travel) of the curve at arc length s (central
+        difference over two samples either side)."""
+        h = 2.0 * self.length / self.points.shape[0]
         d = self.point_at(s + h) - self.point_at(s - h)
         return d / max(float(np.linalg.norm(d)), 1e-12)
 
