@@ -115,7 +115,7 @@ def _with_ball(x: np.ndarray, lay, xy) -> np.ndarray:
 @pytest.mark.parametrize("when_ahead", ["brake", "hold", "push"])
 def test_goal_is_eq25_along_the_curve_with_the_lead_set_by_the_schedule(when_ahead):
     plant, lay, tgt = _target(shape="circle", ramp_time=0.0, period=60.0, when_ahead=when_ahead,
-                              schedule_gain=3.0)
+                              schedule_gain=3.0, goal_law="schedule")
     path = tgt.path
     ix, iy = lay.ball_xy[0]
     t = 10.0
@@ -164,9 +164,87 @@ def test_goal_is_eq25_along_the_curve_with_the_lead_set_by_the_schedule(when_ahe
                                [*(ball[:2] - 0.05 * e), 0.045], atol=1e-12)
 
 
+def test_time_goal_is_x_d_ahead_by_the_lookahead_with_its_velocity_and_a_braking_bias():
+    """The default "time" law: C3's ball goal is x_d(t + τ) on the 0.1 m circle whatever the
+    ball's state, its goal velocity dx_d/dt (t + τ) (against a central difference of x_d), the
+    Phase II bias behind the ball opposite to that goal: in front of a ball ahead of x_d."""
+    plant, lay, tgt = _target(shape="circle", ramp_time=0.0, period=60.0, lookahead=1.5)
+    path = tgt.path
+    ix, iy = lay.ball_xy[0]
+    jx, jy = lay.ball_velocity_xy[0]
+    x0 = plant.defaults.x0
+    w = 2 * math.pi / 60.0  # rad/s on the circle, clockwise from +y
+    on = lambda a, r=0.1: np.array([0.55 + r * math.sin(a), r * math.cos(a)])  # noqa: E731
+    t = 10.0  # Phase II (10 mod 1.5 = 1.0)
+    goal = on(w * (t + 1.5))
+    h = 1e-4
+    v_fd = (path.position(t + 1.5 + h) - path.position(t + 1.5 - h)) / (2 * h)
+    # the curve is 4096 chords: directions within half a chord's turn (7.7e-4 rad) of exact
+    np.testing.assert_allclose(v_fd, 0.1 * w * np.array([math.cos(w * (t + 1.5)),
+                                                         -math.sin(w * (t + 1.5))]), atol=1e-5)
+    for ball in (on(w * t), on(w * t - 0.3, 0.11), on(w * t + 0.4)):  # on x_d, behind, ahead
+        pt = tgt(_with_ball(x0, lay, ball), t)
+        np.testing.assert_allclose(pt.x_goal[[ix, iy]], goal, atol=2e-4)  # sampled curve
+        np.testing.assert_allclose(pt.x_goal[[jx, jy]], v_fd, atol=1e-5)
+        np.testing.assert_allclose(pt.ball_targets[0], path.position(t), atol=1e-12)
+        assert pt.phase == 1
+        e = (goal - ball) / np.linalg.norm(goal - ball)
+        np.testing.assert_allclose(pt.x_goal[list(lay.ee_position)],
+                                   [*(ball - 0.05 * e), 0.045], atol=3e-4)
+    # the ball 4 cm of arc ahead of x_d(t + τ): the bias is ahead of it along the curve
+    ahead = on(w * (t + 1.5) + 0.4)
+    bias = tgt(_with_ball(x0, lay, ahead), t).x_goal[list(lay.ee_position)]
+    assert np.dot(bias[:2] - ahead, path.tangent(float(path.arc_length(t)))) > 0.04
+    # within direction_distance (5 mm) of the goal: the bias behind the ball along the tangent
+    near = goal + [0.002, 0.001]
+    bias = tgt(_with_ball(x0, lay, near), t).x_goal[list(lay.ee_position)]
+    np.testing.assert_allclose(bias[:2], near - 0.05 * path.tangent(float(path.arc_length(t))),
+                               atol=1e-12)
+    # Phase I: on top of the ball; the goal still x_d(t + τ)
+    pt = tgt(_with_ball(x0, lay, on(w * 9.0)), 9.0)
+    assert pt.phase == 0
+    np.testing.assert_allclose(pt.x_goal[list(lay.ee_position)],
+                               [*on(w * 9.0), 2 * lay.ball_radius + lay.ee_radius], atol=1e-12)
+
+
+def test_time_goal_limits_and_options():
+    plant, lay, tgt = _target(shape="circle", ramp_time=0.0, period=60.0, lookahead=1.0,
+                              max_goal_distance=0.01, goal_velocity=False)
+    ix, iy = lay.ball_xy[0]
+    jx, jy = lay.ball_velocity_xy[0]
+    x0 = plant.defaults.x0
+    ball = np.array([0.55, 0.05])
+    pt = tgt(_with_ball(x0, lay, ball), 10.0)
+    g = pt.x_goal[[ix, iy]]
+    assert np.linalg.norm(g - ball) == pytest.approx(0.01)  # moved onto 1 cm from the ball
+    d = tgt.path.position(11.0) - ball
+    np.testing.assert_allclose((g - ball) / 0.01, d / np.linalg.norm(d), atol=1e-12)
+    np.testing.assert_array_equal(pt.x_goal[[jx, jy]], plant.defaults.x_goal[[jx, jy]])
+
+
+def test_time_goal_uses_the_staged_phase2_lift():
+    """With a gait whose Phase II starts with a lift (CIRCLE_GAIT), the bias in the lift stage
+    is above the end effector's own x, y (the target passes t and the end effector to the
+    bias, as CircleTarget does); after it, behind the ball."""
+    plant = load_plant("franka-ball")
+    lay = franka_layout(plant)
+    gait = GaitOptions(phase1_height=-0.002, phase2_lift=0.003, phase2_back=0.027,
+                       phase2_height=0.0775)
+    tgt = TimedPathTarget(plant.defaults.x_goal, lay, TimedPath(TrajectoryOptions(), START),
+                          gait)
+    x = _with_ball(plant.defaults.x0, lay, START)
+    x[list(lay.ee_position)] = [0.54, 0.11, 0.09]
+    top = lay.ball_radius * 2 + lay.ee_radius
+    pt = tgt(x, 10.05)  # 10.05 mod 1.5 = 1.05: in the first third of Phase II
+    np.testing.assert_allclose(pt.x_goal[list(lay.ee_position)], [0.54, 0.11, top + 0.003],
+                               atol=1e-12)
+    pt = tgt(x, 10.4)
+    assert pt.x_goal[lay.ee_position[2]] == pytest.approx(0.0775)
+
+
 def test_figure_eight_crossing_is_resolved_by_the_schedule():
     plant, lay, tgt = _target(shape="figure8", ramp_time=0.0, period=40.0,
-                              schedule_gain=0.0)
+                              schedule_gain=0.0, goal_law="schedule")
     path = tgt.path
     ix, iy = lay.ball_xy[0]
     x = _with_ball(plant.defaults.x0, lay, path.center)  # the ball on the crossing
@@ -182,7 +260,10 @@ def test_figure_eight_crossing_is_resolved_by_the_schedule():
                                 {"size": -0.1}, {"laps": 0}, {"laps": True},
                                 {"shape": "square", "size": 0.02, "corner_radius": 0.03},
                                 {"lead_distance": -1.0}, {"schedule_gain": float("inf")},
-                                {"max_lead": 0.01}, {"when_ahead": "stop"}])
+                                {"max_lead": 0.01}, {"when_ahead": "stop"},
+                                {"goal_law": "lead"}, {"lookahead": -1.0},
+                                {"goal_velocity": 1}, {"max_goal_distance": 0.0},
+                                {"direction_distance": float("nan")}])
 def test_bad_trajectory_options_are_named(kw):
     with pytest.raises(C3ValueError, match="TrajectoryOptions"):
         TrajectoryOptions(**kw)

@@ -58,6 +58,25 @@ def test_bad_experiment_options_are_refused_with_their_name(capsys):
     assert "for franka-ball only" in capsys.readouterr().err
 
 
+def test_a_time_based_run_takes_the_trajectory_tuning_keys():
+    """The trajectory's gait and step 5 come from the tuning's ``trajectory_`` keys; the
+    multi-ball line task keeps its ``line_`` ones and the state-based lap the plain ones."""
+    from c3mpc.tasks.franka_ball import TUNINGS
+
+    t = TUNINGS["nominal"]
+    o = FrankaBallOptions(trajectory=TrajectoryOptions())
+    assert (o.gait, o.resim_lead) == (t["trajectory_gait"], t["trajectory_resim_lead"])
+    assert o.gait.phase2_lift is not None and o.resim_lead == 0.0  # staged, over the delay
+    o = FrankaBallOptions(n_balls=2)
+    assert (o.gait, o.resim_lead) == (t["line_gait"], t["line_resim_lead"])
+    o = FrankaBallOptions()
+    assert (o.gait, o.resim_lead) == (t["gait"], t["resim_lead"])
+    o = _opts("--trajectory", "square", "--set", "trajectory.goal_law=schedule",
+              "--set", "trajectory.lookahead=0.5", "--set", "trajectory.goal_velocity=false")
+    assert (o.trajectory.goal_law, o.trajectory.lookahead, o.trajectory.goal_velocity) == (
+        "schedule", 0.5, False)
+
+
 def test_success_of_a_time_based_run_is_ninety_percent_in_the_band():
     o = FrankaBallOptions(trajectory=TrajectoryOptions())
     s = {"task_completed": True, "band_fraction": 0.91, "returned_to_band_after_every_exit": False}

@@ -23,32 +23,33 @@ rest at t = 0): s(t) = v t² / (2 t_r) for t < t_r, v (t − t_r / 2) after, so 
 in position and velocity.
 
 :class:`TimedPathTarget` is the target generator of :mod:`c3mpc.algorithm3` for such a path.
-Eq. (25) generalised to any curve and to a schedule: with s_b the arc length of the ball's
-closest point on the curve (searched within L/4 of x_d's, so the figure-eight's crossing is
-not ambiguous), s_d(t) x_d's, and the schedule lead r = ℓ + k (s_d(t) − s_b):
+Its default goal law (``goal_law="time"``) is the paper's: the C3 ball goal is the time-indexed
+x_d(t + τ) (τ = ``lookahead``, 1 s: about 1 cm ahead at the default speeds) with the goal ball
+velocity dx_d/dt (t + τ) (``goal_velocity``), whatever the ball's state; the end-effector
+biases are the Fig. 10 phases of the state-based task (the staged Phase II of
+``c3mpc.tasks.franka_ball.CIRCLE_GAIT`` at the defaults), Phase II behind the ball opposite to
+the direction to its goal, so a ball ahead of x_d is pushed back from the front (braked). Within
+``direction_distance`` of its goal (where that direction is noise) Phase II is behind the ball
+along the curve's tangent at x_d(t). The stroke C3 plans is then the ball's distance to a
+point about 1 cm ahead of x_d(t), so a ball on schedule is moved in strokes smaller than the
+2 cm band, and the Phase I end effector, 2 mm into the ball's top, keeps the ball rolling at the
+end effector's pace instead of coasting (the simulated ball has no rolling resistance).
+
+``goal_law="schedule"`` is the earlier law (kept for comparison, docs/franka-ball.md): eq.
+(25) generalised to any curve and to a schedule: with s_b the arc length of the ball's closest
+point on the curve (searched within L/4 of x_d's, so the figure-eight's crossing is not
+ambiguous), s_d(t) x_d's, and the schedule lead r = ℓ + k (s_d(t) − s_b):
 
 * r > 0 (the ball is less than ℓ / k ahead of x_d(t)): *push*. The C3 ball goal is the curve's
-  point at s_b + clip(r, ℓ_min, ℓ_max), with the Fig. 10 phases as in the state-based task: on
-  schedule this is eq. (25) (the goal on the curve ℓ ahead of the ball, which also pulls a
-  ball that is off the curve back onto it); behind schedule the goal is farther ahead.
+  point at s_b + clip(r, ℓ_min, ℓ_max), with the Fig. 10 phases as in the state-based task.
 * r ≤ 0 (the ball is ahead of schedule; it stays "ahead" until r > h, ``lead_hysteresis``):
-  ``when_ahead`` = "brake" (default): the goal is clip(|r|, ℓ_min, ℓ_max) *behind* the ball on
-  the curve, the phases as usual (the Phase II bias, behind the ball as seen from its goal, is
-  then in front of it); "hold": the goal on the ball's closest point and the end effector on
-  top of it (Phase I) whatever the clock's phase; "push": on at ℓ_min.
+  ``when_ahead`` = "brake": the goal is clip(|r|, ℓ_min, ℓ_max) *behind* the ball on the
+  curve; "hold": the goal on the ball's closest point and the end effector on top of it
+  (Phase I) whatever the clock's phase; "push": on at ℓ_min.
 
-Speed regulation is needed because the gait's strokes roll the ball at their own speed (up to
-26-28 mm/s in our runs; nothing slows a rolling ball), so a shorter lead does not slow it down.
-ℓ = ``lead_distance`` (3.5 cm: the eq. (25) circle's 20° lead on its 0.1 m radius), k =
-``schedule_gain``; ℓ_min > 0 because the Phase II bias is placed opposite to the goal, and a goal
-on the ball leaves that direction to the ball's offset from the curve. The tracking error of
-Fig. 18 is |x_d(t) − x_b(t)|, the distance to where the ball *should be now*, not to the curve.
-The choices were made on 30 s runs; docs/franka-ball.md, "Time-based trajectories", lists them
-(none reaches the issue's 90% in the band).
-
-Why not simply x_d(t + τ) as the goal: in 30 s runs (fixed 4 ms latency, circle, 60-80 s
-periods, τ = 3-6 s) the ball was pushed along chords towards a point that does not follow it,
-went 2-3 cm off the curve and stayed 3-5 cm from x_d(t): 5-8% of the time in the band.
+With the single-bias gait it gave 36-42% of one traversal in the band: its strokes were 3-5
+cm, larger than the band. The tracking error of Fig. 18 is |x_d(t) − x_b(t)|, the distance to
+where the ball *should be now*, not to the curve.
 """
 
 from __future__ import annotations
@@ -91,8 +92,20 @@ class TrajectoryOptions:
             ``ramp_time / 2 + laps · period`` (the time x_d needs to go round ``laps`` times).
         ramp_time: x_d accelerates from rest to full speed over this time [s] (0: starts at
             full speed).
-        lead_distance: ℓ, the goal's lead along the curve ahead of the ball's closest point
-            when the ball is on schedule [m] (module docstring).
+        goal_law: "time" (the C3 ball goal is x_d(t + ``lookahead``), the paper's time-based
+            target) or "schedule" (the goal along the curve ahead of the ball's closest point
+            by a schedule-adjusted lead; the fields below up to ``max_lead``); module docstring.
+        lookahead: τ of the "time" law [s]: the goal is x_d(t + τ). 1 s: x_d moves 0.8-1.1 cm
+            in it at the default speeds, a stroke smaller than the 2 cm band.
+        goal_velocity: "time" law: the goal ball velocity is dx_d/dt (t + τ) (False: zero, the
+            template's, as in the state-based task).
+        max_goal_distance: "time" law: a goal farther than this from the ball is moved towards
+            the ball onto that distance [m] (None: not limited).
+        direction_distance: "time" law: a ball within this distance of its goal gets its Phase
+            II bias behind it along the curve's tangent at x_d(t) rather than opposite to the
+            (noisy) direction to the goal [m].
+        lead_distance: "schedule" law: ℓ, the goal's lead along the curve ahead of the ball's
+            closest point when the ball is on schedule [m].
         schedule_gain: k, extra lead per metre the ball is behind x_d(t) along the curve.
         min_lead: ℓ_min, the smallest lead when pushing [m].
         lead_hysteresis: h: a held ball is pushed again once r > h [m].
@@ -116,22 +129,30 @@ class TrajectoryOptions:
     lead_hysteresis: float = 0.005
     when_ahead: str = "brake"
     max_lead: float = 0.07
+    goal_law: str = "time"
+    lookahead: float = 1.0
+    goal_velocity: bool = True
+    max_goal_distance: float | None = None
+    direction_distance: float = 0.005
 
     def __post_init__(self) -> None:
         if self.shape not in TRAJECTORY_SHAPES:
             raise C3ValueError(f"TrajectoryOptions.shape must be one of "
                                f"{', '.join(TRAJECTORY_SHAPES)}, got {self.shape!r}")
         for name in ("period", "corner_radius", "ramp_time", "lead_distance", "schedule_gain",
-                     "min_lead", "max_lead", "lead_hysteresis"):
+                     "min_lead", "max_lead", "lead_hysteresis", "lookahead",
+                     "direction_distance"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise C3ValueError(f"TrajectoryOptions.{name} must be a finite number, got {v!r}")
         if not self.period > 0:
             raise C3ValueError(f"TrajectoryOptions.period must be > 0 [s], got {self.period!r}")
         if min(self.ramp_time, self.lead_distance, self.schedule_gain, self.corner_radius,
-               self.min_lead, self.lead_hysteresis) < 0:
+               self.min_lead, self.lead_hysteresis, self.lookahead,
+               self.direction_distance) < 0:
             raise C3ValueError("TrajectoryOptions: ramp_time, lead_distance, schedule_gain, "
-                               "min_lead and corner_radius must be >= 0")
+                               "min_lead, lead_hysteresis, corner_radius, lookahead and "
+                               "direction_distance must be >= 0")
         if not self.min_lead <= self.lead_distance <= self.max_lead:
             raise C3ValueError(f"TrajectoryOptions: need min_lead <= lead_distance <= max_lead, "
                                f"got {self.min_lead}, {self.lead_distance}, {self.max_lead} [m]")
@@ -148,6 +169,17 @@ class TrajectoryOptions:
                                f"'brake', got {self.when_ahead!r}")
         if isinstance(self.laps, bool) or not isinstance(self.laps, int) or self.laps < 1:
             raise C3ValueError(f"TrajectoryOptions.laps must be an int >= 1, got {self.laps!r}")
+        if self.goal_law not in ("time", "schedule"):
+            raise C3ValueError(f"TrajectoryOptions.goal_law must be 'time' or 'schedule', got "
+                               f"{self.goal_law!r}")
+        if not isinstance(self.goal_velocity, (bool, np.bool_)):
+            raise C3ValueError(f"TrajectoryOptions.goal_velocity must be True or False, got "
+                               f"{self.goal_velocity!r}")
+        d = self.max_goal_distance
+        if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float))
+                              or not (math.isfinite(d) and d > 0)):
+            raise C3ValueError(f"TrajectoryOptions.max_goal_distance must be > 0 [m] or None, "
+                               f"got {d!r}")
 
     @property
     def resolved_size(self) -> float:
@@ -277,6 +309,19 @@ class TimedPath:
         d2 = np.sum((self.points[ks % n] - np.asarray(xy, float)[:2]) ** 2, axis=1)
         return float(ks[int(np.argmin(d2))] * step)
 
+    def tangent(self, s: float) -> np.ndarray:
+        """(2,) unit tangent (direction of travel) of the curve at arc length s (central
+        difference over two samples either side)."""
+        h = 2.0 * self.length / self.points.shape[0]
+        d = self.point_at(s + h) - self.point_at(s - h)
+        return d / max(float(np.linalg.norm(d)), 1e-12)
+
+    def velocity(self, t: float) -> np.ndarray:
+        """(2,) dx_d/dt at time t [m/s]."""
+        tr = self.options.ramp_time
+        sdot = self.speed * (min(max(t, 0.0) / tr, 1.0) if tr > 0 else 1.0)
+        return sdot * self.tangent(float(self.arc_length(t)))
+
     def laps(self, t: float | np.ndarray) -> np.ndarray:
         """Traversals of x_d completed by time t (fractional)."""
         return self.arc_length(t) / self.length
@@ -296,9 +341,10 @@ class TimedPath:
 @dataclass
 class TimedPathTarget:
     """Target generator (:class:`c3mpc.algorithm3.TargetGenerator`) for one ball on a
-    :class:`TimedPath`: the C3 ball goal is the curve's point ahead of the ball's closest point
-    by the schedule-adjusted lead (module docstring), the end-effector biases are the Fig. 10
-    phases relative to it, as :class:`c3mpc.algorithm3.CircleTarget`'s.
+    :class:`TimedPath`: the C3 ball goal is x_d(t + τ) (``goal_law="time"``) or the curve's
+    point ahead of the ball's closest point by the schedule-adjusted lead ("schedule"; module
+    docstring), the end-effector biases are the Fig. 10 phases relative to it, as
+    :class:`c3mpc.algorithm3.CircleTarget`'s (the staged Phase II lift included).
     ``PhaseTarget.ball_targets`` is x_d(t), the position the ball should have now (logged, and
     the tracking error's reference).
 
@@ -336,16 +382,38 @@ class TimedPathTarget:
             return self.path.point_at(s_b)
         return self.path.point_at(s_b - lead)
 
+    def time_goal(self, ball_xy: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """The "time" law at time t for a ball at ``ball_xy``: ((2,) C3's ball goal x_d(t + τ),
+        limited to ``max_goal_distance`` from the ball [m]; (2,) the point the Phase II bias
+        is placed opposite to: the goal, or within ``direction_distance`` of it the ball
+        advanced along the curve's tangent at x_d(t))."""
+        o = self.path.options
+        b = np.asarray(ball_xy, float)[:2]
+        tgt = self.path.position(t + o.lookahead)
+        d = tgt - b
+        n = float(np.linalg.norm(d))
+        if o.max_goal_distance is not None and n > o.max_goal_distance:
+            tgt = b + d * (o.max_goal_distance / n)
+        if n > o.direction_distance:
+            return tgt, tgt
+        return tgt, b + self.path.tangent(float(self.path.arc_length(t)))
+
     def __call__(self, x_hat: np.ndarray, t: float) -> PhaseTarget:
         lay = self.layout
         ball = lay.balls(x_hat)[0]
-        tgt = self.goal(ball[:2], t)
-        holding = self.ahead and self.path.options.when_ahead == "hold"
-        phase = 0 if holding else self.gait.phase(t)
+        o = self.path.options
         g = self.template.copy()
-        ix, iy = lay.ball_xy[0]
-        g[ix], g[iy] = tgt
-        g[list(lay.ee_position)] = _ee_bias(self.gait, phase, ball, tgt, lay)
+        if o.goal_law == "time":
+            tgt, aim = self.time_goal(ball[:2], t)
+            phase = self.gait.phase(t)
+            if o.goal_velocity and lay.ball_velocity_xy:
+                g[list(lay.ball_velocity_xy[0])] = self.path.velocity(t + o.lookahead)
+        else:
+            tgt = aim = self.goal(ball[:2], t)
+            holding = self.ahead and o.when_ahead == "hold"
+            phase = 0 if holding else self.gait.phase(t)
+        g[list(lay.ball_xy[0])] = tgt
+        g[list(lay.ee_position)] = _ee_bias(self.gait, phase, ball, aim, lay, t, lay.ee(x_hat))
         return PhaseTarget(g, phase, self.path.position(t)[None, :])
 
 
@@ -356,4 +424,7 @@ def describe(path: TimedPath) -> dict[str, Any]:
             "length_m": path.length, "speed_m_per_s": path.speed, "laps": o.laps,
             "lead_distance_m": o.lead_distance, "schedule_gain": o.schedule_gain,
             "lead_hysteresis_m": o.lead_hysteresis, "when_ahead": o.when_ahead,
-            "min_lead_m": o.min_lead, "max_lead_m": o.max_lead, "ramp_time_s": o.ramp_time}
+            "min_lead_m": o.min_lead, "max_lead_m": o.max_lead, "ramp_time_s": o.ramp_time,
+            "goal_law": o.goal_law, "lookahead_s": o.lookahead, "goal_velocity": o.goal_velocity,
+            "max_goal_distance_m": o.max_goal_distance,
+            "direction_distance_m": o.direction_distance}

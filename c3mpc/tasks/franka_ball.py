@@ -102,7 +102,7 @@ TUNINGS: dict[str, dict[str, Any]] = {
     "nominal": {
         "lead_angle_deg": 20.0, "ball_velocity_weight": 10.0, "vision_accel_std": 0.01,
         "gait": CIRCLE_GAIT, "line_gait": SINGLE_BIAS_GAIT, "resim_lead": None,
-        "line_resim_lead": 0.0,
+        "line_resim_lead": 0.0, "trajectory_gait": CIRCLE_GAIT, "trajectory_resim_lead": 0.0,
         "translational_stiffness": TASK_STIFFNESS, "damping_ratio": 1.0, "command_delay": 0.008,
         "latency_compensation": True, "line_latency_compensation": False,
     },
@@ -117,14 +117,17 @@ None, of ``min_command_delay="auto"`` (``command_delay``), ``resim_lead="auto"``
 (``resim_lead``; None = one camera period), ``latency_compensation="auto"``
 (``latency_compensation``; False where absent) and of the default impedance
 (``translational_stiffness``, ``damping_ratio``; :func:`task_gains`). The ``line_`` keys, where
-present, replace ``gait`` and ``resim_lead`` for the path tasks (more than one ball, or a
-time-based ``trajectory``: the staged circle gait outruns x_d(t), 3% in the band).
+present, replace ``gait`` and ``resim_lead`` for the multi-ball line task; the
+``trajectory_`` keys, where present, for a time-based ``trajectory`` (else the ``line_`` ones).
 
 "nominal": one ball: the lap in 22-23 s at a fixed 4 ms latency, with and without the 8 ms
 floor, 100% in the 2 cm band (:data:`CIRCLE_GAIT`; step 5 over the command's delay plus one
 camera period); the multi-ball line task: as before (:data:`SINGLE_BIAS_GAIT`, step 5 over the
-command's delay); slower planning than the 8 ms floor is compensated
-(:mod:`c3mpc.tasks.latency`; one ball only).
+command's delay); the time-based trajectories: :data:`CIRCLE_GAIT` with step 5 over the
+command's delay only (one camera period more pushes the ball harder at every stroke: 43% of
+20 s within 2 cm of x_d(t) against 100%; docs/franka-ball.md, "Time-based trajectories");
+slower planning than the 8 ms floor is compensated (:mod:`c3mpc.tasks.latency`; the one-ball
+lap only).
 "noisy": found by a random search over these values with 1 mm camera noise and the
 force-sensed step 5 at fixed 4 ms (docs/franka-ball.md, "1 mm noise: force-sensed step 5 and
 the noisy tuning"): 88.9-91.8% of a lap in the band there, seeds 0-4, every exit returned.
@@ -137,8 +140,14 @@ and the targets cannot take that lag, step 5 can take the faster filter's noise.
 TUNINGS["vision"] = {**TUNINGS["nominal"], "vision_accel_std": 0.3}
 
 
-def _tuned(tuned: dict[str, Any], key: str, path_task: bool) -> Any:
-    return tuned.get(f"line_{key}", tuned[key]) if path_task else tuned[key]
+def _tuned(tuned: dict[str, Any], key: str, task: str) -> Any:
+    """The tuning's value of ``key`` for the task kind ``task`` ("lap", "line" or
+    "trajectory"): ``trajectory_KEY``, then ``line_KEY`` (the path tasks), then ``KEY``."""
+    prefixes = {"lap": (), "line": ("line_",), "trajectory": ("trajectory_", "line_")}[task]
+    for p in prefixes:
+        if p + key in tuned:
+            return tuned[p + key]
+    return tuned[key]
 
 
 def _paper_preset() -> dict[str, Any]:
@@ -297,8 +306,9 @@ class FrankaBallOptions:
             plant's, unbounded; 5 here: fewer end-effector swings that kick the ball, see
             docs/franka-ball.md).
         gait: the end-effector heuristic (:class:`GaitOptions`; None: the tuning's,
-            :data:`CIRCLE_GAIT` for one ball noise-free (staged Phase II return above the
-            ball), :data:`SINGLE_BIAS_GAIT` for the line task, 4.29 cm back at 5.19 cm noisy).
+            :data:`CIRCLE_GAIT` for one ball noise-free, the circle or a time-based
+            ``trajectory`` (staged Phase II return above the ball), :data:`SINGLE_BIAS_GAIT`
+            for the line task, 4.29 cm back at 5.19 cm noisy).
         center, radius: the circle of eq. (25).
         lead_angle_deg: α_l of eq. (25) [deg] (None: the tuning's, 20° nominal as the paper,
             15° noisy).
@@ -403,15 +413,14 @@ class FrankaBallOptions:
         tuned = TUNINGS[self.resolved_tuning]
         for name in TUNED_FIELDS:
             if getattr(self, name) is None:
-                object.__setattr__(self, name, _tuned(tuned, name, self._path_task))
+                object.__setattr__(self, name, _tuned(tuned, name, self._task_kind))
         if self.min_command_delay == "auto":
             object.__setattr__(self, "min_command_delay", tuned["command_delay"])
         if self.resim_lead == "auto":
-            object.__setattr__(self, "resim_lead", _tuned(tuned, "resim_lead", self._path_task))
+            object.__setattr__(self, "resim_lead", _tuned(tuned, "resim_lead", self._task_kind))
         if self.latency_compensation == "auto":
-            key = "line_latency_compensation" if self._path_task else "latency_compensation"
-            object.__setattr__(self, "latency_compensation",
-                               bool(tuned.get(key, tuned.get("latency_compensation", False))))
+            object.__setattr__(self, "latency_compensation", bool(_tuned(
+                {"latency_compensation": False, **tuned}, "latency_compensation", self._task_kind)))
         if not isinstance(self.gait, GaitOptions):
             raise C3ValueError(f"gait must be a GaitOptions or None, got {self.gait!r}")
         for name in ("ball_position_weight", "phase2_ball_weight"):
@@ -483,11 +492,12 @@ class FrankaBallOptions:
                                f"{self.world!r}")
 
     @property
-    def _path_task(self) -> bool:
-        """True for the tasks that follow a path rather than lap the state-based circle (the
-        multi-ball line task, a time-based ``trajectory``): they take the tunings' ``line_``
-        values (the single-bias gait, step 5 over the command's delay only)."""
-        return self.n_balls > 1 or self.trajectory is not None
+    def _task_kind(self) -> str:
+        """"lap" (the state-based circle), "line" (the multi-ball line task) or "trajectory"
+        (a time-based ``trajectory``): which of the tunings' keys apply (:func:`_tuned`)."""
+        if self.trajectory is not None:
+            return "trajectory"
+        return "line" if self.n_balls > 1 else "lap"
 
     @property
     def resolved_tuning(self) -> str:
