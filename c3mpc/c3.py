@@ -392,7 +392,9 @@ class C3:
                                    self._constraints, self._osqp_settings(),
                                    solver=self.options.qp_solver,
                                    convex_sets=self._convex_sets,
-                                   reserve_force0=self.options.lambda0_from_lcp)
+                                   reserve_force0=(self.options.lambda0_from_lcp
+                                                   or self.options.first_step_forces
+                                                   != "plan"))
         self._qp.set_data(st.A, st.B, st.D, st.d, self._Q, self._R, G_eff, self._x_des)
         self._qp_data = (st.A, st.B, st.D, st.d, G_eff)  # for per-solve cost updates
 
@@ -457,7 +459,57 @@ class C3:
                 accepted).
         """
         with blas_threads(self.options.blas_threads):
-            return self._solve(x0)
+            res = self._solve(x0)
+            if self.options.first_step_forces == "lcp-mode" and res.ok and self.n_lambda:
+                res = self._resolve_with_first_step_mode(x0, res)
+            return res
+
+    def first_step_mode(self, x0: Any, u0: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """The affine response ``λ_0 = K u_0 + k`` of the planning LCS's first knot in the
+        contact mode it takes at (x0, u0), in the planning LCS's units.
+
+        The mode is the support A = {i: λ_i > 0} of λ = LCP(F_0, E_0 x0 + H_0 u0 + c_0); in it
+        ``λ_A = −F_AA⁺(E_A x0 + H_A u_0 + c_A)`` and ``λ_I = 0`` (F_AA⁺ the pseudo-inverse; for
+        a nondegenerate mode it is the inverse and λ_0(u0) equals the LCP's solution). Returns
+        (K (n_lambda, n_u), k (n_lambda,)), or None when the LCP solver fails.
+        """
+        from lcs import solve_lcp
+
+        st = self._plan_lcs.stacked(1)
+        E, F, H, c = st.E[0], st.F[0], st.H[0], st.c[0]
+        x0 = _v.as_vector("x0", x0, self.n_x, _ERRORS)
+        u0 = _v.as_vector("u0", u0, self.n_u, _ERRORS)
+        sol = solve_lcp(F, E @ x0 + H @ u0 + c)
+        if not sol.found:
+            return None
+        lam = np.asarray(sol.z, dtype=float)
+        act = np.flatnonzero(lam > 1e-9 * max(1.0, float(np.abs(lam).max())))
+        K = np.zeros((self.n_lambda, self.n_u))
+        k = np.zeros(self.n_lambda)
+        if act.size:
+            F_inv = np.linalg.pinv(F[np.ix_(act, act)], rcond=1e-10)
+            K[act] = -F_inv @ H[act]
+            k[act] = -F_inv @ (E[act] @ x0 + c[act])
+        return K, k
+
+    def _resolve_with_first_step_mode(self, x0: Any, first: C3Result) -> C3Result:
+        """``first_step_forces="lcp-mode"``: solve again with λ_0 = K u_0 + k of the mode the
+        first plan's u_0 puts the LCS in; the first plan is kept if that fails."""
+        import dataclasses
+
+        mode = self.first_step_mode(x0, first.u[0])
+        if mode is None:
+            return first
+        qp = self._qp
+        assert qp is not None
+        qp.set_fixed_force0(mode[1], mode[0])
+        try:
+            second = self._solve(x0)
+        finally:
+            qp.set_fixed_force0(None)
+        if not second.ok:
+            return first
+        return dataclasses.replace(second, solve_time=first.solve_time + second.solve_time)
 
     def _solve(self, x0: Any) -> C3Result:
         t_start = time.perf_counter()

@@ -124,6 +124,16 @@ class C3Options:
     λ_0 of every QP step to the solution of LCP(F_0, E_0 x0 + c_0), as DAIRLab/c3 always does.
     No effect when H_0 ≠ 0."""
 
+    first_step_forces: str = "plan"
+    """The first knot's contact forces λ_0: "plan" (a free QP variable tied to the projection by
+    G, Algorithm 1 as published) or "lcp-mode" (after the ADMM solve, the contact mode that the
+    LCS takes at x0 under the planned u_0, from LCP(F_0, E_0 x0 + H_0 u_0 + c_0), fixes λ_0 to
+    that mode's affine response λ_A = −F_AA⁺(E_A x0 + H_A u_0 + c_A), λ_I = 0, and the solve is
+    repeated once with this equality coupling λ_0 to u_0 in every QP step). "lcp-mode" makes
+    the applied first step dynamically feasible as long as the mode holds; it doubles the solve
+    time. Per-step pivoting on a rough ground needs it (docs/c3.md, "Pivoting: the μ₃
+    sweep"). Not with ``lambda0_from_lcp`` (both fix λ_0)."""
+
     discount_admm_weights: bool = True
     """With ``discount`` γ < 1: also scale knot i's G and U by γ^i (True, ours) or scale only Q
     and R (False, DAIRLab/c3's ``gamma``; the terminal cost is γ^N Q_N in both)."""
@@ -205,6 +215,11 @@ class C3Options:
     def _check_dairlab_semantics(self) -> None:
         """The DAIRLab/c3-semantics fields the table of checks cannot say: index tuples
         (a list from YAML/TOML is stored as a tuple). Errors carry ``.field``."""
+        if self.lambda0_from_lcp and self.first_step_forces != "plan":
+            e = C3ValueError(f"lambda0_from_lcp=True and first_step_forces="
+                             f"{self.first_step_forces!r} both fix λ_0; choose one")
+            e.field = "first_step_forces"  # type: ignore[attr-defined]
+            raise e
         for name in ("quaternion_indices", "final_augmented_cost_contact_indices"):
             try:
                 self._check_index_tuple(name)
@@ -415,6 +430,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     # rules in C3Options._check_dairlab_semantics
     "penalize_input_change": _flag,
     "lambda0_from_lcp": _flag,
+    "first_step_forces": _choice(("plan", "lcp-mode")),
     "discount_admm_weights": _flag,
     "projection_plan_states": _choice(("rerolled", "qp")),
     "resimulate_plan": _flag,

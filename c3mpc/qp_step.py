@@ -98,6 +98,7 @@ class CondensedQP:
         self.constraints = list(constraints)
         self._force0: np.ndarray | None = None
         self._force0_cache: dict[float, Any] = {}
+        self._force0_K: np.ndarray | None = None
         self._force0_rows: slice | None = None
         if reserve_force0 and (self.constraints or convex_sets) and n_lambda:
             # λ_0 = value as a two-sided row block (bounds set per solve by set_fixed_force0);
@@ -287,22 +288,37 @@ class CondensedQP:
         return fac
 
     # ------------------------------------------------------------------ fixed λ_0
-    def set_fixed_force0(self, lam0: np.ndarray | None) -> None:
-        """Fix the first knot's λ_0 to ``lam0`` (n_lambda,) in the next solves; None frees it.
+    def set_fixed_force0(self, lam0: np.ndarray | None, K: np.ndarray | None = None) -> None:
+        """Fix the first knot's forces in the next solves: ``λ_0 − K u_0 = lam0`` (n_lambda,);
+        ``K`` (n_lambda, n_u) None means λ_0 = lam0; ``lam0`` None frees λ_0.
 
-        Without inequality constraints the equality ``S p = λ_0`` (S selects λ_0 from p) is
-        imposed exactly on the unconstrained minimiser p_f by the Schur complement
-        ``p = p_f + H⁻¹Sᵀ (S H⁻¹ Sᵀ)⁻¹ (λ_0 − S p_f)`` (H⁻¹Sᵀ cached per σ); with constraints
-        it is a two-sided row block reserved at construction (``reserve_force0=True``).
+        Without inequality constraints the equality ``S p = lam0`` (S = [I, −K, 0] selects
+        λ_0 − K u_0 from p) is imposed exactly on the unconstrained minimiser p_f by the Schur
+        complement ``p = p_f + H⁻¹Sᵀ (S H⁻¹ Sᵀ)⁺ (lam0 − S p_f)`` (H⁻¹Sᵀ cached per σ when K is
+        None); with constraints it is a two-sided row block reserved at construction
+        (``reserve_force0=True``), whose u_0 columns hold −K.
         """
+        nl, nu = self.n_lambda, self.n_u
+        if K is not None:
+            K = np.array(K, dtype=float).reshape(nl, nu)
+            if lam0 is None:
+                raise ValueError("set_fixed_force0: K needs lam0")
         was_fixed = self._force0 is not None
+        had_K = self._force0_K is not None
         self._force0 = None if lam0 is None else np.array(lam0, dtype=float).reshape(-1)
+        self._force0_K = K
         if self._force0_rows is not None:
             rows = self._force0_rows
             self._lo[rows] = -np.inf if lam0 is None else self._force0
             self._hi[rows] = np.inf if lam0 is None else self._force0
             self._cvx.clear()  # cvxpy problems hold the bounds as constants: rebuilt
-            if was_fixed != (lam0 is not None):  # the finite-bound row sets changed
+            rows_changed = K is not None or had_K
+            if rows_changed:
+                self._Sp[rows, nl:nl + nu] = 0.0 if K is None else -K
+                if self._ready:
+                    self._Acon = self._SX @ self._T + self._Sp
+                self._osqp.clear()  # OSQP holds the constraint matrix
+            if was_fixed != (lam0 is not None) or rows_changed:  # the finite-bound rows changed
                 self._fin_lo = np.flatnonzero(np.isfinite(self._lo))
                 self._fin_hi = np.flatnonzero(np.isfinite(self._hi))
                 if self._ready:
@@ -314,21 +330,25 @@ class CondensedQP:
 
     def _impose_force0(self, p: np.ndarray, fac: tuple[str, Any], sigma: float) -> np.ndarray:
         nl = self.n_lambda
-        cached = self._force0_cache.get(sigma)
-        if cached is None or cached[0] is not fac:  # new σ or a new factor (set_data)
+        K = self._force0_K
+        cached = None if K is not None else self._force0_cache.get(sigma)
+        if cached is None or cached[0] is not fac:  # new σ, a new factor (set_data) or K
             S_T = np.zeros((p.shape[0], nl))
             S_T[:nl] = np.eye(nl)
+            if K is not None:
+                S_T[nl:nl + self.n_u] = -K.T
             if fac[0] == "chol":
                 HinvST = scipy.linalg.cho_solve(fac[1], S_T, check_finite=False)
             else:
                 HinvST = fac[1] @ S_T
-            W_pinv = np.linalg.pinv(0.5 * (HinvST[:nl] + HinvST[:nl].T), rcond=1e-12,
-                                    hermitian=True)
-            cached = (fac, HinvST, W_pinv)
-            self._force0_cache[sigma] = cached
-        _, HinvST, W_pinv = cached
+            W = S_T.T @ HinvST
+            W_pinv = np.linalg.pinv(0.5 * (W + W.T), rcond=1e-12, hermitian=True)
+            cached = (fac, HinvST, W_pinv, S_T)
+            if K is None:
+                self._force0_cache[sigma] = cached
+        _, HinvST, W_pinv, S_T = cached
         assert self._force0 is not None
-        return p + HinvST @ (W_pinv @ (self._force0 - p[:nl]))
+        return p + HinvST @ (W_pinv @ (self._force0 - S_T.T @ p))
 
     def _solve_active_set(self, X0: np.ndarray, g: np.ndarray, sigma: float
                           ) -> tuple[np.ndarray, bool, str, int]:

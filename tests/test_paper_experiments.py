@@ -133,11 +133,11 @@ def test_pivoting_per_step_goal_is_the_box_resting_on_its_corner():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="open (issue 23 item 4, docs/c3.md 'the μ₃ sweep'): "
-                   "per-step pivoting ends in a sliding limit cycle (μ₃ 0.2-0.3) or loses the "
-                   "box (μ₃ >= 0.4); the paper reports success for every μ₃ in 0.1-1.0")
 @pytest.mark.parametrize("mu3", [0.5])
 def test_pivoting_per_step_reaches_the_goal_at_higher_ground_friction(mu3):
+    """The paper's μ₃ sweep: with λ_0 free the plan counted on ~5x the ground force its u_0
+    produces and cycled (μ₃ 0.2-0.3) or lost the box (>= 0.4); with the first step's forces
+    from the contact mode (first_step_forces = "lcp-mode") it pivots the box onto its corner."""
     task = get_task("pivoting-per-step")
     plant = task.plant(mu3=mu3)
     log = run_closed_loop(plant, task.controller(plant), plant.defaults.x0,

@@ -190,11 +190,16 @@ Measured (8 s from the paper's start, last-second max |θ − π/4|, σ = 0 / 0.
 0.068, 0.993 0.050 / 0.065, 0.995 0.045 / 0.045, 0.997 0.039 / 0.036-0.045, 0.999 diverges."""
 
 
-PIVOT_PER_STEP_OPTIONS = (("admm_iter", 10), ("rho_scale", 2.0))
+PIVOT_PER_STEP_OPTIONS = (("admm_iter", 10), ("rho_scale", 2.0),
+                          ("first_step_forces", "lcp-mode"))
 """C3 settings of per-step pivoting: s = 10, ρ_s = 2 instead of the paper's s = 5, ρ_s = 1.1, whose
 ρ grows only 1.6x over a solve: at the goal crossing that plan brakes with forces the contact
 will not deliver (complementarity violation 1.28, plan cost 7.0, re-simulated 40.1); with
-these 0.003, 35.8 and 35.4 (docs/c3.md, "Pivoting: per-step re-planning")."""
+these 0.003, 35.8 and 35.4 (docs/c3.md, "Pivoting: per-step re-planning"). And the first
+knot's forces from the LCS's contact mode under the planned u_0 (``first_step_forces =
+"lcp-mode"``): with λ_0 free the plan counts on a ground normal force ~5x what its u_0
+produces, brakes with friction that does not exist and ends in a sliding limit cycle for
+μ₃ >= 0.2 (docs/c3.md, "Pivoting: the μ₃ sweep")."""
 
 
 def pivoting_terminal_cost(plant: Any) -> np.ndarray:
