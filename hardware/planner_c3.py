@@ -49,7 +49,10 @@ from .franka import RobotState
 from .impedance import ImpedanceParams
 from .safety import Target
 
-__all__ = ["C3PlannerOptions", "C3Planner"]
+__all__ = ["C3PlannerOptions", "C3Planner", "PLANNER_TUNINGS"]
+
+PLANNER_TUNINGS = ("nominal", "noisy", "vision")
+"""The closed loop's tunings the deploy planner accepts (``c3mpc.tasks.franka_ball.TUNINGS``)."""
 
 
 @dataclass(frozen=True)
@@ -109,9 +112,9 @@ class C3PlannerOptions(LoadableOptions):
                                      "(0, 180)")
         if self.min_resim_dt is not None and not (self.min_resim_dt >= 0):
             raise HardwareValueError("C3PlannerOptions.min_resim_dt must be >= 0 [s] or None")
-        if self.tuning not in ("nominal", "noisy"):
-            raise HardwareValueError(f"C3PlannerOptions.tuning must be 'nominal' or 'noisy', "
-                                     f"got {self.tuning!r}")
+        if self.tuning not in PLANNER_TUNINGS:
+            raise HardwareValueError(f"C3PlannerOptions.tuning must be one of "
+                                     f"{list(PLANNER_TUNINGS)}, got {self.tuning!r}")
         for name in ("pair_stiffness", "table_stiffness"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
