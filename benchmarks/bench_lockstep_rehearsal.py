@@ -12,6 +12,9 @@ measurement noise and the tuning's process noise (``vision_accel_std`` of
 * "vision, 4 ms": ``tuning: vision`` (nominal gait, K = 2000, ζ = 1, step-5 floor 8 ms; camera
   filter 0.3 m/s²), command delay and Δt_c 4 ms (``LockstepOptions``' defaults);
 * "vision, 8 ms": the same with 8 ms command delay and Δt_c;
+* "vision, 12 ms": the same with 12 ms (beyond the simulated loop's measured range);
+* "vision planner, camera filter 0.02 (noisy's), 4 ms": the vision tuning with the noisy
+  tuning's camera filter (what the filter's process noise does here);
 * "noisy, 4 ms": ``tuning: noisy`` (K = 3000, ζ = 0.7, step-5 floor 4 ms; filter 0.02 m/s²),
   the previous deploy configuration for 1 mm noise (``--only noisy``; ~150 simulated s a run).
 
@@ -43,18 +46,23 @@ JSON_PATH = ROOT / "benchmarks" / "results" / "bench_lockstep_rehearsal.json"
 KEY = "bench_lockstep_rehearsal"
 START, END = _report.markers(KEY)
 
-# name, tuning, command delay = Δt_c [s], time limit [simulated s]
-RUNS: list[tuple[str, str, float, float]] = [
-    ("vision, 4 ms", "vision", 0.004, 60.0),
-    ("vision, 8 ms", "vision", 0.008, 60.0),
-    ("noisy, 4 ms", "noisy", 0.004, 150.0),
+# name, tuning, command delay = Δt_c [s], time limit [simulated s], camera filter's process
+# noise [m/s²] (None: the tuning's)
+RUNS: list[tuple[str, str, float, float, float | None]] = [
+    ("vision, 4 ms", "vision", 0.004, 60.0, None),
+    ("vision, 8 ms", "vision", 0.008, 60.0, None),
+    ("vision, 12 ms", "vision", 0.012, 60.0, None),
+    ("vision planner, camera filter 0.02 (noisy's), 4 ms", "vision", 0.004, 60.0, 0.02),
+    ("noisy, 4 ms", "noisy", 0.004, 150.0, None),
 ]
 
 
 def rehearsal_options(tuning: str, seed: int, latency: float, duration: float,
+                      accel_std: float | None = None,
                       camera_noise: float = 0.001) -> tuple[Any, Any, Any]:
     """(TwinOptions, DeployOptions, LockstepOptions) of the force-sensed rehearsal with
-    ``camera_noise`` [m] and the closed loop's ``tuning`` (gains, camera filter)."""
+    ``camera_noise`` [m] and the closed loop's ``tuning`` (gains, camera filter; ``accel_std``
+    replaces the filter's process noise)."""
     from c3mpc.tasks.franka_ball import TUNINGS
     from hardware.camera import CameraOptions
     from hardware.deploy import DeployOptions
@@ -73,21 +81,24 @@ def rehearsal_options(tuning: str, seed: int, latency: float, duration: float,
         planner_type="c3", max_stale_time=0.5, c3=C3PlannerOptions(tuning=tuning),
         impedance=gains,
         camera=CameraOptions(filter="kalman", kalman_measurement_std=camera_noise,
-                             kalman_accel_std=t["vision_accel_std"]),
+                             kalman_accel_std=(t["vision_accel_std"] if accel_std is None
+                                               else accel_std)),
         franka=FrankaOptions(velocity_filter=1.0))
     return twin, deploy, LockstepOptions(duration=duration, command_delay=latency,
                                          planning_latency=latency)
 
 
-def _one(job: tuple[str, str, float, float, int]) -> dict[str, Any]:
+def _one(job: tuple[str, str, float, float, float | None, int]) -> dict[str, Any]:
     from hardware.lockstep import run_lockstep
 
-    name, tuning, latency, duration, seed = job
+    name, tuning, latency, duration, accel_std, seed = job
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    log = run_lockstep(*rehearsal_options(tuning, seed, latency, duration))
+    twin, deploy, lockstep = rehearsal_options(tuning, seed, latency, duration, accel_std)
+    log = run_lockstep(twin, deploy, lockstep)
     return {
         "name": name, "tuning": tuning, "seed": seed, "latency_s": latency,
+        "camera_accel_std": deploy.camera.kalman_accel_std,
         "duration_s": duration, "lap_time_s": log.lap_time,
         "lap_angle_deg": log.lap_angle_deg, "band_fraction": log.band_fraction,
         "max_radial_error_m": float(log.radial_error.max()),
@@ -107,9 +118,10 @@ def markdown(result: dict[str, Any]) -> str:
         f"{result['timestamp']}, {result['machine']}. `hardware.lockstep.run_lockstep`: the "
         "twin (full Panda, 1 mm camera noise, `O_F_ext_hat_K` with 1 N noise) and `c3mpc "
         "deploy`'s loop (C3 with the force-sensed step 5, Kalman-filtered camera) on one "
-        "simulated clock, one lap of the true ball; command delay = Δt_c = the latency column. "
-        "Deterministic (the machine's load changes only the wall time; it was shared by other "
-        "engineers' jobs). Issue 21's criterion: >= 75% of the lap in the 2 cm band.",
+        "simulated clock, one lap of the true ball; command delay = Δt_c = the milliseconds "
+        "in the run's name. Deterministic (the machine's load changes only the wall time; it "
+        "was shared by other engineers' jobs). Issue 21's criterion: >= 75% of the lap in the "
+        "2 cm band.",
         "",
         "| run | seed | lap [s] | in 2 cm band | max radial error [cm] | safety interventions "
         "| failed plans | wall [min] |",
@@ -157,8 +169,9 @@ def _save(runs: list[dict[str, Any]], quiet: bool, write: bool = True) -> dict[s
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="vision",
-                    help="run only configurations containing this (default: vision)")
+    ap.add_argument("--only", default="vision, ",
+                    help="run only configurations whose name contains this (default: "
+                         "'vision, ': the vision tuning's latencies)")
     ap.add_argument("--seeds", default="0,1,2,3,4", help="comma-separated seeds")
     ap.add_argument("--jobs", type=int, default=1, help="runs at a time (processes)")
     ap.add_argument("--no-write", action="store_true", help="print only")
@@ -172,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         _report.replace_section(md, KEY)
         return 0
     seeds = [int(s) for s in args.seeds.split(",")]
-    jobs = [(name, tuning, lat, dur, seed) for name, tuning, lat, dur in RUNS
+    jobs = [(name, tuning, lat, dur, acc, seed) for name, tuning, lat, dur, acc in RUNS
             if args.only in name for seed in seeds]
     runs: list[dict[str, Any]] = []
     with ProcessPoolExecutor(max(1, args.jobs)) as ex:

@@ -4,6 +4,7 @@ camera adapter's Kalman filter for noisy trackers."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -104,6 +105,12 @@ def test_deploy_planner_is_the_simulated_loops_planner(tuning):
     assert dep.min_resim_dt == sim.min_resim_dt == (0.004 if tuning == "noisy" else 0.008)
     assert dep.target.lead_angle_deg == sim.target.lead_angle_deg
     assert dep.target.gait == sim.target.gait
+    if tuning == "vision":  # the planner is the nominal one: only the camera filter differs
+        task = C3Planner(C3PlannerOptions(tuning=tuning)).task_options
+        nominal = C3Planner(C3PlannerOptions(tuning="nominal")).task_options
+        differ = [f.name for f in dataclasses.fields(task)
+                  if getattr(task, f.name) != getattr(nominal, f.name)]
+        assert set(differ) == {"vision_accel_std", "tuning"} and task.vision_accel_std == 0.3
     own = C3Planner(C3PlannerOptions(tuning=tuning, min_resim_dt=0.02, lead_angle_deg=25.0))
     assert own.algorithm3.min_resim_dt == 0.02
     assert own.algorithm3.target.lead_angle_deg == 25.0
