@@ -275,7 +275,7 @@ def test_force_sensed_lockstep_rehearsal_with_1mm_camera_noise_keeps_the_ball_in
     with 0.3 m/s² process noise), 4 ms command delay and Δt_c (``LockstepOptions``'
     defaults) instead of the machine's timing: a lap of the true ball with
     ≥ 75 % of it in the 2 cm band, no command rejected by the twin, no failed plan. (The
-    "noisy" tuning kept 65.6 % here on 98.3 s; the vision tuning's filter does not trail the
+    "noisy" tuning: 87.7 % of a 107 s lap here; the vision tuning's filter does not trail the
     pushed ball: docs/deployment.md, "Force-sensed deployment"; all seeds and latencies:
     ``benchmarks/bench_lockstep_rehearsal.py``.) ~20 simulated seconds."""
     pytest.importorskip("pinocchio")
