@@ -49,7 +49,10 @@ from .franka import RobotState
 from .impedance import ImpedanceParams
 from .safety import Target
 
-__all__ = ["C3PlannerOptions", "C3Planner"]
+__all__ = ["C3PlannerOptions", "C3Planner", "PLANNER_TUNINGS"]
+
+PLANNER_TUNINGS = ("nominal", "noisy", "vision")
+"""The closed loop's tunings the deploy planner accepts (``c3mpc.tasks.franka_ball.TUNINGS``)."""
 
 
 @dataclass(frozen=True)
@@ -67,14 +70,14 @@ class C3PlannerOptions(LoadableOptions):
     radius: float = 0.1
     """Circle radius [m]."""
     lead_angle_deg: float | None = None
-    """Lead angle α_l of eq. (25) [deg]; None: the tuning's (20° nominal as the paper, 15°
-    noisy)."""
+    """Lead angle α_l of eq. (25) [deg]; None: the tuning's (20° nominal and vision as the
+    paper, 15° noisy)."""
     table_height: float = 0.0
     """Table surface z in the base frame [m] (the plant's table is at z = 0)."""
     min_resim_dt: float | None = None
     """Smallest Δt_c [s] of Algorithm 3's step 5; None: the closed loop's
-    (``FrankaBallOptions``: the tuning's command delay, 8 ms nominal, 4 ms noisy, which the
-    step-5 re-simulation is tuned at; one camera period, 12.5 ms, made the ball run ahead,
+    (``FrankaBallOptions``: the tuning's command delay, 8 ms nominal and vision, 4 ms noisy,
+    which the step-5 re-simulation is tuned at; one camera period, 12.5 ms, made the ball run ahead,
     docs/deployment.md, "Bridged loop against the simulated loop")."""
     velocity_lead: bool = True
     """Add (B/K) v_d to the equilibrium (see the module docstring)."""
@@ -88,8 +91,12 @@ class C3PlannerOptions(LoadableOptions):
     """Use z = table + r for the ball centre in x̂ (the closed loop's ``ball_on_table``: camera
     depth noise cannot fake ball-table penetration)."""
     tuning: str = "nominal"
-    """The closed loop's tuning (``FrankaBallOptions.tuning``): "nominal" (noise-free camera)
-    or "noisy" (the 1 mm-noise tuning, with force sensing)."""
+    """The closed loop's tuning (``FrankaBallOptions.tuning``): "nominal" (noise-free camera),
+    "vision" (a noisy camera: the planner is the nominal one, and the tuning's camera filter is
+    ``camera: {filter: kalman, kalman_accel_std: 0.3}``; with the force-sensed step 5 the
+    deploy configuration for 1 mm noise, docs/deployment.md, "Force-sensed deployment") or
+    "noisy" (the 1 mm-noise tuning found with force sensing in the simulated loop, K = 3000,
+    ζ = 0.7; camera filter 0.02)."""
     force_sensing: bool = True
     """Step 5 reads the end effector-ball gap from ``O_F_ext_hat_K`` when the robot state
     carries it (module docstring)."""
@@ -109,9 +116,9 @@ class C3PlannerOptions(LoadableOptions):
                                      "(0, 180)")
         if self.min_resim_dt is not None and not (self.min_resim_dt >= 0):
             raise HardwareValueError("C3PlannerOptions.min_resim_dt must be >= 0 [s] or None")
-        if self.tuning not in ("nominal", "noisy"):
-            raise HardwareValueError(f"C3PlannerOptions.tuning must be 'nominal' or 'noisy', "
-                                     f"got {self.tuning!r}")
+        if self.tuning not in PLANNER_TUNINGS:
+            raise HardwareValueError(f"C3PlannerOptions.tuning must be one of "
+                                     f"{list(PLANNER_TUNINGS)}, got {self.tuning!r}")
         for name in ("pair_stiffness", "table_stiffness"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
