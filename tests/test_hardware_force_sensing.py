@@ -165,6 +165,7 @@ impedance:
 """
 DEPLOY_CFG = """planner_type: c3
 max_stale_time: 0.5
+tick_on_detection: true
 time_scale: {scale}
 c3:
   tuning: noisy
@@ -187,8 +188,10 @@ franka:
     "load-dependent: with the planner fix it passed on a quiet machine (79.2 % of the lap, "
     "load ~2, no watchdog trip) and failed on the loaded one (11.6 %, ball kicked out at "
     "10-15 s, load ~20), where Δt_c (4-56 ms robot) and the command delay both exceed the "
-    "4 ms the noisy tuning needs; the deterministic lock-step rehearsal below is the "
-    "reproducible check (docs/deployment.md, 'Bridged loop against the simulated loop')"))
+    "4 ms the noisy tuning needs (both runs before tick_on_detection, which this "
+    "configuration now sets and which has not been run on the wall clock yet); the "
+    "deterministic lock-step rehearsal below is the reproducible check (docs/deployment.md, "
+    "'Bridged loop against the simulated loop')"))
 def test_force_sensed_rehearsal_with_1mm_camera_noise_keeps_the_ball_in_the_band(tmp_path):
     """Issue 21 acceptance: `c3mpc twin` (full Panda, 1 mm camera noise, O_F_ext_hat_K with
     1 N noise) and `c3mpc deploy` (C3 with the force-sensed step 5, the simulated loop's noisy
@@ -252,39 +255,67 @@ def test_force_sensed_rehearsal_with_1mm_camera_noise_keeps_the_ball_in_the_band
     assert band >= 0.75, info
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    "issue 21 acceptance not met yet on the simulated clock: seed 0 (this test) 65.6 % of "
-    "the lap (98.3 s) in the 2 cm band; seeds 1-3 84.6 % (333 deg in 110 s), 78.3 %, 86.6 %; "
-    "the simulated loop keeps "
-    "88.9-91.8 % at 4 ms but 64 % at 6 ms, and the bridged loop (200 Hz states, 100 Hz "
-    "ticks, 3D force estimate) behaves like it at 5-6 ms (docs/deployment.md, 'Bridged loop "
-    "against the simulated loop')"))
-def test_force_sensed_lockstep_rehearsal_with_1mm_camera_noise_keeps_the_ball_in_the_band(
-        tmp_path):
-    """Issue 21 acceptance on the simulated clock (hardware.lockstep): the same twin and deploy
-    configuration as the wall-clock rehearsal above (full Panda, 1 mm camera noise,
-    O_F_ext_hat_K with 1 N noise; C3 with the force-sensed step 5, the noisy tuning, Kalman
-    camera), with a 4 ms command delay and Δt_c (the simulated loop's noisy tuning) instead
-    of the machine's timing: ≥ 75 % of a lap of the true ball in the 2 cm band, no command
-    rejected by the twin, no failed plan. Deterministic; ~150 simulated seconds
-    (10-40 min on the shared 2-core machine)."""
-    pytest.importorskip("pinocchio")
-    from hardware.deploy import DeployOptions
-    from hardware.lockstep import LockstepOptions, run_lockstep
-    from hardware.twin import TwinOptions
+def _lockstep(seed: int, latency: float = 0.004):
+    from hardware.lockstep import LockstepOptions, noisy_rehearsal_options, run_lockstep
 
-    (tmp_path / "twin.yaml").write_text(TWIN_CFG.format(scale=1.0))
-    (tmp_path / "deploy.yaml").write_text(DEPLOY_CFG.format(scale=1.0))
-    log = run_lockstep(TwinOptions.from_file(tmp_path / "twin.yaml"),
-                       DeployOptions.from_file(tmp_path / "deploy.yaml"),
-                       LockstepOptions(duration=150.0, command_delay=0.004,
-                                       planning_latency=0.004))
-    info = (f"lap {log.lap_time} s, {log.lap_angle_deg:.0f} deg, in the band "
-            f"{log.band_fraction:.3f}, max radial error {log.radial_error.max() * 100:.1f} cm, "
-            f"{log.interventions} interventions, {len(log.twin_rejections)} rejected")
+    twin, deploy = noisy_rehearsal_options(seed)
+    log = run_lockstep(twin, deploy, LockstepOptions(duration=180.0, command_delay=latency,
+                                                     planning_latency=latency))
+    info = (f"seed {seed}, {latency * 1e3:g} ms: lap {log.lap_time} s, "
+            f"{log.lap_angle_deg:.0f} deg, in the band {log.band_fraction:.3f}, max radial "
+            f"error {log.radial_error.max() * 100:.1f} cm, {log.interventions} interventions, "
+            f"{len(log.twin_rejections)} rejected, {log.planner_failures} failed plans")
     print(info)
+    return log, info
+
+
+def test_noisy_rehearsal_options_follow_the_noisy_tuning():
+    """The rehearsal's configuration is the simulated loop's noisy tuning, not a copy: gains on
+    both sides and the deploy camera's Kalman process noise from ``TUNINGS["noisy"]``."""
+    from c3mpc.tasks.franka_ball import TUNINGS
+    from hardware.errors import HardwareValueError
+    from hardware.lockstep import noisy_rehearsal_options
+
+    twin, deploy = noisy_rehearsal_options(3)
+    t = TUNINGS["noisy"]
+    for gains in (twin.impedance, deploy.impedance):
+        assert gains.translational_stiffness == t["translational_stiffness"]
+        assert gains.damping_ratio == t["damping_ratio"]
+    assert deploy.camera.filter == "kalman"
+    assert deploy.camera.kalman_accel_std == t["vision_accel_std"]
+    assert deploy.c3.tuning == "noisy" and deploy.c3.force_sensing
+    assert deploy.tick_on_detection and deploy.franka.velocity_filter == 1.0
+    assert twin.seed == 3 and twin.camera_noise_std == 0.001 and twin.force_noise_std == 1.0
+    with pytest.raises(HardwareValueError, match="seed"):
+        noisy_rehearsal_options(-1)
+
+
+@pytest.mark.slow
+def test_force_sensed_lockstep_rehearsal_with_1mm_camera_noise_keeps_the_ball_in_the_band():
+    """Issue 21 acceptance on the simulated clock (hardware.lockstep): the twin (full Panda,
+    1 mm camera noise, O_F_ext_hat_K with 1 N noise) and the deploy loop (C3 with the
+    force-sensed step 5, the noisy tuning, Kalman camera, ticking at each detection:
+    ``noisy_rehearsal_options``), 4 ms command delay and Δt_c, noise seed 0: ≥ 75 % of a lap of
+    the true ball in the 2 cm band, no command rejected by the twin, no failed plan.
+    Deterministic. Measured: lap 132.6 s, 85.6 % (with the 100 Hz schedule alone the planner
+    started 0-10 ms after each detection: 65.6 %). ~130 simulated seconds, 10-25 min on the
+    shared 2-core machine."""
+    pytest.importorskip("pinocchio")
+    log, info = _lockstep(0)
     assert log.lap_time is not None, info
     assert log.band_fraction >= 0.75, info
     assert log.twin_rejections == [], info
     assert log.planner_failures == 0, info
+
+
+@pytest.mark.slow
+def test_force_sensed_lockstep_rehearsal_over_seeds():
+    """The acceptance is not one lucky seed: noise seeds 0-4 at 4 ms, at least 4 of 5 complete
+    their lap with ≥ 75 % of it in the 2 cm band (measured in
+    benchmarks/bench_franka_lockstep.py; docs/BENCHMARKS.md). Five full laps: 1-2 h on the
+    shared 2-core machine."""
+    pytest.importorskip("pinocchio")
+    results = [_lockstep(seed) for seed in range(5)]
+    ok = [log.lap_time is not None and log.band_fraction >= 0.75 for log, _ in results]
+    assert sum(ok) >= 4, [info for _, info in results]
+    assert all(log.twin_rejections == [] and log.planner_failures == 0 for log, _ in results)
