@@ -521,11 +521,11 @@ class _Run:
                 k += int(late // period)
                 nxt = t_start + k * period
             self.stop.wake.clear()  # a detection from here on ends the wait at once
-            if not (o.tick_on_detection and camera is not None and (
-                    (cs := camera.state()) is not None and ball is not None
-                    and cs.count > ball.count)):
-                self.stop.wake.wait(max(0.0, (nxt - self.clock()) / self._scale))
-            if self.stop.reason is None and self.clock() < nxt:
+            woken = bool(o.tick_on_detection and camera is not None and ball is not None and (
+                (cs := camera.state()) is not None and cs.count > ball.count))
+            if not woken:
+                woken = self.stop.wake.wait(max(0.0, (nxt - self.clock()) / self._scale))
+            if woken and self.stop.reason is None and self.clock() < nxt:
                 k -= 1  # an early tick (a detection): the schedule stays where it was
         st = franka.state()
         reason = self.finish(franka, st, self.clock(), reason)
