@@ -16,7 +16,9 @@ runs the *same components* with the wall clock taken out, so the two can be told
   own tick (``hardware.deploy._Run.step``: watchdog, holds, planning, filtering);
 * one clock: the simulated time. Every ``1 / state_rate_hz`` the twin publishes a state and
   every camera period a detection (stamps = simulated time), every ``1 / rate_hz`` the deploy
-  loop ticks on the newest of each, and its commands take effect ``command_delay`` later
+  loop ticks on the newest of each (with ``DeployOptions.tick_on_detection`` also at the step
+  a new detection is accepted, as the real loop wakes on it), and its commands take effect
+  ``command_delay`` later
   (rounded up to simulator steps, at least one: the simulated loop's ``min_command_delay``).
   Algorithm 3's Δt_c is ``planning_latency`` instead of the measured solve time (the
   simulated loop's ``planning_latency``), so a run is deterministic and does not depend on the
