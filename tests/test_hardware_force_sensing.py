@@ -134,6 +134,16 @@ def test_time_scale_options_are_strict():
         CameraOptions(filter="lowpass")
 
 
+def test_tick_on_detection_is_strict():
+    from hardware.deploy import DeployOptions
+    from hardware.errors import HardwareValueError
+
+    assert DeployOptions().tick_on_detection is False
+    for bad in (1, "true", None):
+        with pytest.raises(HardwareValueError, match="tick_on_detection"):
+            DeployOptions(tick_on_detection=bad)
+
+
 def test_camera_kalman_filter_beats_finite_differences_on_1mm_noise():
     """A ball rolling at 0.1 m/s, detected at 80 Hz with 1 mm noise: the Kalman option's
     velocity is within 2.5 cm/s RMS of the truth after 1 s, several times better than the
