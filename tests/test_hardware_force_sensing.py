@@ -307,7 +307,7 @@ def test_force_sensed_lockstep_rehearsal_with_1mm_camera_noise_keeps_the_ball_in
     force-sensed step 5, the noisy tuning, Kalman camera, ticking at each detection:
     ``noisy_rehearsal_options``), 4 ms command delay and Δt_c, noise seed 0: ≥ 75 % of a lap of
     the true ball in the 2 cm band, no command rejected by the twin, no failed plan.
-    Deterministic. Measured: lap 132.6 s, 85.6 % (with the 100 Hz schedule alone the planner
+    Deterministic. Measured: lap 132.6 s, 85.5 % (with the 100 Hz schedule alone the planner
     started 0-10 ms after each detection: 65.6 %). ~130 simulated seconds, 10-25 min on the
     shared 2-core machine."""
     pytest.importorskip("pinocchio")
@@ -322,7 +322,7 @@ def test_force_sensed_lockstep_rehearsal_with_1mm_camera_noise_keeps_the_ball_in
 def test_force_sensed_lockstep_rehearsal_over_seeds():
     """The acceptance is not one lucky seed: noise seeds 0-4 at 4 ms, at least 4 of 5 complete
     their lap with ≥ 75 % of it in the 2 cm band. Measured (benchmarks/bench_franka_lockstep.py,
-    docs/BENCHMARKS.md): 85.6 / 83.6 / 85.2 / 86.1 / 87.4 %, laps 123.6-132.6 s; with the
+    docs/BENCHMARKS.md): 85.5 / 83.6 / 85.2 / 86.1 / 87.4 %, laps 123.6-132.6 s; with the
     100 Hz schedule alone 65.6 / 84.6 / 78.3 / 86.6 / 87.3 % (seed 1 without a lap in 110 s).
     Five full laps: 40-70 min on the shared 2-core machine."""
     pytest.importorskip("pinocchio")
