@@ -244,8 +244,6 @@ def run_lockstep(twin_options: Any = None, deploy_options: Any = None,
         planner_failures=int(getattr(planner, "failures", 0)), exit_reason=exit_reason)
 
 
-
-
 def noisy_rehearsal_options(seed: int = 0, *, camera_noise_std: float = 0.001,
                             force_noise_std: float = 1.0) -> tuple[Any, Any]:
     """Twin and deploy options of issue 21's force-sensed rehearsal with camera noise, from the
