@@ -81,7 +81,8 @@ def _one(job: tuple[str, dict[str, Any], dict[str, Any], int, float, float]
     log = run_lockstep(twin, deploy, LockstepOptions(duration=duration, command_delay=latency,
                                                      planning_latency=latency))
     return {
-        "name": name, "deploy": deploy_kw, "overrides": overrides, "seed": seed, "latency_s": latency,
+        "name": name, "deploy": deploy_kw, "overrides": overrides, "seed": seed,
+        "latency_s": latency,
         "duration_s": duration, "lap_completed": log.lap_time is not None,
         "lap_time_s": log.lap_time, "lap_angle_deg": log.lap_angle_deg,
         "simulated_time_s": float(log.t[-1]) if len(log.t) else 0.0,
