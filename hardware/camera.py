@@ -162,3 +162,4 @@ class BallDetectionAdapter(LatestValidState[BallState]):
                     p, v = np.array(est.position, float), np.array(est.velocity, float)
             count = 1 if prev is None else prev.count + 1
             self._state = BallState(p, v, stamp, t_receive, count)
+        self._notify()

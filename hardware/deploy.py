@@ -102,6 +102,11 @@ class DeployOptions(LoadableOptions):
 
     rate_hz: float = 100.0
     """Control loop rate [Hz]."""
+    tick_on_detection: bool = False
+    """Also tick as soon as a new ball detection is accepted (besides the ``rate_hz``
+    schedule), so a planner that plans once per detection (the C3 planner) starts at the
+    detection, as the simulated loop does, instead of at the next scheduled tick (0 to
+    1 / ``rate_hz`` later)."""
     transport: str = "rosbridge"
     """How the robot is reached: "rosbridge" (franka_ros behind rosbridge_server, topics
     ``franka``) or "franky" (libfranka directly through franky-control, ``franky``
@@ -157,6 +162,9 @@ class DeployOptions(LoadableOptions):
                     math.isfinite(v) and v > 0):
                 raise HardwareValueError(f"DeployOptions.{name} must be a positive number, got "
                                          f"{v!r}")
+        if not isinstance(self.tick_on_detection, bool):
+            raise HardwareValueError(f"DeployOptions.tick_on_detection must be true or false, "
+                                     f"got {self.tick_on_detection!r}")
         if self.time_scale > 1:
             raise HardwareValueError(f"DeployOptions.time_scale must be in (0, 1] (1 on a "
                                      f"robot), got {self.time_scale!r}")
@@ -225,10 +233,14 @@ class _Stop:
     def __init__(self) -> None:
         self.event = threading.Event()
         self.reason: ExitReason | None = None
+        self.wake = threading.Event()
+        """Ends the loop's wait for its next tick early: a stop request or (with
+        ``tick_on_detection``) a new ball detection."""
 
     def request(self, reason: ExitReason) -> None:
         self.reason = reason
         self.event.set()
+        self.wake.set()
 
 
 _LOG_COLUMNS = ["t", "held", "ee_x", "ee_y", "ee_z", "target_x", "target_y", "target_z",
@@ -443,6 +455,8 @@ class _Run:
             self.message = str(e)
             return ExitReason.CONNECT_FAILED, tr, None, None
         camera = BallDetectionAdapter(tr, o.camera) if tr is not None else None
+        if camera is not None and o.tick_on_detection:
+            camera.add_listener(self.stop.wake.set)
         deadline = time.monotonic() + o.startup_timeout
         while (franka.state() is None or (o.require_camera and camera is not None
                                           and camera.state() is None)):
@@ -506,7 +520,13 @@ class _Run:
                 self.overruns += 1
                 k += int(late // period)
                 nxt = t_start + k * period
-            self.stop.event.wait(max(0.0, (nxt - self.clock()) / self._scale))
+            self.stop.wake.clear()  # a detection from here on ends the wait at once
+            woken = bool(o.tick_on_detection and camera is not None and ball is not None and (
+                (cs := camera.state()) is not None and cs.count > ball.count))
+            if not woken:
+                woken = self.stop.wake.wait(max(0.0, (nxt - self.clock()) / self._scale))
+            if woken and self.stop.reason is None and self.clock() < nxt:
+                k -= 1  # an early tick (a detection): the schedule stays where it was
         st = franka.state()
         reason = self.finish(franka, st, self.clock(), reason)
         if st is not None and reason != ExitReason.ROBOT_FAULT:

@@ -11,7 +11,7 @@ import collections
 import logging
 import math
 import threading
-from typing import Any, Generic, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 from .errors import HardwareValueError
 
@@ -40,6 +40,16 @@ class LatestValidState(Generic[S]):
         self._state: S | None = None
         self.rejected = 0
         self.rejections: collections.deque[str] = collections.deque(maxlen=20)
+        self._listeners: list[Callable[[], None]] = []
+
+    def add_listener(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` after each accepted state (on the transport thread, outside the lock;
+        keep it short: the deploy loop's is ``threading.Event.set``)."""
+        self._listeners.append(fn)
+
+    def _notify(self) -> None:
+        for fn in self._listeners:
+            fn()
 
     def _reject(self, reason: str) -> None:
         with self._lock:

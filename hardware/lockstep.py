@@ -16,7 +16,9 @@ runs the *same components* with the wall clock taken out, so the two can be told
   own tick (``hardware.deploy._Run.step``: watchdog, holds, planning, filtering);
 * one clock: the simulated time. Every ``1 / state_rate_hz`` the twin publishes a state and
   every camera period a detection (stamps = simulated time), every ``1 / rate_hz`` the deploy
-  loop ticks on the newest of each, and its commands take effect ``command_delay`` later
+  loop ticks on the newest of each (with ``DeployOptions.tick_on_detection`` also at the step
+  a new detection is accepted, as the real loop wakes on it), and its commands take effect
+  ``command_delay`` later
   (rounded up to simulator steps, at least one: the simulated loop's ``min_command_delay``).
   Algorithm 3's Δt_c is ``planning_latency`` instead of the measured solve time (the
   simulated loop's ``planning_latency``), so a run is deterministic and does not depend on the
@@ -43,7 +45,7 @@ from .config import LoadableOptions
 from .errors import HardwareValueError
 from .franka import FrankaAdapter
 
-__all__ = ["LockstepOptions", "LockstepLog", "run_lockstep"]
+__all__ = ["LockstepOptions", "LockstepLog", "run_lockstep", "noisy_rehearsal_options"]
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,7 @@ def run_lockstep(twin_options: Any = None, deploy_options: Any = None,
     prev_angle: float | None = None
     lap_time: float | None = None
     seq = 0
+    ticked_count = 0  # the camera's accepted detections at the last tick
     exit_reason = ""
     last_progress = -math.inf
     n_steps = int(math.ceil(o.duration / sim_dt))
@@ -188,8 +191,13 @@ def run_lockstep(twin_options: Any = None, deploy_options: Any = None,
         prev_angle = ang
         if lap_time is None and lap >= 2 * math.pi:
             lap_time = t
-        if t >= next_tick - 1e-12 and franka.state() is not None and camera.state() is not None:
-            next_tick += tick
+        cam = camera.state()
+        detected = dp.tick_on_detection and cam is not None and cam.count > ticked_count
+        if (t >= next_tick - 1e-12 or detected) and franka.state() is not None and (
+                cam is not None):
+            if t >= next_tick - 1e-12:
+                next_tick += tick
+            ticked_count = cam.count
             st, ball = franka.state(), camera.state()
             assert st is not None and ball is not None
             if not started:
@@ -236,3 +244,44 @@ def run_lockstep(twin_options: Any = None, deploy_options: Any = None,
         planner_failures=int(getattr(planner, "failures", 0)), exit_reason=exit_reason)
 
 
+def noisy_rehearsal_options(seed: int = 0, *, camera_noise_std: float = 0.001,
+                            force_noise_std: float = 1.0) -> tuple[Any, Any]:
+    """Twin and deploy options of issue 21's force-sensed rehearsal with camera noise, from the
+    simulated loop's noisy tuning (``TUNINGS["noisy"]`` in :mod:`c3mpc.tasks.franka_ball`).
+
+    Twin: the full Panda with ``camera_noise_std`` [m] of camera noise (noise seed ``seed``)
+    and ``O_F_ext_hat_K`` with ``force_noise_std`` [N]. Deploy: the C3 planner with the noisy
+    tuning and the force-sensed step 5, the tuning's gains on both sides, the camera's
+    constant-velocity Kalman filter (measurement σ = ``camera_noise_std``, process noise the
+    tuning's ``vision_accel_std``, as the simulated loop) and raw finite-difference robot
+    velocities (``velocity_filter`` 1: the Panda's pose is encoder-exact); the loop ticks at
+    each new detection as well as at its rate (``tick_on_detection``), so C3 plans at the
+    detection as the simulated loop does.
+
+    Returns:
+        ``(TwinOptions, DeployOptions)`` for :func:`run_lockstep` (``time_scale`` 1).
+    """
+    from c3mpc.tasks.franka_ball import TUNINGS
+
+    from .camera import CameraOptions
+    from .deploy import DeployOptions
+    from .franka import FrankaOptions
+    from .impedance import ImpedanceParams
+    from .planner_c3 import C3PlannerOptions
+    from .twin import TwinOptions
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise HardwareValueError(f"noisy_rehearsal_options: seed must be an int >= 0, got "
+                                 f"{seed!r}")
+    tuned = TUNINGS["noisy"]
+    gains = ImpedanceParams(translational_stiffness=tuned["translational_stiffness"],
+                            damping_ratio=tuned["damping_ratio"])
+    twin = TwinOptions(impedance=gains, camera_noise_std=camera_noise_std,
+                       force_noise_std=force_noise_std, seed=seed)
+    deploy = DeployOptions(
+        planner_type="c3", max_stale_time=0.5, impedance=gains, tick_on_detection=True,
+        c3=C3PlannerOptions(tuning="noisy"),
+        camera=CameraOptions(filter="kalman", kalman_measurement_std=camera_noise_std,
+                             kalman_accel_std=tuned["vision_accel_std"]),
+        franka=FrankaOptions(velocity_filter=1.0))
+    return twin, deploy

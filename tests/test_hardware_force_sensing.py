@@ -143,6 +143,16 @@ def test_time_scale_options_are_strict():
         CameraOptions(filter="lowpass")
 
 
+def test_tick_on_detection_is_strict():
+    from hardware.deploy import DeployOptions
+    from hardware.errors import HardwareValueError
+
+    assert DeployOptions().tick_on_detection is False
+    for bad in (1, "true", None):
+        with pytest.raises(HardwareValueError, match="tick_on_detection"):
+            DeployOptions(tick_on_detection=bad)
+
+
 def test_camera_kalman_filter_beats_finite_differences_on_1mm_noise():
     """A ball rolling at 0.1 m/s, detected at 80 Hz with 1 mm noise: the Kalman option's
     velocity is within 2.5 cm/s RMS of the truth after 1 s, several times better than the
@@ -178,6 +188,7 @@ impedance:
 """
 DEPLOY_CFG = """planner_type: c3
 max_stale_time: 0.5
+tick_on_detection: true
 time_scale: {scale}
 c3:
   tuning: vision
@@ -298,3 +309,24 @@ def test_force_sensed_lockstep_rehearsal_with_1mm_camera_noise_keeps_the_ball_in
     assert log.twin_rejections == [], info
     assert log.planner_failures == 0, info
     assert log.exit_reason == "", info
+
+
+def test_noisy_rehearsal_options_follow_the_noisy_tuning():
+    """The rehearsal's configuration is the simulated loop's noisy tuning, not a copy: gains on
+    both sides and the deploy camera's Kalman process noise from ``TUNINGS["noisy"]``."""
+    from c3mpc.tasks.franka_ball import TUNINGS
+    from hardware.errors import HardwareValueError
+    from hardware.lockstep import noisy_rehearsal_options
+
+    twin, deploy = noisy_rehearsal_options(3)
+    t = TUNINGS["noisy"]
+    for gains in (twin.impedance, deploy.impedance):
+        assert gains.translational_stiffness == t["translational_stiffness"]
+        assert gains.damping_ratio == t["damping_ratio"]
+    assert deploy.camera.filter == "kalman"
+    assert deploy.camera.kalman_accel_std == t["vision_accel_std"]
+    assert deploy.c3.tuning == "noisy" and deploy.c3.force_sensing
+    assert deploy.tick_on_detection and deploy.franka.velocity_filter == 1.0
+    assert twin.seed == 3 and twin.camera_noise_std == 0.001 and twin.force_noise_std == 1.0
+    with pytest.raises(HardwareValueError, match="seed"):
+        noisy_rehearsal_options(-1)

@@ -46,3 +46,26 @@ def test_instances_do_not_share_state_and_concurrent_rejections_all_count():
     for t in threads:
         t.join()
     assert a.rejected == 2000 and b.rejected == 0 and b.state() is None
+
+
+def test_camera_listeners_hear_accepted_detections_only():
+    """The deploy loop's ``tick_on_detection`` wakes on ``add_listener``: called once per
+    accepted detection, never for a rejected one (bad frame, jump, stamp not after)."""
+    import math
+
+    import numpy as np
+
+    from hardware import messages
+    from hardware.camera import BallDetectionAdapter, CameraOptions
+
+    cam = BallDetectionAdapter(None, CameraOptions(max_stamp_lag=math.inf))
+    heard: list[int] = []
+    cam.add_listener(lambda: heard.append(cam.state().count))
+    p = np.array([0.55, 0.0, 0.03])
+    cam._on_msg(messages.point_stamped(p, "panda_link0", 10.0, 1), 0.0)
+    cam._on_msg(messages.point_stamped(p, "camera", 10.1, 2), 0.1)  # wrong frame
+    cam._on_msg(messages.point_stamped(p + [0.5, 0, 0], "panda_link0", 10.2, 3), 0.2)  # jump
+    cam._on_msg(messages.point_stamped(p, "panda_link0", 10.0, 4), 0.3)  # stamp not after
+    cam._on_msg(messages.point_stamped(p, "panda_link0", 10.4, 5), 0.4)
+    assert cam.rejected == 3
+    assert heard == [1, 2]
