@@ -31,6 +31,10 @@ __all__ = ["CameraOptions", "BallState", "BallDetectionAdapter"]
 
 LOGGER = logging.getLogger("hardware.camera")
 
+DEFAULT_KALMAN_ACCEL_STD = 0.02
+"""Kalman process noise [m/s²] of a camera adapter outside a C3 deploy (the value before the
+tunings chose it; ``CameraOptions.kalman_accel_std``)."""
+
 
 @dataclass(frozen=True)
 class CameraOptions(LoadableOptions):
@@ -57,8 +61,11 @@ class CameraOptions(LoadableOptions):
     "kalman": position and velocity from a constant-velocity Kalman filter (noisy trackers)."""
     kalman_measurement_std: float = 0.001
     """Kalman measurement noise σ per axis [m] (the tracker's noise)."""
-    kalman_accel_std: float = 0.02
-    """Kalman process noise, white acceleration [m/s²] (the noisy tuning's)."""
+    kalman_accel_std: float | None = None
+    """Kalman process noise, white acceleration [m/s²]. None: in a deploy with
+    ``planner_type: c3``, the C3 planner's tuning's (``vision_accel_std`` of
+    ``c3mpc.tasks.franka_ball.TUNINGS[c3.tuning]``: 0.01 nominal, 0.3 vision, 0.02 noisy, as
+    the simulated loop filters its camera); elsewhere :data:`DEFAULT_KALMAN_ACCEL_STD`."""
 
     max_stamp_lag: float = 1.0
     """Largest age [s] of an accepted stamp against the local wall clock (delivery delay +
@@ -84,6 +91,8 @@ class CameraOptions(LoadableOptions):
                                      f"got {self.filter!r}")
         for name in ("kalman_measurement_std", "kalman_accel_std"):
             v = getattr(self, name)
+            if v is None and name == "kalman_accel_std":
+                continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
                     math.isfinite(v) and v > 0):
                 raise HardwareValueError(f"CameraOptions.{name} must be a positive number, "
@@ -123,7 +132,9 @@ class BallDetectionAdapter(LatestValidState[BallState]):
 
             self._kalman = BallFilter(BallTrackerOptions(
                 filter="kalman", kalman_measurement_std=o.kalman_measurement_std,
-                kalman_accel_std=o.kalman_accel_std, gate_distance=o.max_jump))
+                kalman_accel_std=(DEFAULT_KALMAN_ACCEL_STD if o.kalman_accel_std is None
+                                  else o.kalman_accel_std),
+                gate_distance=o.max_jump))
         self._sub = (transport.subscribe(o.topic, "geometry_msgs/PointStamped", self._on_msg)
                      if transport is not None else None)
 

@@ -168,6 +168,14 @@ class DeployOptions(LoadableOptions):
         if self.time_scale > 1:
             raise HardwareValueError(f"DeployOptions.time_scale must be in (0, 1] (1 on a "
                                      f"robot), got {self.time_scale!r}")
+        if self.camera.kalman_accel_std is None and self.planner_type == "c3":
+            # The camera filter is part of the closed loop's tuning (docs/franka-ball.md, "1 mm
+            # noise from vision alone: the filter's lag"): the vision tuning's 0.3 m/s², not a
+            # fixed 0.02, which trails the pushed ball (39-58 % in the band, lock-step).
+            from c3mpc.tasks.franka_ball import TUNINGS
+
+            object.__setattr__(self, "camera", dataclasses.replace(
+                self.camera, kalman_accel_std=TUNINGS[self.c3.tuning]["vision_accel_std"]))
 
 
 @dataclass(frozen=True)

@@ -330,3 +330,25 @@ def test_noisy_rehearsal_options_follow_the_noisy_tuning():
     assert twin.seed == 3 and twin.camera_noise_std == 0.001 and twin.force_noise_std == 1.0
     with pytest.raises(HardwareValueError, match="seed"):
         noisy_rehearsal_options(-1)
+
+
+def test_deploy_camera_filter_defaults_to_the_planners_tuning():
+    """``camera.kalman_accel_std`` left out is the C3 tuning's ``vision_accel_std`` (the filter
+    the tuning was measured with); an explicit value wins; a circle deploy and a bare adapter
+    keep the fixed default."""
+    from c3mpc.tasks.franka_ball import TUNINGS
+    from hardware.camera import DEFAULT_KALMAN_ACCEL_STD, CameraOptions
+    from hardware.deploy import DeployOptions
+    from hardware.planner_c3 import C3PlannerOptions
+
+    for tuning in ("nominal", "vision", "noisy"):
+        deploy = DeployOptions(planner_type="c3", c3=C3PlannerOptions(tuning=tuning),
+                               camera=CameraOptions(filter="kalman"))
+        assert deploy.camera.kalman_accel_std == TUNINGS[tuning]["vision_accel_std"]
+    explicit = DeployOptions(planner_type="c3", c3=C3PlannerOptions(tuning="vision"),
+                             camera=CameraOptions(filter="kalman", kalman_accel_std=0.05))
+    assert explicit.camera.kalman_accel_std == 0.05
+    assert DeployOptions(planner_type="circle").camera.kalman_accel_std is None
+    assert TUNINGS["vision"]["vision_accel_std"] == 0.3 and DEFAULT_KALMAN_ACCEL_STD == 0.02
+    with pytest.raises(Exception, match="kalman_accel_std"):
+        CameraOptions(kalman_accel_std=True)
