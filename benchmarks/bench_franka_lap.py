@@ -21,6 +21,9 @@ Panda in ``plants.sim``, until one lap or ``--duration``):
 * "1 mm noise, vision only, fixed 4 ms + 8 ms floor": the same with the tuning's 8 ms
   command-delay floor (what ``c3mpc run franka-ball --noise 0.001 --set force_sensing=false
   --set planning_latency=0.004`` runs), seeds 0-4.
+* "1 mm noise, force sensed, vision / noisy tuning, fixed 4 ms": the force-sensed step 5
+  (``force_sensing=True``) with each tuning named, vision seeds 0-4, noisy seeds 0-1 (which
+  tuning ``tuning="auto"`` picks for a force-sensed noisy run is decided on these rows).
 
 ``--only SUBSTRING`` runs the configurations whose name contains it (the saved rows of the
 others are kept); ``--jobs N`` runs N at a time (processes). Writes
@@ -65,6 +68,10 @@ RUNS: list[tuple[str, str, dict[str, Any], list[int]]] = [
      {**FIXED4, "noise_std": 0.001, "force_sensing": False}, [0, 1, 2, 3, 4]),
     ("1 mm noise, vision only, fixed 4 ms + 8 ms floor", "default",
      {"planning_latency": 0.004, "noise_std": 0.001, "force_sensing": False}, [0, 1, 2, 3, 4]),
+    ("1 mm noise, force sensed, vision tuning, fixed 4 ms", "default",
+     {**FIXED4, "noise_std": 0.001, "force_sensing": True, "tuning": "vision"}, [0, 1, 2, 3, 4]),
+    ("1 mm noise, force sensed, noisy tuning, fixed 4 ms", "default",
+     {**FIXED4, "noise_std": 0.001, "force_sensing": True, "tuning": "noisy"}, [0, 1]),
 ]
 
 

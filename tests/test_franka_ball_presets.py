@@ -184,7 +184,8 @@ def test_step5_interval_is_the_delay_plus_the_lead_and_x_d_is_that_lcs_step(kw, 
 def test_resim_lead_tuning_and_validation():
     assert FrankaBallOptions().resim_lead is None  # one ball, noise-free: one camera period
     assert FrankaBallOptions(n_balls=2).resim_lead == 0.0  # the line task: as before
-    assert FrankaBallOptions(noise_std=0.001).resim_lead == 0.0  # the noisy tuning's
+    assert FrankaBallOptions(noise_std=0.001, tuning="noisy").resim_lead == 0.0  # noisy
+    assert FrankaBallOptions(noise_std=0.001).resim_lead is None  # vision: the nominal one
     assert preset_options("paper").resim_lead == 0.0
     for bad in (-0.001, float("nan"), True, "0.01"):
         with pytest.raises((C3ValueError, TypeError, ValueError), match="resim_lead"):

@@ -382,10 +382,15 @@ def test_twin_status_interval_must_be_non_negative_seconds(text, capsys):
     assert "--status-interval: expected seconds >= 0" in capsys.readouterr().err
 
 
-def test_noise_flag_selects_the_noisy_tuning_unless_told_otherwise(tmp_path):
+def test_noise_flag_selects_the_vision_tuning_unless_told_otherwise(tmp_path):
     from c3mpc.tasks.franka_ball import TUNINGS
 
     o, _ = _opts("--noise", "0.001")
+    vision = TUNINGS["vision"]
+    assert o.resolved_tuning == "vision" and o.force_sensing
+    assert o.vision_accel_std == vision["vision_accel_std"]
+    assert o.min_command_delay == vision["command_delay"]
+    o, _ = _opts("--noise", "0.001", "--set", "tuning=noisy")
     noisy = TUNINGS["noisy"]
     assert o.resolved_tuning == "noisy" and o.min_command_delay == noisy["command_delay"]
     assert (o.lead_angle_deg, o.gait) == (noisy["lead_angle_deg"], noisy["gait"])
@@ -394,12 +399,13 @@ def test_noise_flag_selects_the_noisy_tuning_unless_told_otherwise(tmp_path):
     o, _ = _opts("--noise", "0.001", "--set", "lead_angle_deg=18", "--set",
                  "min_command_delay=0.006")
     assert o.lead_angle_deg == 18.0 and o.min_command_delay == 0.006
-    assert o.ball_velocity_weight == noisy["ball_velocity_weight"]
+    assert o.ball_velocity_weight == vision["ball_velocity_weight"]
     cfg = tmp_path / "n.toml"
     cfg.write_text('[franka_ball]\nnoise_std = 0.001\nmin_command_delay = "auto"\n'
                    'lead_angle_deg = "none"\n')
     o, _ = _opts("--config", str(cfg))
-    assert o.min_command_delay == 0.004 and o.lead_angle_deg == 15.0
+    assert (o.min_command_delay, o.lead_angle_deg) == (vision["command_delay"],
+                                                       vision["lead_angle_deg"])
     with pytest.raises(OptionValueError, match="tuning"):
         _opts("--set", "tuning=loud")
 

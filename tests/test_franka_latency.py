@@ -220,7 +220,8 @@ def test_latency_compensation_is_inert_at_the_tunings_delay():
 
 def test_latency_compensation_option_resolves_per_tuning():
     assert FrankaBallOptions().latency_compensation is True
-    assert FrankaBallOptions(noise_std=0.001).latency_compensation is False  # noisy tuning
+    assert FrankaBallOptions(noise_std=0.001).latency_compensation is True  # vision tuning
+    assert FrankaBallOptions(noise_std=0.001, tuning="noisy").latency_compensation is False
     assert FrankaBallOptions(n_balls=2).latency_compensation is False  # path task
     assert preset_options("paper").latency_compensation is False
     with pytest.raises(C3ValueError):
