@@ -10,13 +10,17 @@ measurement noise and the tuning's process noise (``vision_accel_std`` of
 ``c3mpc.tasks.franka_ball.TUNINGS``: 0.3 m/s² vision, 0.02 noisy). Configurations:
 
 * "vision, 4 ms": ``tuning: vision`` (nominal gait, K = 2000, ζ = 1, step-5 floor 8 ms; camera
-  filter 0.3 m/s²), command delay and Δt_c 4 ms (``LockstepOptions``' defaults);
-* "vision, 8 ms": the same with 8 ms command delay and Δt_c;
-* "vision, 12 ms": the same with 12 ms (beyond the simulated loop's measured range);
+  filter 0.3 m/s²), command delay and Δt_c 4 ms (``LockstepOptions``' defaults), the loop on
+  its 100 Hz schedule;
+* "vision, 8 ms" / "vision, 12 ms": the same with 8 / 12 ms command delay and Δt_c;
+* "vision, ticks at detection, 4 ms" / "8 ms": the loop also ticks at each new detection
+  (``DeployOptions.tick_on_detection``, so C3 plans at the detection as the simulated loop);
 * "vision planner, camera filter 0.02 (noisy's), 4 ms": the vision tuning with the noisy
   tuning's camera filter (what the filter's process noise does here);
 * "noisy, 4 ms": ``tuning: noisy`` (K = 3000, ζ = 0.7, step-5 floor 4 ms; filter 0.02 m/s²),
-  the previous deploy configuration for 1 mm noise (``--only noisy``; ~150 simulated s a run).
+  the previous deploy configuration for 1 mm noise (~150 simulated s a run);
+* "noisy, ticks at detection, 4 / 6 / 8 ms": the same ticking at each detection (~180 s);
+* "noisy, 100 Hz ticks only, 8 ms": the comparison row for the ticks at 8 ms.
 
 ``--only PREFIX`` runs the configurations whose name starts with it (default "vision, "; the
 saved rows of the others are kept), ``--seeds`` picks the seeds, ``--jobs N`` runs N at a time
@@ -48,57 +52,35 @@ KEY = "bench_lockstep_rehearsal"
 START, END = _report.markers(KEY)
 
 # name, tuning, command delay = Δt_c [s], time limit [simulated s], camera filter's process
-# noise [m/s²] (None: the tuning's)
-RUNS: list[tuple[str, str, float, float, float | None]] = [
-    ("vision, 4 ms", "vision", 0.004, 60.0, None),
-    ("vision, 8 ms", "vision", 0.008, 60.0, None),
-    ("vision, 12 ms", "vision", 0.012, 60.0, None),
-    ("vision planner, camera filter 0.02 (noisy's), 4 ms", "vision", 0.004, 60.0, 0.02),
-    ("noisy, 4 ms", "noisy", 0.004, 150.0, None),
+# noise [m/s²] (None: the tuning's), tick at each detection
+RUNS: list[tuple[str, str, float, float, float | None, bool]] = [
+    ("vision, 4 ms", "vision", 0.004, 60.0, None, False),
+    ("vision, 8 ms", "vision", 0.008, 60.0, None, False),
+    ("vision, 12 ms", "vision", 0.012, 60.0, None, False),
+    ("vision, ticks at detection, 4 ms", "vision", 0.004, 60.0, None, True),
+    ("vision, ticks at detection, 8 ms", "vision", 0.008, 60.0, None, True),
+    ("vision planner, camera filter 0.02 (noisy's), 4 ms", "vision", 0.004, 60.0, 0.02, False),
+    ("noisy, 4 ms", "noisy", 0.004, 150.0, None, False),
+    ("noisy, ticks at detection, 4 ms", "noisy", 0.004, 180.0, None, True),
+    ("noisy, ticks at detection, 6 ms", "noisy", 0.006, 180.0, None, True),
+    ("noisy, ticks at detection, 8 ms", "noisy", 0.008, 180.0, None, True),
+    ("noisy, 100 Hz ticks only, 8 ms", "noisy", 0.008, 150.0, None, False),
 ]
 
 
-def rehearsal_options(tuning: str, seed: int, latency: float, duration: float,
-                      accel_std: float | None = None,
-                      camera_noise: float = 0.001) -> tuple[Any, Any, Any]:
-    """(TwinOptions, DeployOptions, LockstepOptions) of the force-sensed rehearsal with
-    ``camera_noise`` [m] and the closed loop's ``tuning`` (gains, camera filter; ``accel_std``
-    replaces the filter's process noise)."""
-    from c3mpc.tasks.franka_ball import TUNINGS
-    from hardware.camera import CameraOptions
-    from hardware.deploy import DeployOptions
-    from hardware.franka import FrankaOptions
-    from hardware.impedance import ImpedanceParams
-    from hardware.lockstep import LockstepOptions
-    from hardware.planner_c3 import C3PlannerOptions
-    from hardware.twin import TwinOptions
+def _one(job: tuple[str, str, float, float, float | None, bool, int]) -> dict[str, Any]:
+    from hardware.lockstep import LockstepOptions, rehearsal_options, run_lockstep
 
-    t = TUNINGS[tuning]
-    gains = ImpedanceParams(translational_stiffness=t["translational_stiffness"],
-                            damping_ratio=t["damping_ratio"])
-    twin = TwinOptions(camera_noise_std=camera_noise, force_noise_std=1.0, seed=seed,
-                       impedance=gains)
-    deploy = DeployOptions(
-        planner_type="c3", max_stale_time=0.5, c3=C3PlannerOptions(tuning=tuning),
-        impedance=gains,
-        camera=CameraOptions(filter="kalman", kalman_measurement_std=camera_noise,
-                             kalman_accel_std=(t["vision_accel_std"] if accel_std is None
-                                               else accel_std)),
-        franka=FrankaOptions(velocity_filter=1.0))
-    return twin, deploy, LockstepOptions(duration=duration, command_delay=latency,
-                                         planning_latency=latency)
-
-
-def _one(job: tuple[str, str, float, float, float | None, int]) -> dict[str, Any]:
-    from hardware.lockstep import run_lockstep
-
-    name, tuning, latency, duration, accel_std, seed = job
+    name, tuning, latency, duration, accel_std, tick, seed = job
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    twin, deploy, lockstep = rehearsal_options(tuning, seed, latency, duration, accel_std)
-    log = run_lockstep(twin, deploy, lockstep)
+    twin, deploy = rehearsal_options(seed, tuning=tuning, tick_on_detection=tick,
+                                     kalman_accel_std=accel_std)
+    log = run_lockstep(twin, deploy, LockstepOptions(duration=duration, command_delay=latency,
+                                                     planning_latency=latency))
     return {
         "name": name, "tuning": tuning, "seed": seed, "latency_s": latency,
+        "tick_on_detection": tick,
         "camera_accel_std": deploy.camera.kalman_accel_std,
         "duration_s": duration, "lap_time_s": log.lap_time,
         "lap_angle_deg": log.lap_angle_deg, "band_fraction": log.band_fraction,
@@ -122,7 +104,9 @@ def markdown(result: dict[str, Any]) -> str:
         "simulated clock, one lap of the true ball; command delay = Δt_c = the milliseconds "
         "in the run's name. The machine was shared by other engineers' jobs: its load changes "
         "the wall time (and, by ~2 ms of lap time, the run: docs/deployment.md). Issue 21's "
-        "criterion: >= 75% of the lap in the 2 cm band.",
+        "criterion: >= 75% of the lap in the 2 cm band. The noisy rows with ticks at the "
+        "detection come from the earlier `bench_franka_lockstep.py` (merged into this script; "
+        "the source is in the JSON); n/r: not recorded by that run.",
         "",
         "| run | seed | lap [s] | in 2 cm band | max radial error [cm] | safety interventions "
         "| failed plans | wall [min] |",
@@ -133,7 +117,8 @@ def markdown(result: dict[str, Any]) -> str:
                f"not completed ({r['lap_angle_deg']:.0f}° in {r['duration_s']:.0f} s)")
         lines.append(
             f"| {r['name']} | {r['seed']} | {lap} | {r['band_fraction'] * 100:.1f}% "
-            f"| {r['max_radial_error_m'] * 100:.1f} | {r['interventions']} "
+            f"| {r['max_radial_error_m'] * 100:.1f} "
+            f"| {'n/r' if r['interventions'] is None else r['interventions']} "
             f"| {r['planner_failures']} | {r['wall_time_s'] / 60:.1f} |")
     lines += ["", "Configurations and the diagnosis: docs/deployment.md, \"Force-sensed "
               "deployment (1 mm camera noise)\".", END]
@@ -186,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         _report.replace_section(md, KEY)
         return 0
     seeds = [int(s) for s in args.seeds.split(",")]
-    jobs = [(name, tuning, lat, dur, acc, seed) for name, tuning, lat, dur, acc in RUNS
-            if name.startswith(args.only) for seed in seeds]
+    jobs = [(name, tuning, lat, dur, acc, tick, seed) for name, tuning, lat, dur, acc, tick
+            in RUNS if name.startswith(args.only) for seed in seeds]
     runs: list[dict[str, Any]] = []
     with ProcessPoolExecutor(max(1, args.jobs)) as ex:
         futures = [ex.submit(_one, job) for job in jobs]

@@ -45,7 +45,7 @@ from .config import LoadableOptions
 from .errors import HardwareValueError
 from .franka import FrankaAdapter
 
-__all__ = ["LockstepOptions", "LockstepLog", "run_lockstep", "noisy_rehearsal_options"]
+__all__ = ["LockstepOptions", "LockstepLog", "run_lockstep", "rehearsal_options"]
 
 
 @dataclass(frozen=True)
@@ -244,19 +244,22 @@ def run_lockstep(twin_options: Any = None, deploy_options: Any = None,
         planner_failures=int(getattr(planner, "failures", 0)), exit_reason=exit_reason)
 
 
-def noisy_rehearsal_options(seed: int = 0, *, camera_noise_std: float = 0.001,
-                            force_noise_std: float = 1.0) -> tuple[Any, Any]:
+def rehearsal_options(seed: int = 0, *, tuning: str = "vision",
+                      camera_noise_std: float = 0.001, force_noise_std: float = 1.0,
+                      tick_on_detection: bool = True,
+                      kalman_accel_std: float | None = None) -> tuple[Any, Any]:
     """Twin and deploy options of issue 21's force-sensed rehearsal with camera noise, from the
-    simulated loop's noisy tuning (``TUNINGS["noisy"]`` in :mod:`c3mpc.tasks.franka_ball`).
+    simulated loop's ``tuning`` (``TUNINGS[tuning]`` in :mod:`c3mpc.tasks.franka_ball`:
+    "vision", the configuration for 1 mm noise, or "noisy", the one before it).
 
     Twin: the full Panda with ``camera_noise_std`` [m] of camera noise (noise seed ``seed``)
-    and ``O_F_ext_hat_K`` with ``force_noise_std`` [N]. Deploy: the C3 planner with the noisy
-    tuning and the force-sensed step 5, the tuning's gains on both sides, the camera's
+    and ``O_F_ext_hat_K`` with ``force_noise_std`` [N]. Deploy: the C3 planner with the tuning
+    and the force-sensed step 5, the tuning's gains on both sides, the camera's
     constant-velocity Kalman filter (measurement σ = ``camera_noise_std``, process noise the
-    tuning's ``vision_accel_std``, as the simulated loop) and raw finite-difference robot
-    velocities (``velocity_filter`` 1: the Panda's pose is encoder-exact); the loop ticks at
-    each new detection as well as at its rate (``tick_on_detection``), so C3 plans at the
-    detection as the simulated loop does.
+    tuning's ``vision_accel_std`` as the simulated loop, or ``kalman_accel_std``) and raw
+    finite-difference robot velocities (``velocity_filter`` 1: the Panda's pose is
+    encoder-exact); with ``tick_on_detection`` the loop ticks at each new detection as well as
+    at its rate, so C3 plans at the detection as the simulated loop does.
 
     Returns:
         ``(TwinOptions, DeployOptions)`` for :func:`run_lockstep` (``time_scale`` 1).
@@ -271,17 +274,19 @@ def noisy_rehearsal_options(seed: int = 0, *, camera_noise_std: float = 0.001,
     from .twin import TwinOptions
 
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise HardwareValueError(f"noisy_rehearsal_options: seed must be an int >= 0, got "
-                                 f"{seed!r}")
-    tuned = TUNINGS["noisy"]
+        raise HardwareValueError(f"rehearsal_options: seed must be an int >= 0, got {seed!r}")
+    if tuning not in ("vision", "noisy", "nominal"):
+        raise HardwareValueError(f"rehearsal_options: tuning must be 'vision', 'noisy' or "
+                                 f"'nominal', got {tuning!r}")
+    tuned = TUNINGS[tuning]
     gains = ImpedanceParams(translational_stiffness=tuned["translational_stiffness"],
                             damping_ratio=tuned["damping_ratio"])
     twin = TwinOptions(impedance=gains, camera_noise_std=camera_noise_std,
                        force_noise_std=force_noise_std, seed=seed)
     deploy = DeployOptions(
-        planner_type="c3", max_stale_time=0.5, impedance=gains, tick_on_detection=True,
-        c3=C3PlannerOptions(tuning="noisy"),
+        planner_type="c3", max_stale_time=0.5, impedance=gains,
+        tick_on_detection=tick_on_detection, c3=C3PlannerOptions(tuning=tuning),
         camera=CameraOptions(filter="kalman", kalman_measurement_std=camera_noise_std,
-                             kalman_accel_std=tuned["vision_accel_std"]),
+                             kalman_accel_std=kalman_accel_std),
         franka=FrankaOptions(velocity_filter=1.0))
     return twin, deploy

@@ -311,25 +311,31 @@ def test_force_sensed_lockstep_rehearsal_with_1mm_camera_noise_keeps_the_ball_in
     assert log.exit_reason == "", info
 
 
-def test_noisy_rehearsal_options_follow_the_noisy_tuning():
-    """The rehearsal's configuration is the simulated loop's noisy tuning, not a copy: gains on
-    both sides and the deploy camera's Kalman process noise from ``TUNINGS["noisy"]``."""
+@pytest.mark.parametrize("tuning", ["vision", "noisy"])
+def test_rehearsal_options_follow_the_tuning(tuning):
+    """The rehearsal's configuration is the simulated loop's tuning, not a copy: gains on both
+    sides and the deploy camera's Kalman process noise from ``TUNINGS[tuning]``."""
     from c3mpc.tasks.franka_ball import TUNINGS
     from hardware.errors import HardwareValueError
-    from hardware.lockstep import noisy_rehearsal_options
+    from hardware.lockstep import rehearsal_options
 
-    twin, deploy = noisy_rehearsal_options(3)
-    t = TUNINGS["noisy"]
+    twin, deploy = rehearsal_options(3, tuning=tuning)
+    t = TUNINGS[tuning]
     for gains in (twin.impedance, deploy.impedance):
         assert gains.translational_stiffness == t["translational_stiffness"]
         assert gains.damping_ratio == t["damping_ratio"]
     assert deploy.camera.filter == "kalman"
     assert deploy.camera.kalman_accel_std == t["vision_accel_std"]
-    assert deploy.c3.tuning == "noisy" and deploy.c3.force_sensing
+    assert deploy.c3.tuning == tuning and deploy.c3.force_sensing
     assert deploy.tick_on_detection and deploy.franka.velocity_filter == 1.0
     assert twin.seed == 3 and twin.camera_noise_std == 0.001 and twin.force_noise_std == 1.0
+    _, deploy = rehearsal_options(0, tuning=tuning, tick_on_detection=False,
+                                  kalman_accel_std=0.05)
+    assert not deploy.tick_on_detection and deploy.camera.kalman_accel_std == 0.05
     with pytest.raises(HardwareValueError, match="seed"):
-        noisy_rehearsal_options(-1)
+        rehearsal_options(-1)
+    with pytest.raises(HardwareValueError, match="tuning"):
+        rehearsal_options(0, tuning="loud")
 
 
 def test_deploy_camera_filter_defaults_to_the_planners_tuning():
