@@ -191,19 +191,31 @@ def replace_section(section: str, key: str, path: Path = MD_PATH) -> None:
 
 
 def publish(result: Mapping[str, Any], section: str, key: str, json_path: Path,
-            indent: int = 2) -> None:
+            indent: int = 2, quiet: bool = False) -> None:
     """Save a benchmark's ``result`` as JSON and its Markdown ``section`` under ``key``.
 
     The JSON is written to a temporary file next to ``json_path`` and renamed over it, so an
     interrupted run never leaves a truncated results file; then section ``key`` of
-    docs/BENCHMARKS.md is replaced (:func:`replace_section`). Prints where both went.
+    docs/BENCHMARKS.md is replaced (:func:`replace_section`). Prints where both went unless
+    ``quiet`` (a long run saving after every case).
     """
     json_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = json_path.with_name(json_path.name + ".tmp")
     tmp.write_text(json.dumps(result, indent=indent) + "\n")
     tmp.replace(json_path)
     replace_section(section, key)
-    print(f"wrote {_relative(json_path)} and {_relative(MD_PATH)}")
+    if not quiet:
+        print(f"wrote {_relative(json_path)} and {_relative(MD_PATH)}")
+
+
+def render_saved(markdown: Any, key: str, json_path: Path) -> int:
+    """A benchmark's ``--render``: rewrite section ``key`` of docs/BENCHMARKS.md from the saved
+    ``json_path`` with ``markdown(result) -> str`` (no run), and print it. Returns 0 (an exit
+    status for ``main``)."""
+    md = markdown(json.loads(json_path.read_text()))
+    print(md)
+    replace_section(md, key)
+    return 0
 
 
 def _relative(path: Path) -> Path:

@@ -149,10 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true", help="no progress line, no table on stdout")
     args = ap.parse_args(argv)
     if args.render:
-        md = markdown(json.loads(JSON_PATH.read_text()))
-        print(md)
-        _report.replace_section(md, "bench_franka_lap")
-        return 0
+        return _report.render_saved(markdown, "bench_franka_lap", JSON_PATH)
     jobs = [(name, preset, kw, seed, args.duration) for name, preset, kw, seeds in RUNS
             if args.only is None or args.only in name for seed in seeds]
     with ProcessPoolExecutor(max(1, args.jobs)) as ex:

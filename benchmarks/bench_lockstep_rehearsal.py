@@ -141,14 +141,7 @@ def _save(runs: list[dict[str, Any]], quiet: bool, write: bool = True) -> dict[s
                          f"{m['python']}",
               "machine_info": m, "runs": runs}
     if write:
-        if quiet:
-            JSON_PATH.parent.mkdir(parents=True, exist_ok=True)
-            tmp = JSON_PATH.with_name(JSON_PATH.name + ".tmp")
-            tmp.write_text(json.dumps(result, indent=2) + "\n")
-            tmp.replace(JSON_PATH)
-            _report.replace_section(markdown(result), KEY)
-        else:
-            _report.publish(result, markdown(result), KEY, JSON_PATH)
+        _report.publish(result, markdown(result), KEY, JSON_PATH, quiet=quiet)
     return result
 
 
@@ -166,10 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true", help="no progress line, no table on stdout")
     args = ap.parse_args(argv)
     if args.render:
-        md = markdown(json.loads(JSON_PATH.read_text()))
-        print(md)
-        _report.replace_section(md, KEY)
-        return 0
+        return _report.render_saved(markdown, KEY, JSON_PATH)
     seeds = [int(s) for s in args.seeds.split(",")]
     jobs = [(name, tuning, lat, dur, acc, tick, seed) for name, tuning, lat, dur, acc, tick
             in RUNS if name.startswith(args.only) for seed in seeds]
